@@ -1,0 +1,29 @@
+//! One file per subcommand. Each parses its flags into a validated config and
+//! hands it to the library; each returns the process exit status.
+
+pub mod bench;
+pub mod serve;
+
+use argh::FromArgs;
+
+/// llmload: load generator and benchmark for LLM inference endpoints and gateways.
+#[derive(FromArgs, Debug)]
+pub struct Top {
+    #[argh(subcommand)]
+    pub command: Command,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Bench(bench::BenchArgs),
+    Serve(serve::ServeArgs),
+}
+
+/// Runs the chosen subcommand and returns the exit status.
+pub fn run(top: Top) -> i32 {
+    match top.command {
+        Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
+    }
+}

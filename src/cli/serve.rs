@@ -1,0 +1,57 @@
+//! `llmload serve`: the built-in mock LLM endpoint in the foreground.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::config::duration::duration_flag;
+
+/// Run the built-in OpenAI-compatible endpoint (a mock LLM with exact timing).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "serve")]
+pub struct ServeArgs {
+    /// address to listen on (default 127.0.0.1:8000); port 0 picks a free port
+    /// and the chosen address is printed on the first line of stdout
+    #[argh(option, default = "\"127.0.0.1:8000\".parse().unwrap()")]
+    pub listen: SocketAddr,
+
+    /// worker processes sharing the port with SO_REUSEPORT (default 1)
+    #[argh(option, default = "1")]
+    pub workers: usize,
+
+    /// time to first content token, from the request's arrival (default 0)
+    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    pub ttft: Duration,
+
+    /// gap between consecutive content tokens (default 0)
+    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    pub tpot: Duration,
+
+    /// content tokens per response (default: the request's
+    /// max_completion_tokens or max_tokens, else 128)
+    #[argh(option)]
+    pub output_tokens: Option<u32>,
+
+    /// share of requests answered 503 with a JSON error body (0..1)
+    #[argh(option, default = "0.0")]
+    pub error_rate: f64,
+
+    /// test fault: share of requests answered with bytes that are not HTTP
+    #[argh(option, default = "0.0")]
+    pub malformed_rate: f64,
+
+    /// test fault: share of streams whose connection is reset mid-stream
+    #[argh(option, default = "0.0")]
+    pub reset_rate: f64,
+
+    /// pin worker k to CPU (first + k)
+    #[argh(option)]
+    pub pin: Option<usize>,
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> i32 {
+    let _ = args;
+    todo!("server helper")
+}

@@ -1,0 +1,199 @@
+//! The error taxonomy: a small `Copy` enum the worker sets on the hot path,
+//! counted in fixed arrays (by class, and by HTTP status code), and named only
+//! when a report is written. Generator-side saturation (descriptor or port
+//! exhaustion) is a class of its own so it is never read as a server fault.
+
+/// Why a request failed. `repr(u8)` because it travels in completion records.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// The request succeeded.
+    None = 0,
+    /// The endpoint refused the TCP connection (nothing listening).
+    ConnectRefused = 1,
+    /// No TCP connection within `--connect-timeout`.
+    ConnectTimeout = 2,
+    /// Any other connect failure (unreachable network or host).
+    ConnectError = 3,
+    /// The peer reset or closed the connection before the response ended.
+    Reset = 4,
+    /// The response did not end within `--timeout` of the send.
+    RequestTimeout = 5,
+    /// A complete response with a non-2xx status (the code is kept beside it).
+    HttpStatus = 6,
+    /// Bytes that are not a valid HTTP response or body framing.
+    MalformedResponse = 7,
+    /// Still in flight when the drain after an interrupt ran out.
+    Aborted = 8,
+    /// The worker process carrying the request died.
+    WorkerLost = 9,
+    /// A socket error not covered above.
+    Io = 10,
+    /// Generator saturation: the process ran out of file descriptors.
+    FdExhausted = 11,
+    /// Generator saturation: no free local port for a new connection.
+    PortsExhausted = 12,
+}
+
+/// Number of `ErrorClass` values, for fixed arrays indexed by class.
+pub const CLASSES: usize = 13;
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; CLASSES] = [
+        ErrorClass::None,
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::ConnectError,
+        ErrorClass::Reset,
+        ErrorClass::RequestTimeout,
+        ErrorClass::HttpStatus,
+        ErrorClass::MalformedResponse,
+        ErrorClass::Aborted,
+        ErrorClass::WorkerLost,
+        ErrorClass::Io,
+        ErrorClass::FdExhausted,
+        ErrorClass::PortsExhausted,
+    ];
+
+    /// The class's key in reports; HTTP statuses are named `http_<code>`
+    /// by `ErrorCounts` instead.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::None => "none",
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::ConnectError => "connect_error",
+            ErrorClass::Reset => "reset",
+            ErrorClass::RequestTimeout => "request_timeout",
+            ErrorClass::HttpStatus => "http_status",
+            ErrorClass::MalformedResponse => "malformed_response",
+            ErrorClass::Aborted => "aborted",
+            ErrorClass::WorkerLost => "worker_lost",
+            ErrorClass::Io => "io_error",
+            ErrorClass::FdExhausted => "fd_exhausted",
+            ErrorClass::PortsExhausted => "ports_exhausted",
+        }
+    }
+
+    /// Decodes the byte a completion record carries; unknown bytes are `Io`
+    /// so a corrupt record is still counted as a failure.
+    pub fn from_u8(b: u8) -> ErrorClass {
+        ErrorClass::ALL
+            .get(b as usize)
+            .copied()
+            .unwrap_or(ErrorClass::Io)
+    }
+
+    /// Saturation of the load generator itself, reported apart from the
+    /// endpoint's errors.
+    pub fn is_generator_side(self) -> bool {
+        matches!(self, ErrorClass::FdExhausted | ErrorClass::PortsExhausted)
+    }
+}
+
+/// HTTP status codes are three digits; anything else is folded into 999.
+const STATUSES: usize = 1000;
+
+/// Failure counts by class and, for `HttpStatus`, by code.
+#[derive(Clone, Debug)]
+pub struct ErrorCounts {
+    by_class: [u64; CLASSES],
+    by_status: Box<[u64; STATUSES]>,
+}
+
+impl Default for ErrorCounts {
+    fn default() -> Self {
+        ErrorCounts {
+            by_class: [0; CLASSES],
+            by_status: Box::new([0; STATUSES]),
+        }
+    }
+}
+
+impl ErrorCounts {
+    pub fn record(&mut self, class: ErrorClass, status: u16) {
+        self.add(class, status, 1);
+    }
+
+    pub fn add(&mut self, class: ErrorClass, status: u16, n: u64) {
+        if class == ErrorClass::HttpStatus {
+            self.by_status[(status as usize).min(STATUSES - 1)] += n;
+        }
+        self.by_class[class as usize] += n;
+    }
+
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.by_class.iter_mut().zip(other.by_class.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.by_status.iter_mut().zip(other.by_status.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Failures of every class.
+    pub fn total(&self) -> u64 {
+        self.by_class[1..].iter().sum()
+    }
+
+    pub fn get(&self, class: ErrorClass) -> u64 {
+        self.by_class[class as usize]
+    }
+
+    pub fn status(&self, code: u16) -> u64 {
+        self.by_status[(code as usize).min(STATUSES - 1)]
+    }
+
+    /// Non-zero counts as `(key, count)`, classes in taxonomy order with HTTP
+    /// statuses in place of `http_status` as `http_<code>`.
+    pub fn named(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for class in &ErrorClass::ALL[1..] {
+            if *class == ErrorClass::HttpStatus {
+                for (code, &n) in self.by_status.iter().enumerate() {
+                    if n > 0 {
+                        out.push((format!("http_{code}"), n));
+                    }
+                }
+            } else if self.get(*class) > 0 {
+                out.push((class.name().to_string(), self.get(*class)));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_round_trip_through_u8() {
+        for c in ErrorClass::ALL {
+            assert_eq!(ErrorClass::from_u8(c as u8), c);
+        }
+        assert_eq!(ErrorClass::from_u8(200), ErrorClass::Io);
+    }
+
+    #[test]
+    fn named_counts_statuses_apart() {
+        let mut e = ErrorCounts::default();
+        e.record(ErrorClass::HttpStatus, 503);
+        e.record(ErrorClass::HttpStatus, 503);
+        e.record(ErrorClass::HttpStatus, 429);
+        e.record(ErrorClass::ConnectRefused, 0);
+        let mut other = ErrorCounts::default();
+        other.record(ErrorClass::MalformedResponse, 0);
+        e.merge(&other);
+        assert_eq!(e.total(), 5);
+        assert_eq!(
+            e.named(),
+            vec![
+                ("connect_refused".to_string(), 1),
+                ("http_429".to_string(), 1),
+                ("http_503".to_string(), 2),
+                ("malformed_response".to_string(), 1),
+            ]
+        );
+    }
+}

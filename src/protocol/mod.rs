@@ -1,0 +1,1 @@
+//! Wire formats: the only place a request body is built or a response parsed.
