@@ -52,12 +52,31 @@ impl ChunkedDecoder {
 /// Appends one chunk (`{len:x}\r\n{data}\r\n`) to `out`; empty `data` is
 /// skipped, since a zero-size chunk would end the body.
 pub fn write_chunk(out: &mut Vec<u8>, data: &[u8]) {
-    let _ = (out, data);
-    todo!("http helper")
+    if data.is_empty() {
+        return;
+    }
+    write_hex(out, data.len());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Lowercase hex without leading zeros, written without formatting machinery.
+fn write_hex(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[n & 0xf];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends the last chunk, `0\r\n\r\n`.
 pub fn write_last_chunk(out: &mut Vec<u8>) {
-    let _ = out;
-    todo!("http helper")
+    out.extend_from_slice(b"0\r\n\r\n");
 }

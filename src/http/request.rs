@@ -14,6 +14,19 @@ pub fn write_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) {
-    let _ = (out, method, host, path, headers, body);
-    todo!("http helper")
+    for part in [method, " ", path, " HTTP/1.1\r\nHost: ", host, "\r\n"] {
+        out.extend_from_slice(part.as_bytes());
+    }
+    for (name, value) in headers {
+        for part in [name, ": ", value, "\r\n"] {
+            out.extend_from_slice(part.as_bytes());
+        }
+    }
+    if !body.is_empty() {
+        out.extend_from_slice(b"Content-Type: application/json\r\nContent-Length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
 }
