@@ -1,1 +1,11 @@
-mod placeholder {}
+//! Integration tests: the real `llmload` binary against `llmload serve` on
+//! 127.0.0.1, ephemeral ports, every process bounded in time. One test binary
+//! with topic modules (ripgrep style).
+
+mod util;
+
+mod bench_modes;
+mod failures;
+mod interrupt;
+mod report;
+mod timing;

@@ -2,6 +2,7 @@
 //! hands it to the library; each returns the process exit status.
 
 pub mod bench;
+pub mod models;
 pub mod serve;
 
 use argh::FromArgs;

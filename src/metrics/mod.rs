@@ -3,5 +3,6 @@
 //! indexed by class and HTTP status. Recording never allocates; rendering to
 //! text happens only in `report`.
 
+pub mod block;
 pub mod errors;
 pub mod series;

@@ -1,1 +1,39 @@
-//! Turning a finished run into summary.json, report.txt and the console report.
+//! Turning a finished run into what people and programs read: `summary.json`
+//! (the machine contract, validated against `docs/summary.schema.json`),
+//! `report.txt` (the same numbers for a person, also printed at the end), and
+//! the atomic file writes both go through.
+
+pub mod atomic;
+pub mod summary;
+pub mod text;
+
+use serde_json::Value;
+
+use crate::engine::RunResult;
+
+/// What the report says about a run beyond the engine's result.
+pub struct RunInfo {
+    /// The resolved configuration, secrets already redacted.
+    pub config: Value,
+    /// One line naming what was measured, e.g. the endpoint URL and API.
+    pub target: String,
+    /// Wall-clock start, Unix ns.
+    pub started_wall_ns: u64,
+    /// The soft descriptor limit in force.
+    pub fd_limit: u64,
+    /// Counters of the built-in endpoint, when the run started one.
+    pub builtin_endpoint: Option<Value>,
+}
+
+/// Writes `summary.json` and `report.txt` into `dir` atomically and returns
+/// the text report.
+pub fn write_all(dir: &std::path::Path, run: &RunResult, info: &RunInfo) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let summary = summary::build(run, info);
+    let mut json = serde_json::to_vec_pretty(&summary).expect("a Value always serializes");
+    json.push(b'\n');
+    atomic::write(&dir.join("summary.json"), &json)?;
+    let text = text::render(run, info);
+    atomic::write(&dir.join("report.txt"), text.as_bytes())?;
+    Ok(text)
+}

@@ -17,3 +17,25 @@ pub struct ServerConfig {
     pub reset_rate: f64,
     pub pin: Option<usize>,
 }
+
+/// A running built-in server (stub until the server module lands).
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+}
+
+/// Counters of a stopped server.
+#[derive(serde::Serialize, Default)]
+pub struct ServerStats {
+    pub requests: u64,
+}
+
+impl ServerHandle {
+    pub fn stop(self) -> ServerStats {
+        todo!("server helper")
+    }
+}
+
+pub fn spawn(cfg: &ServerConfig) -> Result<ServerHandle, String> {
+    let _ = cfg;
+    todo!("server helper")
+}

@@ -1,0 +1,28 @@
+//! The prompts a run sends when no dataset is given.
+
+pub const PROMPTS: &[&str] = &[
+    "Explain the difference between a process and a thread.",
+    "Write a haiku about network latency.",
+    "Summarize the causes of the French Revolution in three sentences.",
+    "What is the time complexity of binary search, and why?",
+    "Translate 'the quick brown fox jumps over the lazy dog' into French.",
+    "List five practical tips for writing readable code.",
+    "Describe how a hash map handles collisions.",
+    "Write a short story opening set on a night train through the Alps.",
+    "What does TCP's three-way handshake accomplish?",
+    "Give a recipe for a simple tomato soup.",
+    "Explain what a load balancer does to a non-technical manager.",
+    "Compare SSDs and hard disks for a database server.",
+    "Why is the sky blue? Answer for a ten-year-old.",
+    "Draft a polite email asking a colleague to review a pull request.",
+    "What are the trade-offs of microservices versus a monolith?",
+    "Explain tail latency and why p99 matters more than the mean for user-facing services.",
+    "Write a Python function that checks whether a string is a palindrome, and explain it.",
+    "Describe the water cycle.",
+    "What is a transformer in machine learning? Keep it under 150 words.",
+    "Suggest three names for a coffee shop run by robots.",
+    "Explain the CAP theorem with an example.",
+    "How does public-key cryptography let two strangers agree on a secret?",
+    "Plan a three-day trip to Kyoto for someone who likes gardens and food.",
+    "What is the difference between throughput and latency? Use a highway analogy.",
+];

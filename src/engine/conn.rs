@@ -1,0 +1,230 @@
+//! One client connection's response in progress: head, body framing, SSE
+//! events and the per-request tally (timestamps, token counts, gaps). Pure
+//! state driven by bytes and timestamps, no I/O, so the worker loop stays a
+//! thin layer of syscalls around it.
+
+use crate::http::chunked::ChunkedDecoder;
+use crate::http::response::{BodyKind, Head};
+use crate::http::sse::SseSplitter;
+use crate::metrics::errors::ErrorClass;
+use crate::protocol::{EventInfo, Protocol};
+
+/// Largest single SSE event accepted before the response is malformed.
+pub const MAX_EVENT: usize = 1 << 20;
+/// Largest non-streamed body kept for parsing.
+pub const MAX_BODY: usize = 64 << 20;
+
+/// What one response has carried so far.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub t_first_token: u64,
+    pub t_last_token: u64,
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+    pub text_events: u32,
+    pub text_bytes: u32,
+    /// Gaps between text-bearing events; capacity fixed at first use.
+    pub gaps: Vec<u64>,
+    pub gaps_truncated: bool,
+}
+
+impl Tally {
+    fn reset(&mut self) {
+        self.t_first_token = 0;
+        self.t_last_token = 0;
+        self.prompt_tokens = None;
+        self.completion_tokens = None;
+        self.text_events = 0;
+        self.text_bytes = 0;
+        self.gaps.clear();
+        self.gaps_truncated = false;
+    }
+
+    fn on_event(&mut self, info: EventInfo, t: u64) {
+        if info.text_bytes > 0 {
+            if self.text_events == 0 {
+                self.t_first_token = t;
+            } else if self.gaps.len() < self.gaps.capacity() {
+                self.gaps.push(t - self.t_last_token);
+            } else {
+                self.gaps_truncated = true;
+            }
+            self.t_last_token = t;
+            self.text_events += 1;
+            self.text_bytes = self.text_bytes.saturating_add(info.text_bytes);
+        }
+        if info.prompt_tokens.is_some() {
+            self.prompt_tokens = info.prompt_tokens;
+        }
+        if info.completion_tokens.is_some() {
+            self.completion_tokens = info.completion_tokens;
+        }
+    }
+}
+
+/// A response being received.
+#[derive(Debug)]
+pub struct Rx {
+    pub head: Option<Head>,
+    remaining: u64,
+    chunked: ChunkedDecoder,
+    sse: Option<SseSplitter>,
+    /// The body is an SSE stream of a successful response.
+    pub sse_mode: bool,
+    /// The body is a successful non-streamed response, kept for parsing.
+    keep_body: bool,
+    pub body: Vec<u8>,
+    pub t_send: u64,
+    pub t_first_byte: u64,
+    pub tally: Tally,
+}
+
+/// The outcome of feeding bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The response needs more bytes.
+    More,
+    /// The response is complete; `keep_alive` says whether the connection can
+    /// carry another.
+    Done { keep_alive: bool },
+}
+
+impl Rx {
+    pub fn new(max_gaps: usize) -> Rx {
+        Rx {
+            head: None,
+            remaining: 0,
+            chunked: ChunkedDecoder::default(),
+            sse: None,
+            sse_mode: false,
+            keep_body: false,
+            body: Vec::new(),
+            t_send: 0,
+            t_first_byte: 0,
+            tally: Tally {
+                gaps: Vec::with_capacity(max_gaps),
+                ..Tally::default()
+            },
+        }
+    }
+
+    /// Ready for a new request sent at `t_send`.
+    pub fn reset(&mut self, t_send: u64) {
+        self.head = None;
+        self.remaining = 0;
+        self.chunked.reset();
+        if let Some(sse) = &mut self.sse {
+            sse.reset();
+        }
+        self.sse_mode = false;
+        self.keep_body = false;
+        self.body.clear();
+        self.t_send = t_send;
+        self.t_first_byte = 0;
+        self.tally.reset();
+    }
+
+    /// Takes a parsed head. Returns the first step for an empty body.
+    pub fn begin(&mut self, head: Head) -> Step {
+        let ok = (200..300).contains(&head.status);
+        self.sse_mode = ok && head.event_stream;
+        self.keep_body = ok && !head.event_stream;
+        if self.sse_mode && self.sse.is_none() {
+            self.sse = Some(SseSplitter::with_capacity(MAX_EVENT));
+        }
+        self.head = Some(head);
+        match head.body {
+            BodyKind::Empty | BodyKind::Length(0) => Step::Done {
+                keep_alive: head.keep_alive,
+            },
+            BodyKind::Length(n) => {
+                self.remaining = n;
+                Step::More
+            }
+            BodyKind::Chunked | BodyKind::UntilClose => Step::More,
+        }
+    }
+
+    /// Feeds body bytes received at `t`; every byte is consumed.
+    pub fn feed(&mut self, data: &[u8], t: u64, proto: &dyn Protocol) -> Result<Step, ErrorClass> {
+        let Some(head) = self.head else {
+            return Err(ErrorClass::MalformedResponse);
+        };
+        match head.body {
+            BodyKind::Empty => Ok(Step::Done {
+                keep_alive: head.keep_alive && data.is_empty(),
+            }),
+            BodyKind::Length(_) => {
+                let take = (self.remaining as usize).min(data.len());
+                self.body_data(&data[..take], t, proto)?;
+                self.remaining -= take as u64;
+                if self.remaining == 0 {
+                    Ok(Step::Done {
+                        keep_alive: head.keep_alive && take == data.len(),
+                    })
+                } else {
+                    Ok(Step::More)
+                }
+            }
+            BodyKind::Chunked => {
+                let mut rest = data;
+                while !rest.is_empty() {
+                    let d = self
+                        .chunked
+                        .decode(rest)
+                        .map_err(|_| ErrorClass::MalformedResponse)?;
+                    self.body_data(d.data, t, proto)?;
+                    rest = &rest[d.consumed..];
+                    if d.done {
+                        return Ok(Step::Done {
+                            keep_alive: head.keep_alive && rest.is_empty(),
+                        });
+                    }
+                    if d.consumed == 0 {
+                        return Err(ErrorClass::MalformedResponse);
+                    }
+                }
+                Ok(Step::More)
+            }
+            BodyKind::UntilClose => {
+                self.body_data(data, t, proto)?;
+                Ok(Step::More)
+            }
+        }
+    }
+
+    /// The peer closed the connection: a close-delimited body ends here.
+    pub fn eof_completes(&self) -> bool {
+        matches!(self.head, Some(Head { body: BodyKind::UntilClose, .. }))
+    }
+
+    fn body_data(&mut self, data: &[u8], t: u64, proto: &dyn Protocol) -> Result<(), ErrorClass> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        if self.sse_mode {
+            let tally = &mut self.tally;
+            let sse = self.sse.as_mut().expect("created in begin");
+            sse.feed(data, |ev| tally.on_event(proto.parse_event(&ev), t))
+                .map_err(|_| ErrorClass::MalformedResponse)
+        } else if self.keep_body {
+            if self.body.len() + data.len() > MAX_BODY {
+                return Err(ErrorClass::MalformedResponse);
+            }
+            self.body.extend_from_slice(data);
+            Ok(())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Reads the kept non-streamed body into the tally.
+    pub fn finish_body(&mut self, proto: &dyn Protocol) {
+        if self.keep_body {
+            let info = proto.parse_body(&self.body);
+            self.tally.text_bytes = info.text_bytes;
+            self.tally.prompt_tokens = info.prompt_tokens;
+            self.tally.completion_tokens = info.completion_tokens;
+        }
+    }
+}

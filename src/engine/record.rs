@@ -1,0 +1,231 @@
+//! The completion record a worker sends its parent for each finished
+//! request: a fixed header with every timestamp and count, followed by the
+//! inter-token gaps. Encoded field by field in native byte order (both ends
+//! are the same binary on the same machine), with no unsafe transmutes.
+
+use crate::metrics::block::RequestSample;
+use crate::metrics::errors::ErrorClass;
+
+/// `flags`: the response was an SSE stream.
+pub const STREAMED: u8 = 1;
+/// `flags`: more gaps arrived than the worker could keep.
+pub const GAPS_TRUNCATED: u8 = 2;
+
+/// The fixed part of a completion record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub seq: u64,
+    pub t_sched: u64,
+    pub t_send: u64,
+    pub t_first_byte: u64,
+    pub t_first_token: u64,
+    pub t_last_token: u64,
+    pub t_end: u64,
+    pub sample: u32,
+    pub stage: u16,
+    pub status: u16,
+    pub error: u8,
+    pub flags: u8,
+    /// `u32::MAX` when the response reported none.
+    pub prompt_tokens: u32,
+    /// `u32::MAX` when the response reported none.
+    pub completion_tokens: u32,
+    pub text_events: u32,
+    pub text_bytes: u32,
+    pub n_gaps: u32,
+}
+
+/// Encoded header size (a multiple of 8, so gaps stay aligned).
+pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 1 + 1 + 2 + 5 * 4 + 4;
+
+const NONE: u32 = u32::MAX;
+
+impl Completion {
+    /// Total record length with `n_gaps` gaps.
+    pub fn encoded_len(&self) -> usize {
+        HEADER + self.n_gaps as usize * 8
+    }
+
+    /// Writes the header and `gaps` (which must hold `n_gaps` values) into
+    /// `out`, exactly `encoded_len()` bytes.
+    pub fn encode(&self, gaps: &[u64], out: &mut [u8]) {
+        let mut w = Writer { out, at: 0 };
+        for v in [
+            self.seq,
+            self.t_sched,
+            self.t_send,
+            self.t_first_byte,
+            self.t_first_token,
+            self.t_last_token,
+            self.t_end,
+        ] {
+            w.put(&v.to_ne_bytes());
+        }
+        w.put(&self.sample.to_ne_bytes());
+        w.put(&self.stage.to_ne_bytes());
+        w.put(&self.status.to_ne_bytes());
+        w.put(&[self.error, self.flags, 0, 0]);
+        for v in [
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.text_events,
+            self.text_bytes,
+            self.n_gaps,
+            0,
+        ] {
+            w.put(&v.to_ne_bytes());
+        }
+        debug_assert_eq!(w.at, HEADER);
+        for g in &gaps[..self.n_gaps as usize] {
+            w.put(&g.to_ne_bytes());
+        }
+    }
+
+    /// Reads a record; `None` if it is shorter than its header says.
+    pub fn decode(bytes: &[u8]) -> Option<(Completion, Gaps<'_>)> {
+        let mut r = Reader { bytes, at: 0 };
+        let mut c = Completion {
+            seq: r.u64()?,
+            t_sched: r.u64()?,
+            t_send: r.u64()?,
+            t_first_byte: r.u64()?,
+            t_first_token: r.u64()?,
+            t_last_token: r.u64()?,
+            t_end: r.u64()?,
+            ..Default::default()
+        };
+        c.sample = r.u32()?;
+        c.stage = r.u16()?;
+        c.status = r.u16()?;
+        let b = r.take(4)?;
+        c.error = b[0];
+        c.flags = b[1];
+        c.prompt_tokens = r.u32()?;
+        c.completion_tokens = r.u32()?;
+        c.text_events = r.u32()?;
+        c.text_bytes = r.u32()?;
+        c.n_gaps = r.u32()?;
+        r.u32()?;
+        let gaps = r.take(c.n_gaps as usize * 8)?;
+        Some((c, Gaps(gaps)))
+    }
+
+    /// The request as the metrics see it.
+    pub fn sample(&self) -> RequestSample {
+        let opt = |v: u32| (v != NONE).then_some(v);
+        let error = ErrorClass::from_u8(self.error);
+        RequestSample {
+            t_sched: self.t_sched,
+            t_send: self.t_send,
+            t_first_byte: self.t_first_byte,
+            t_first_token: self.t_first_token,
+            t_last_token: self.t_last_token,
+            t_end: self.t_end,
+            error: (error != ErrorClass::None).then_some(error),
+            status: self.status,
+            prompt_tokens: opt(self.prompt_tokens),
+            completion_tokens: opt(self.completion_tokens),
+            text_events: self.text_events,
+            text_bytes: self.text_bytes,
+            streamed: self.flags & STREAMED != 0,
+        }
+    }
+
+    /// `u32::MAX`-coded optional count.
+    pub fn code(v: Option<u32>) -> u32 {
+        v.unwrap_or(NONE)
+    }
+}
+
+/// The gaps of a decoded record, read in place.
+#[derive(Clone, Copy, Debug)]
+pub struct Gaps<'a>(&'a [u8]);
+
+impl Gaps<'_> {
+    pub fn len(&self) -> usize {
+        self.0.len() / 8
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("chunks of 8")))
+    }
+}
+
+struct Writer<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, b: &[u8]) {
+        self.out[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.bytes.get(self.at..self.at + n)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_ne_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_ne_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_ne_bytes(self.take(2)?.try_into().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_with_gaps() {
+        let c = Completion {
+            seq: 9,
+            t_sched: 1,
+            t_send: 2,
+            t_first_byte: 3,
+            t_first_token: 4,
+            t_last_token: 5,
+            t_end: 6,
+            sample: 7,
+            stage: 2,
+            status: 200,
+            error: ErrorClass::Reset as u8,
+            flags: STREAMED,
+            prompt_tokens: 11,
+            completion_tokens: NONE,
+            text_events: 3,
+            text_bytes: 15,
+            n_gaps: 2,
+        };
+        assert_eq!(HEADER % 8, 0);
+        let mut buf = vec![0u8; c.encoded_len()];
+        c.encode(&[100, u64::MAX], &mut buf);
+        let (d, gaps) = Completion::decode(&buf).unwrap();
+        assert_eq!(d, c);
+        assert_eq!(gaps.iter().collect::<Vec<_>>(), vec![100, u64::MAX]);
+        let s = d.sample();
+        assert_eq!(s.error, Some(ErrorClass::Reset));
+        assert_eq!((s.prompt_tokens, s.completion_tokens), (Some(11), None));
+        assert!(s.streamed);
+        assert!(Completion::decode(&buf[..buf.len() - 1]).is_none());
+    }
+}

@@ -1,0 +1,234 @@
+//! A block of results: everything measured for one slice of a run (a stage,
+//! a scenario, the whole run), built by recording one `RequestSample` per
+//! finished request and rolled up by merging. The definitions are those of
+//! DESIGN.md; this is the one place they are computed.
+
+use super::errors::{ErrorClass, ErrorCounts};
+use super::series::Series;
+
+/// Where a successful request's output token count came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    /// The endpoint's `usage.completion_tokens`.
+    Usage,
+    /// The number of text-bearing SSE events.
+    Events,
+    /// Neither (a non-streamed body without usage).
+    Unknown,
+}
+
+/// One finished request, as the collector hands it over (times in CLOCK_MONOTONIC ns).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestSample {
+    pub t_sched: u64,
+    pub t_send: u64,
+    /// 0 when no response byte arrived.
+    pub t_first_byte: u64,
+    /// 0 when no text-bearing event arrived.
+    pub t_first_token: u64,
+    pub t_last_token: u64,
+    pub t_end: u64,
+    pub error: Option<ErrorClass>,
+    pub status: u16,
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+    /// Text-bearing SSE events (0 for a non-streamed response).
+    pub text_events: u32,
+    pub text_bytes: u32,
+    pub streamed: bool,
+}
+
+impl RequestSample {
+    /// Output tokens and where the count came from.
+    pub fn output_tokens(&self) -> (u64, TokenSource) {
+        match self.completion_tokens {
+            Some(n) => (n as u64, TokenSource::Usage),
+            None if self.streamed => (self.text_events as u64, TokenSource::Events),
+            None => (0, TokenSource::Unknown),
+        }
+    }
+}
+
+/// Results for one slice of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Block {
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub errors: ErrorCounts,
+    /// t_end − t_sched.
+    pub e2e: Series,
+    /// t_end − t_send.
+    pub service: Series,
+    /// t_first_token − t_send.
+    pub ttft: Series,
+    /// t_first_token − t_sched.
+    pub ttft_sched: Series,
+    /// Per request with ≥ 2 output tokens: (t_last − t_first) / (tokens − 1).
+    pub tpot: Series,
+    /// Gaps between consecutive text-bearing events.
+    pub itl: Series,
+    /// t_send − t_sched: how late the generator sent (generator health).
+    pub send_lateness: Series,
+    pub output_tokens: u64,
+    pub input_tokens: u64,
+    /// Successful requests per output token source: usage, events, unknown.
+    pub output_sources: [u64; 3],
+    /// Successful requests whose input count came from usage.
+    pub input_from_usage: u64,
+    pub text_bytes: u64,
+    /// Earliest t_sched and latest t_end seen (0 when empty).
+    pub first_sched: u64,
+    pub last_end: u64,
+}
+
+impl Block {
+    /// Counts one request that was handed to a worker.
+    pub fn record_issued(&mut self) {
+        self.issued += 1;
+    }
+
+    /// Records a finished request (success or failure) and its ITL gaps.
+    pub fn record(&mut self, s: &RequestSample, gaps: impl IntoIterator<Item = u64>) {
+        if self.first_sched == 0 || s.t_sched < self.first_sched {
+            self.first_sched = s.t_sched;
+        }
+        self.last_end = self.last_end.max(s.t_end);
+        if s.t_send >= s.t_sched && s.t_send != 0 {
+            self.send_lateness.record(s.t_send - s.t_sched);
+        }
+        if let Some(class) = s.error {
+            self.failed += 1;
+            self.errors.record(class, s.status);
+            return;
+        }
+        self.completed += 1;
+        self.e2e.record(s.t_end.saturating_sub(s.t_sched));
+        self.service.record(s.t_end.saturating_sub(s.t_send));
+        let (out, source) = s.output_tokens();
+        self.output_tokens += out;
+        self.output_sources[source as usize] += 1;
+        if let Some(p) = s.prompt_tokens {
+            self.input_tokens += p as u64;
+            self.input_from_usage += 1;
+        }
+        self.text_bytes += s.text_bytes as u64;
+        if s.t_first_token != 0 {
+            self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
+            self.ttft_sched.record(s.t_first_token.saturating_sub(s.t_sched));
+            if out >= 2 {
+                self.tpot
+                    .record(s.t_last_token.saturating_sub(s.t_first_token) / (out - 1));
+            }
+        }
+        for g in gaps {
+            self.itl.record(g);
+        }
+    }
+
+    /// Adds `other` into this block.
+    pub fn merge(&mut self, other: &Block) {
+        self.issued += other.issued;
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.errors.merge(&other.errors);
+        for (a, b) in [
+            (&mut self.e2e, &other.e2e),
+            (&mut self.service, &other.service),
+            (&mut self.ttft, &other.ttft),
+            (&mut self.ttft_sched, &other.ttft_sched),
+            (&mut self.tpot, &other.tpot),
+            (&mut self.itl, &other.itl),
+            (&mut self.send_lateness, &other.send_lateness),
+        ] {
+            a.merge(b);
+        }
+        self.output_tokens += other.output_tokens;
+        self.input_tokens += other.input_tokens;
+        for (a, b) in self.output_sources.iter_mut().zip(other.output_sources) {
+            *a += b;
+        }
+        self.input_from_usage += other.input_from_usage;
+        self.text_bytes += other.text_bytes;
+        if other.first_sched != 0 && (self.first_sched == 0 || other.first_sched < self.first_sched)
+        {
+            self.first_sched = other.first_sched;
+        }
+        self.last_end = self.last_end.max(other.last_end);
+    }
+
+    /// How the output token total was counted: `usage`, `events`, `mixed`
+    /// when requests differed, `none` when nothing succeeded.
+    pub fn output_source(&self) -> &'static str {
+        match self.output_sources {
+            [0, 0, 0] => "none",
+            [_, 0, 0] => "usage",
+            [0, _, 0] => "events",
+            [0, 0, _] => "unknown",
+            _ => "mixed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(t_sched: u64, first: u64, last: u64, end: u64, usage: Option<u32>, events: u32) -> RequestSample {
+        RequestSample {
+            t_sched,
+            t_send: t_sched + 10,
+            t_first_byte: t_sched + 20,
+            t_first_token: first,
+            t_last_token: last,
+            t_end: end,
+            completion_tokens: usage,
+            prompt_tokens: Some(7),
+            text_events: events,
+            streamed: true,
+            status: 200,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn records_definitions() {
+        let mut b = Block::default();
+        b.record_issued();
+        b.record(&ok(1000, 2010, 5010, 6000, Some(4), 4), [1000, 1000, 1000]);
+        assert_eq!(b.completed, 1);
+        assert_eq!(b.e2e.quantile_ns(0.5), Some(5000));
+        assert_eq!(b.service.quantile_ns(0.5), Some(4990));
+        assert_eq!(b.ttft.quantile_ns(0.5), Some(1000));
+        assert_eq!(b.ttft_sched.quantile_ns(0.5), Some(1010));
+        assert_eq!(b.tpot.quantile_ns(0.5), Some(1000));
+        assert_eq!(b.itl.count(), 3);
+        assert_eq!(b.output_tokens, 4);
+        assert_eq!(b.input_tokens, 7);
+        assert_eq!(b.output_source(), "usage");
+    }
+
+    #[test]
+    fn failures_and_sources_roll_up() {
+        let mut a = Block::default();
+        a.record(&ok(100, 200, 300, 400, None, 2), [100]);
+        let mut b = Block::default();
+        b.record(
+            &RequestSample {
+                t_sched: 50,
+                t_end: 900,
+                error: Some(ErrorClass::HttpStatus),
+                status: 503,
+                ..Default::default()
+            },
+            [],
+        );
+        a.merge(&b);
+        assert_eq!((a.completed, a.failed), (1, 1));
+        assert_eq!(a.errors.status(503), 1);
+        assert_eq!(a.output_tokens, 2);
+        assert_eq!(a.output_source(), "events");
+        assert_eq!((a.first_sched, a.last_end), (50, 900));
+        assert_eq!(a.e2e.count(), 1);
+    }
+}

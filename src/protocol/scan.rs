@@ -1,0 +1,175 @@
+//! In-place JSON field lookup for response parsing on the hot path. It finds
+//! `"key":` by substring search and reads the value after it, without
+//! validating the document: fast and allocation-free, at the price of
+//! trusting that a key spelled with quotes is a key. Escaped quotes inside
+//! string values are skipped correctly, so text that mentions a key name
+//! cannot be mistaken for it.
+
+use memchr::memmem;
+
+/// A JSON value as far as the scanner reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// The raw bytes between the quotes (escapes left as they are).
+    Str(&'a [u8]),
+    /// The raw bytes of a number.
+    Num(&'a [u8]),
+    /// The bytes from `{` to its matching `}` inclusive.
+    Object(&'a [u8]),
+    /// The bytes from `[` to its matching `]` inclusive.
+    Array(&'a [u8]),
+    Null,
+    Bool(bool),
+}
+
+/// The value of the first `"key"` (given with its quotes, e.g. `b"\"usage\""`)
+/// in `json` that is followed by a colon, or `None`.
+pub fn find<'a>(json: &'a [u8], quoted_key: &[u8]) -> Option<Value<'a>> {
+    let mut from = 0;
+    let finder = memmem::Finder::new(quoted_key);
+    while let Some(pos) = finder.find(&json[from..]) {
+        let start = from + pos;
+        let after = start + quoted_key.len();
+        from = after;
+        // `\"key\"` is text inside a string, not a key.
+        if start > 0 && json[start - 1] == b'\\' {
+            continue;
+        }
+        let mut i = skip_ws(json, after);
+        if json.get(i) != Some(&b':') {
+            continue;
+        }
+        i = skip_ws(json, i + 1);
+        return value_at(json, i);
+    }
+    None
+}
+
+/// Parses the value of `"key"` as an unsigned integer.
+pub fn find_u32(json: &[u8], quoted_key: &[u8]) -> Option<u32> {
+    match find(json, quoted_key)? {
+        Value::Num(n) => parse_u32(n),
+        _ => None,
+    }
+}
+
+fn parse_u32(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || digits.len() > 10 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (d - b'0') as u64;
+    }
+    u32::try_from(v).ok()
+}
+
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = json.get(i) {
+        i += 1;
+    }
+    i
+}
+
+fn value_at(json: &[u8], i: usize) -> Option<Value<'_>> {
+    match *json.get(i)? {
+        b'"' => {
+            let end = string_end(json, i + 1)?;
+            Some(Value::Str(&json[i + 1..end]))
+        }
+        b'{' | b'[' => {
+            let end = container_end(json, i)?;
+            let raw = &json[i..=end];
+            Some(if json[i] == b'{' {
+                Value::Object(raw)
+            } else {
+                Value::Array(raw)
+            })
+        }
+        b'n' if json[i..].starts_with(b"null") => Some(Value::Null),
+        b't' if json[i..].starts_with(b"true") => Some(Value::Bool(true)),
+        b'f' if json[i..].starts_with(b"false") => Some(Value::Bool(false)),
+        b'-' | b'0'..=b'9' => {
+            let len = json[i..]
+                .iter()
+                .position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                .unwrap_or(json.len() - i);
+            Some(Value::Num(&json[i..i + len]))
+        }
+        _ => None,
+    }
+}
+
+/// Index of the closing quote of a string whose contents start at `i`.
+fn string_end(json: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        let rel = memchr::memchr2(b'"', b'\\', &json[i..])?;
+        i += rel;
+        if json[i] == b'\\' {
+            i += 2;
+            if i > json.len() {
+                return None;
+            }
+        } else {
+            return Some(i);
+        }
+    }
+}
+
+/// Index of the bracket closing the object or array opened at `i`.
+fn container_end(json: &[u8], i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut j = i;
+    while j < json.len() {
+        match json[j] {
+            b'"' => j = string_end(json, j + 1)?,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_values_of_each_kind() {
+        let j = br#"{"a": "x\"y", "n": 42, "o": {"k": [1, "}"]}, "z": null, "t": true}"#;
+        assert_eq!(find(j, b"\"a\""), Some(Value::Str(br#"x\"y"#)));
+        assert_eq!(find(j, b"\"n\""), Some(Value::Num(b"42")));
+        assert_eq!(find(j, b"\"o\""), Some(Value::Object(br#"{"k": [1, "}"]}"#)));
+        assert_eq!(find(j, b"\"k\""), Some(Value::Array(br#"[1, "}"]"#)));
+        assert_eq!(find(j, b"\"z\""), Some(Value::Null));
+        assert_eq!(find(j, b"\"t\""), Some(Value::Bool(true)));
+        assert_eq!(find(j, b"\"missing\""), None);
+        assert_eq!(find_u32(j, b"\"n\""), Some(42));
+    }
+
+    #[test]
+    fn key_mentioned_inside_a_string_is_not_a_key() {
+        let j = br#"{"text": "say \"content\": no", "content": "yes"}"#;
+        assert_eq!(find(j, b"\"content\""), Some(Value::Str(b"yes")));
+        let j = br#"{"text": "\"content\" alone", "content": "yes"}"#;
+        assert_eq!(find(j, b"\"content\""), Some(Value::Str(b"yes")));
+    }
+
+    #[test]
+    fn truncated_input_gives_none() {
+        assert_eq!(find(br#"{"a": "unterminated"#, b"\"a\""), None);
+        assert_eq!(find(br#"{"a": {"b": 1"#, b"\"a\""), None);
+        assert_eq!(find(br#"{"a":"#, b"\"a\""), None);
+        assert_eq!(find_u32(br#"{"n": 99999999999}"#, b"\"n\""), None);
+    }
+}

@@ -1,0 +1,137 @@
+//! `summary.json`: every number of a run, machine-readable. Field names and
+//! units follow DESIGN.md (times in milliseconds as floats, lateness in
+//! microseconds, rates per second); `docs/summary.schema.json` is the contract
+//! and a test validates real output against it.
+
+use serde_json::{Value, json};
+
+use super::RunInfo;
+use crate::clock::format_utc;
+use crate::engine::{Load, RunResult};
+use crate::metrics::block::Block;
+
+const MS: f64 = 1e6;
+const US: f64 = 1e3;
+
+/// The whole summary document.
+pub fn build(run: &RunResult, info: &RunInfo) -> Value {
+    let g = &run.generator;
+    let lateness = run.total.send_lateness.summary(US);
+    let mut doc = json!({
+        "tool": "llmload",
+        "version": env!("CARGO_PKG_VERSION"),
+        "complete": run.complete,
+        "interrupted": run.interrupted,
+        "incomplete_reasons": run.incomplete_reasons,
+        "started_at": format_utc(info.started_wall_ns),
+        "target": info.target,
+        "config": info.config,
+        "requests": requests(&run.total),
+        "warmup": {
+            "issued": run.warmup.issued,
+            "completed": run.warmup.completed,
+            "failed": run.warmup.failed,
+        },
+        "window_s": run.total_window_ns as f64 / 1e9,
+        "throughput": throughput(&run.total, run.total_window_ns),
+        "tokens": tokens(&run.total),
+        "latency_ms": latency(&run.total),
+        "generator": {
+            "send_lateness_us": lateness,
+            "ring_full": g.ring_full,
+            "waited_for_connection": g.waited_for_connection,
+            "completion_ring_full": g.completion_ring_full,
+            "itl_truncated": g.itl_truncated,
+            "connections_opened": g.connections_opened,
+            "stale_connection_retries": g.stale_retries,
+            "workers": g.workers,
+            "worker_busy_max": g.worker_busy_max,
+            "fd_limit": info.fd_limit,
+            "startup_ms": run.startup_ns as f64 / MS,
+            "limited_by_generator": !g.limits.is_empty(),
+            "limits": g.limits,
+        },
+        "stages": run.stages.iter().map(|s| json!({
+            "name": s.name,
+            "load": load(&s.load),
+            "requests": requests(&s.block),
+            "window_s": s.window_ns as f64 / 1e9,
+            "throughput": throughput(&s.block, s.window_ns),
+            "tokens": tokens(&s.block),
+            "latency_ms": latency(&s.block),
+            "send_lateness_us": s.block.send_lateness.summary(US),
+            "scenarios": [],
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(stats) = &info.builtin_endpoint {
+        doc["builtin_endpoint"] = stats.clone();
+    }
+    doc
+}
+
+fn requests(b: &Block) -> Value {
+    let errors: serde_json::Map<String, Value> = b
+        .errors
+        .named()
+        .into_iter()
+        .map(|(k, n)| (k, Value::from(n)))
+        .collect();
+    json!({
+        "issued": b.issued,
+        "completed": b.completed,
+        "failed": b.failed,
+        "errors": errors,
+    })
+}
+
+fn throughput(b: &Block, window_ns: u64) -> Value {
+    let secs = window_ns as f64 / 1e9;
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    json!({
+        "requests_per_s": rate(b.completed),
+        "output_tokens_per_s": rate(b.output_tokens),
+        "input_tokens_per_s": rate(b.input_tokens),
+        "total_tokens_per_s": rate(b.output_tokens + b.input_tokens),
+    })
+}
+
+fn tokens(b: &Block) -> Value {
+    let input_source = match (b.input_from_usage, b.completed) {
+        (_, 0) | (0, _) => "none",
+        (u, c) if u == c => "usage",
+        _ => "mixed",
+    };
+    let [usage, events, unknown] = b.output_sources;
+    json!({
+        "output_total": b.output_tokens,
+        "input_total": b.input_tokens,
+        "output_source": b.output_source(),
+        "input_source": input_source,
+        "output_source_requests": {"usage": usage, "events": events, "unknown": unknown},
+        "output_per_request_mean": if b.completed > 0 { b.output_tokens as f64 / b.completed as f64 } else { 0.0 },
+        "text_bytes": b.text_bytes,
+    })
+}
+
+fn latency(b: &Block) -> Value {
+    json!({
+        "e2e": b.e2e.summary(MS),
+        "service": b.service.summary(MS),
+        "ttft": b.ttft.summary(MS),
+        "ttft_sched": b.ttft_sched.summary(MS),
+        "tpot": b.tpot.summary(MS),
+        "itl": b.itl.summary(MS),
+    })
+}
+
+fn load(l: &Load) -> Value {
+    match *l {
+        Load::Closed { concurrency } => json!({"mode": "concurrency", "concurrency": concurrency}),
+        Load::Offline => json!({"mode": "offline"}),
+        Load::Open {
+            kind,
+            rate_from,
+            rate_to,
+        } => json!({"mode": kind, "rate_from": rate_from, "rate_to": rate_to}),
+    }
+}

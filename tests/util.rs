@@ -1,0 +1,201 @@
+//! Helpers: start `llmload serve`, run `llmload bench`, read its summary, all
+//! with hard time limits so a hung process fails a test instead of CI.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_llmload")
+}
+
+/// A fresh, empty directory under the system temp dir.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "llmload-it-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A running `llmload serve`; stopped (SIGTERM, then SIGKILL) on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn llmload serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let mut r = BufReader::new(stdout);
+            let _ = r.read_line(&mut line);
+            let _ = tx.send(line);
+            // Keep draining so the server never blocks on a full pipe.
+            let mut sink = Vec::new();
+            let _ = r.read_to_end(&mut sink);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("serve printed its address within 10 s");
+        let addr = line
+            .trim()
+            .trim_start_matches("http://")
+            .parse()
+            .unwrap_or_else(|_| panic!("serve's first line is an address: {line:?}"));
+        Server { child, addr }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        signal(&self.child, libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The outcome of one `llmload bench`.
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub out: PathBuf,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn summary(&self) -> serde_json::Value {
+        let p = self.out.join("summary.json");
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| {
+            panic!("{}: {e}\nstdout:\n{}\nstderr:\n{}", p.display(), self.stdout, self.stderr)
+        });
+        serde_json::from_str(&text).expect("summary.json is JSON")
+    }
+
+    pub fn assert_success(&self) {
+        assert!(
+            self.status.success(),
+            "bench failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
+/// Runs `llmload bench ARGS --out <fresh dir> --quiet`, killed after `limit`.
+pub fn bench(args: &[&str], limit: Duration) -> Run {
+    let out = temp_dir("bench");
+    let child = Command::new(bin())
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload bench");
+    wait_run(child, out, limit)
+}
+
+/// Waits for a spawned bench with a hard limit, collecting its output.
+pub fn wait_run(mut child: Child, out: PathBuf, limit: Duration) -> Run {
+    let start = Instant::now();
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "llmload bench did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                t1.join().unwrap(),
+                t2.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+        out,
+        elapsed: start.elapsed(),
+    }
+}
+
+pub fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+pub fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// issued == completed + failed, and the errors add up to failed.
+pub fn assert_accounted(requests: &serde_json::Value) {
+    let issued = u(&requests["issued"]);
+    let completed = u(&requests["completed"]);
+    let failed = u(&requests["failed"]);
+    assert_eq!(issued, completed + failed, "{requests}");
+    let errors: u64 = requests["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(u)
+        .sum();
+    assert_eq!(errors, failed, "{requests}");
+}
+
+/// Reads a file, or "" when it does not exist.
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// Sends `sig` to a child this test spawned.
+pub fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on the PID of a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
