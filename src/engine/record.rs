@@ -36,7 +36,7 @@ pub struct Completion {
 }
 
 /// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 1 + 1 + 2 + 5 * 4 + 4;
+pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 4 + 5 * 4;
 
 const NONE: u32 = u32::MAX;
 
@@ -71,7 +71,6 @@ impl Completion {
             self.text_events,
             self.text_bytes,
             self.n_gaps,
-            0,
         ] {
             w.put(&v.to_ne_bytes());
         }
@@ -105,7 +104,6 @@ impl Completion {
         c.text_events = r.u32()?;
         c.text_bytes = r.u32()?;
         c.n_gaps = r.u32()?;
-        r.u32()?;
         let gaps = r.take(c.n_gaps as usize * 8)?;
         Some((c, Gaps(gaps)))
     }
