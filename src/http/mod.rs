@@ -9,3 +9,57 @@ pub mod chunked;
 pub mod request;
 pub mod response;
 pub mod sse;
+
+/// Helpers shared by the parsers' tests: a deterministic PRNG and the ways an
+/// input is cut into pieces, so every parser is checked against the same
+/// splits the network could produce.
+#[cfg(test)]
+mod test_support {
+    /// SplitMix64: tiny, deterministic, good enough to pick cut points.
+    pub struct Prng(u64);
+
+    impl Prng {
+        pub fn new(seed: u64) -> Self {
+            Self(seed)
+        }
+
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform enough in `0..n` for tests (`n > 0`).
+        pub fn below(&mut self, n: usize) -> usize {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+
+    /// Calls `f` with `input` cut into pieces in every way the tests care
+    /// about: whole, at every single byte boundary, into 1-byte pieces, and
+    /// into random pieces of a few size ranges.
+    pub fn for_each_split(input: &[u8], seed: u64, mut f: impl FnMut(&[&[u8]])) {
+        f(&[input]);
+        for cut in 0..=input.len() {
+            f(&[&input[..cut], &input[cut..]]);
+        }
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        f(&bytes);
+        let mut rng = Prng::new(seed);
+        for max_piece in [2, 7, 64, 1000] {
+            for _ in 0..8 {
+                let mut pieces = Vec::new();
+                let mut rest = input;
+                while !rest.is_empty() {
+                    // Empty pieces too: a read may deliver nothing.
+                    let n = rng.below(max_piece + 1).min(rest.len());
+                    pieces.push(&rest[..n]);
+                    rest = &rest[n..];
+                }
+                f(&pieces);
+            }
+        }
+    }
+}
