@@ -67,6 +67,7 @@ enum Bad {
     TailSeq = 3,
     Checksum = 4,
     Stall = 5,
+    Payload = 6,
 }
 
 impl Bad {
@@ -182,7 +183,7 @@ fn check_item(item: Item, seq: u64) -> Verdict {
     } else if item.seq != seq {
         Verdict::Bad(Bad::HeadSeq)
     } else if item.a != Item::new(seq).a || item.b != Item::new(seq).b {
-        Verdict::Bad(Bad::Length)
+        Verdict::Bad(Bad::Payload)
     } else if item.check != Item::new(seq).check {
         Verdict::Bad(Bad::Checksum)
     } else {
@@ -255,7 +256,7 @@ impl Drop for Child {
 /// empty, else the verdict on the next record given the expected sequence.
 fn consume(ctl: &Control, mut pop: impl FnMut(u64) -> Option<Verdict>) {
     ctl.ready.store(1, Ordering::Release);
-    let (mut seq, mut first, mut idle) = (0u64, 0u64, 0u32);
+    let (mut seq, mut first, mut idle) = (0u64, 0u64, 0u64);
     let mut progress_ns = now_ns();
     loop {
         match pop(seq) {

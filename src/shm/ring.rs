@@ -21,7 +21,6 @@
 //! scribbles on the shared header can make the other side see garbage records
 //! or panic, never read or write outside the ring.
 
-use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -213,10 +212,9 @@ pub struct SlotProducer<T: Copy> {
     pos: Positions,
     /// Our own position; only we write `header.tail`.
     tail: u64,
-    /// The consumer's position when last read: a lower bound on the truth, so
+    /// The consumer's position when last read: at or behind the real one, so
     /// it can only make the ring look fuller than it is.
     cached_head: u64,
-    _marker: PhantomData<T>,
 }
 
 /// Consumer side of a slot ring.
@@ -226,10 +224,9 @@ pub struct SlotConsumer<T: Copy> {
     pos: Positions,
     /// Our own position; only we write `header.head`.
     head: u64,
-    /// The producer's position when last read: it can only make the ring
-    /// look emptier than it is.
+    /// The producer's position when last read: at or behind the real one, so
+    /// it can only make the ring look emptier than it is.
     cached_tail: u64,
-    _marker: PhantomData<T>,
 }
 
 // SAFETY: the handle is the one owner of its side of the ring; it shares only
@@ -264,7 +261,6 @@ impl<T: Copy> SlotProducer<T> {
             pos,
             tail,
             cached_head: head,
-            _marker: PhantomData,
         }
     }
 
@@ -326,7 +322,6 @@ impl<T: Copy> SlotConsumer<T> {
             pos,
             head,
             cached_tail: tail,
-            _marker: PhantomData,
         }
     }
 
@@ -410,7 +405,9 @@ pub struct ByteProducer {
     header: NonNull<Header>,
     data: NonNull<u8>,
     pos: Positions,
+    /// Our own position (as for `SlotProducer`).
     tail: u64,
+    /// The consumer's position, at or behind the real one.
     cached_head: u64,
 }
 
@@ -419,7 +416,9 @@ pub struct ByteConsumer {
     header: NonNull<Header>,
     data: NonNull<u8>,
     pos: Positions,
+    /// Our own position (as for `SlotConsumer`).
     head: u64,
+    /// The producer's position, at or behind the real one.
     cached_tail: u64,
 }
 
