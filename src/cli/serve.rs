@@ -6,6 +6,7 @@ use std::time::Duration;
 use argh::FromArgs;
 
 use crate::config::duration::duration_flag;
+use crate::server::{self, ServerConfig};
 
 /// Run the built-in OpenAI-compatible endpoint (a mock LLM with exact timing).
 #[derive(FromArgs, Debug)]
@@ -50,8 +51,25 @@ pub struct ServeArgs {
     pub pin: Option<usize>,
 }
 
-/// Runs the server until SIGINT or SIGTERM.
+/// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
+/// address or a worker that died.
 pub fn run(args: ServeArgs) -> i32 {
-    let _ = args;
-    todo!("server helper")
+    let cfg = ServerConfig {
+        listen: args.listen,
+        workers: args.workers,
+        ttft: args.ttft,
+        tpot: args.tpot,
+        output_tokens: args.output_tokens,
+        error_rate: args.error_rate,
+        malformed_rate: args.malformed_rate,
+        reset_rate: args.reset_rate,
+        pin: args.pin,
+    };
+    match server::run(&cfg) {
+        Ok(()) => 0,
+        Err(msg) => {
+            eprintln!("llmload serve: {msg}");
+            1
+        }
+    }
 }
