@@ -34,15 +34,18 @@ pub struct ServeArgs {
     #[argh(option)]
     pub output_tokens: Option<u32>,
 
-    /// share of requests answered 503 with a JSON error body (0..1)
+    /// share of chat requests answered 503 with a JSON error body (0..1);
+    /// deterministic: exactly floor(n*rate) of a worker's first n requests
     #[argh(option, default = "0.0")]
     pub error_rate: f64,
 
-    /// test fault: share of requests answered with bytes that are not HTTP
+    /// test fault: share of chat requests answered with bytes that are not
+    /// HTTP, then closed (0..1, deterministic like --error-rate)
     #[argh(option, default = "0.0")]
     pub malformed_rate: f64,
 
-    /// test fault: share of streams whose connection is reset mid-stream
+    /// test fault: share of chat requests whose connection is reset: streams
+    /// after half their tokens, others instead of the body (0..1)
     #[argh(option, default = "0.0")]
     pub reset_rate: f64,
 

@@ -540,35 +540,32 @@ impl Conn {
     fn chat(&mut self, ctx: &mut Ctx<'_>, now: u64, head: &Head, body: &[u8]) -> Next {
         let c = ctx.counters;
         WorkerCounters::bump(&c.requests, 1);
-        let req = match openai::parse_chat(body) {
-            Ok(r) => r,
-            Err(msg) => {
-                self.error(head, Status::BadRequest, &msg, 0, b"");
-                return Next::Handled;
-            }
-        };
-        if req.stream {
+        let parsed = openai::parse_chat(body).and_then(|req| {
+            let n = match (ctx.settings.output_tokens, req.max_tokens) {
+                (Some(n), _) => n,
+                (None, Some(m)) if m > u64::from(openai::MAX_OUTPUT_TOKENS) => {
+                    return Err(format!(
+                        "max_tokens {m} is over this mock's limit of {}",
+                        openai::MAX_OUTPUT_TOKENS
+                    ));
+                }
+                (None, Some(m)) => m as u32,
+                (None, None) => openai::DEFAULT_OUTPUT_TOKENS,
+            };
+            Ok((req, n))
+        });
+        if parsed.as_ref().is_ok_and(|(req, _)| req.stream) {
             WorkerCounters::bump(&c.streams, 1);
         }
-        let n = match (ctx.settings.output_tokens, req.max_tokens) {
-            (Some(n), _) => n,
-            (None, Some(m)) if m > u64::from(openai::MAX_OUTPUT_TOKENS) => {
-                let msg = format!(
-                    "max_tokens {m} is over this mock's limit of {}",
-                    openai::MAX_OUTPUT_TOKENS
-                );
-                self.error(head, Status::BadRequest, &msg, req.messages, b"");
-                return Next::Handled;
-            }
-            (None, Some(m)) => m as u32,
-            (None, None) => openai::DEFAULT_OUTPUT_TOKENS,
-        };
+        // Every chat completion request takes its turn in the fault schedule,
+        // valid or not, so the counts stay exact; a fault replaces whatever
+        // the answer would have been.
         let fault = ctx.faults.next();
+        let messages = parsed.as_ref().map_or(0, |(req, _)| req.messages);
         match fault {
             Fault::Error => {
                 WorkerCounters::bump(&c.errors_injected, 1);
-                let m = req.messages;
-                self.error(head, Status::Unavailable, "injected error", m, b"");
+                self.error(head, Status::Unavailable, "injected error", messages, b"");
                 return Next::Handled;
             }
             Fault::Malformed => {
@@ -579,6 +576,17 @@ impl Conn {
             }
             Fault::Reset | Fault::None => {}
         }
+        let (req, n) = match parsed {
+            Ok(p) => p,
+            Err(_) if fault == Fault::Reset => {
+                WorkerCounters::bump(&c.resets_injected, 1);
+                return Next::End(Outcome::Reset);
+            }
+            Err(msg) => {
+                self.error(head, Status::BadRequest, &msg, 0, b"");
+                return Next::Handled;
+            }
+        };
         ctx.seq += 1;
         let id = Identity {
             worker: ctx.settings.worker,

@@ -3,7 +3,9 @@
 //! `floor(n·F)` have failed and a test can count them instead of estimating.
 //! The kinds are tried in a fixed order — error, then malformed, then reset —
 //! and each kind counts only the requests that reach it: the error counter
-//! sees every chat completion, the malformed counter those not answered 503,
+//! sees every chat completion request that has a body (valid JSON or not; a
+//! fault replaces the 400 a bad one would get), the malformed counter those
+//! not answered 503,
 //! the reset counter those neither. Overlapping kinds therefore never hide
 //! each other (with one shared index, two equal rates would always pick the
 //! same requests and the second kind would never fire). Counters are per

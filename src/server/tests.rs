@@ -669,8 +669,12 @@ fn error_rate_is_exact() {
         }
     }
     assert_eq!(errors, (0..10).map(|k| 4 * k + 3).collect::<Vec<_>>());
+    // Invalid requests take their turn too: the fourth of these is request
+    // 43, whose injected 503 replaces its 400.
+    let statuses: Vec<u16> = (0..4).map(|_| c.roundtrip(&chat("{oops")).status).collect();
+    assert_eq!(statuses, [400, 400, 400, 503]);
     let s = f.stop();
-    assert_eq!((s.requests, s.errors_injected, s.completed), (40, 10, 30));
+    assert_eq!((s.requests, s.errors_injected, s.completed), (44, 11, 30));
 }
 
 #[test]
