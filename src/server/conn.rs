@@ -151,6 +151,8 @@ pub struct Conn {
     /// Close once the current response is out; parse nothing more.
     close_after: bool,
     peer_eof: bool,
+    /// The poll reported the peer's end closed; EOF is yet to be read.
+    hup_seen: bool,
     /// Reading stopped at the input limit; more may wait in the socket.
     read_paused: bool,
     /// A stream paused at `HIGH_WATER`; the writable edge resumes it.
@@ -178,6 +180,7 @@ impl Conn {
             deferred: Vec::new(),
             close_after: false,
             peer_eof: false,
+            hup_seen: false,
             read_paused: false,
             write_wait: false,
             timer_at: 0,
@@ -189,8 +192,16 @@ impl Conn {
         let _ = socket::set_linger_zero(self.sock.as_raw_fd());
     }
 
-    /// A readiness event from the poll.
-    pub fn on_io(&mut self, ctx: &mut Ctx<'_>, readable: bool, writable: bool) -> Outcome {
+    /// A readiness event from the poll; `hup` when it reported the peer's
+    /// end closed (or an error).
+    pub fn on_io(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        readable: bool,
+        writable: bool,
+        hup: bool,
+    ) -> Outcome {
+        self.hup_seen |= hup;
         if writable {
             if self.flush().is_err() {
                 return Outcome::Close;
@@ -317,7 +328,9 @@ impl Conn {
                     self.in_end += n;
                     // A short read means the socket is empty now, and new
                     // data raises a fresh edge, so the EAGAIN read is saved.
-                    if n < room {
+                    // Not after a hang-up: its edge has been spent, so only
+                    // reading on to EOF observes it.
+                    if n < room && !self.hup_seen {
                         return Ok(());
                     }
                 }

@@ -907,3 +907,83 @@ fn sigint_does_not_stop_a_worker() {
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(f.client().roundtrip(&get("/v1/models")).status, 200);
 }
+
+#[test]
+fn large_responses_and_pipelined_floods_survive_backpressure() {
+    let f = Fixture::new(cfg());
+    let mut c = f.client();
+    // ~25 MB of events with no delays: the socket fills long before the
+    // stream ends, so it must pause and resume on the writable edge.
+    const BIG: u32 = 120_000;
+    let worker = f.server.as_ref().unwrap().pids()[0];
+    let rss = || {
+        let status = std::fs::read_to_string(format!("/proc/{worker}/status")).unwrap();
+        let line = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .unwrap()
+            .to_string();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 1024
+    };
+    let before = rss();
+    c.send(&chat(&chat_body(true, BIG, true)));
+    std::thread::sleep(Duration::from_millis(100));
+    // While the client reads nothing, the worker holds about one socket's
+    // worth of the stream, not all of it.
+    let grown = rss().saturating_sub(before);
+    assert!(
+        grown < 4 << 20,
+        "worker grew by {grown} bytes for a stalled stream"
+    );
+    let r = c.response();
+    let events = r.events();
+    assert_eq!(events.len(), BIG as usize + 4);
+    assert!(events[BIG as usize + 2].contains("\"completion_tokens\":120000"));
+
+    let r = c.roundtrip(&chat(&chat_body(false, BIG, false)));
+    assert_eq!(
+        r.json()["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .len(),
+        expected_content(BIG).len()
+    );
+
+    // 600 pipelined requests in one write, well past the input limit.
+    let one = chat(&chat_body(false, 1, false));
+    let flood: Vec<u8> = one.iter().copied().cycle().take(one.len() * 600).collect();
+    let writer = {
+        let mut s = c.s.try_clone().unwrap();
+        std::thread::spawn(move || s.write_all(&flood).unwrap())
+    };
+    for _ in 0..600 {
+        assert_eq!(c.response().json()["usage"]["completion_tokens"], 1);
+    }
+    writer.join().unwrap();
+    let s = f.stop();
+    assert_eq!(s.completed, 602);
+}
+
+#[test]
+fn half_closed_clients_get_their_answer_then_a_close() {
+    let f = Fixture::new(ServerConfig {
+        ttft: Duration::from_millis(5),
+        ..cfg()
+    });
+    for stream in [false, true] {
+        let mut c = f.client();
+        // Request and FIN arrive together.
+        c.send(&chat(&chat_body(stream, 3, false)));
+        c.s.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(c.response().status, 200);
+        assert!(
+            c.closed_cleanly(),
+            "server kept a half-closed connection open"
+        );
+    }
+}

@@ -99,9 +99,9 @@ impl<'a> Worker<'a> {
                         }
                     }
                     Token(i) => {
-                        let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
-                        let writable = ev.is_writable();
-                        self.conn_event(i, readable, writable);
+                        let hup = ev.is_read_closed() || ev.is_error();
+                        let readable = ev.is_readable() || hup;
+                        self.conn_event(i, readable, ev.is_writable(), hup);
                     }
                 }
             }
@@ -156,11 +156,11 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn conn_event(&mut self, i: usize, readable: bool, writable: bool) {
+    fn conn_event(&mut self, i: usize, readable: bool, writable: bool, hup: bool) {
         let Some(conn) = self.slots.get_mut(i).and_then(|s| s.conn.as_mut()) else {
             return;
         };
-        let outcome = conn.on_io(&mut self.ctx, readable, writable);
+        let outcome = conn.on_io(&mut self.ctx, readable, writable, hup);
         if outcome != Outcome::Open {
             self.close(i, outcome);
         }
