@@ -6,6 +6,7 @@ use std::time::Duration;
 use argh::FromArgs;
 
 use crate::config::duration::duration_flag;
+use crate::server::{self, ServerConfig};
 
 /// Run the built-in OpenAI-compatible endpoint (a mock LLM with exact timing).
 #[derive(FromArgs, Debug)]
@@ -33,15 +34,18 @@ pub struct ServeArgs {
     #[argh(option)]
     pub output_tokens: Option<u32>,
 
-    /// share of requests answered 503 with a JSON error body (0..1)
+    /// share of chat requests answered 503 with a JSON error body (0..1);
+    /// deterministic: exactly floor(n*rate) of a worker's first n requests
     #[argh(option, default = "0.0")]
     pub error_rate: f64,
 
-    /// test fault: share of requests answered with bytes that are not HTTP
+    /// test fault: share of chat requests answered with bytes that are not
+    /// HTTP, then closed (0..1, deterministic like --error-rate)
     #[argh(option, default = "0.0")]
     pub malformed_rate: f64,
 
-    /// test fault: share of streams whose connection is reset mid-stream
+    /// test fault: share of chat requests whose connection is reset: streams
+    /// after half their tokens, others instead of the body (0..1)
     #[argh(option, default = "0.0")]
     pub reset_rate: f64,
 
@@ -50,8 +54,25 @@ pub struct ServeArgs {
     pub pin: Option<usize>,
 }
 
-/// Runs the server until SIGINT or SIGTERM.
+/// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
+/// address or a worker that died.
 pub fn run(args: ServeArgs) -> i32 {
-    let _ = args;
-    todo!("server helper")
+    let cfg = ServerConfig {
+        listen: args.listen,
+        workers: args.workers,
+        ttft: args.ttft,
+        tpot: args.tpot,
+        output_tokens: args.output_tokens,
+        error_rate: args.error_rate,
+        malformed_rate: args.malformed_rate,
+        reset_rate: args.reset_rate,
+        pin: args.pin,
+    };
+    match server::run(&cfg) {
+        Ok(()) => 0,
+        Err(msg) => {
+            eprintln!("llmload serve: {msg}");
+            1
+        }
+    }
 }

@@ -1,8 +1,45 @@
 //! The built-in mock LLM endpoint (`llmload serve`, the default benchmark
-//! target, and the peer of every integration test).
+//! target, and the peer of every integration test): OpenAI-compatible
+//! `POST /v1/chat/completions` (streamed and not) and `GET /v1/models`, with
+//! exact token timing and deterministic fault injection.
+//!
+//! Each of `workers` forked processes runs one mio event loop on its own
+//! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
+//! never by a thread or a sleep per request, so one worker holds thousands
+//! of concurrent streams and answers small requests at well over 100k/s. The
+//! price is the process model: counters live in a shared mapping made before
+//! `fork()`, and the server is stopped by signalling its worker PIDs.
+//!
+//! Modules: `supervisor` (bind, fork, stop), `worker` (event loop), `conn`
+//! (one connection's state machine), `timer` (deadline heap and timerfd),
+//! `openai` (request parsing, response bytes), `head` (HTTP heads),
+//! `faults` (which requests fail), `stats` (shared counters), `socket` (raw
+//! socket options), `decimal` (number formatting).
 
+mod conn;
+mod decimal;
+mod faults;
+mod head;
+pub mod openai;
+mod socket;
+mod stats;
+mod supervisor;
+mod timer;
+mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
+
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+
+pub use stats::ServerStats;
+
+/// Most worker processes one server may fork.
+pub const MAX_WORKERS: usize = 1024;
 
 /// Everything the server needs, resolved from flags.
 #[derive(Clone, Debug)]
@@ -18,24 +55,153 @@ pub struct ServerConfig {
     pub pin: Option<usize>,
 }
 
-/// A running built-in server (stub until the server module lands).
-pub struct ServerHandle {
-    pub addr: SocketAddr,
-}
-
-/// Counters of a stopped server.
-#[derive(serde::Serialize, Default)]
-pub struct ServerStats {
-    pub requests: u64,
-}
-
-impl ServerHandle {
-    pub fn stop(self) -> ServerStats {
-        todo!("server helper")
+impl Default for ServerConfig {
+    /// One worker on an ephemeral loopback port, no delays, no faults.
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            workers: 1,
+            ttft: Duration::ZERO,
+            tpot: Duration::ZERO,
+            output_tokens: None,
+            error_rate: 0.0,
+            malformed_rate: 0.0,
+            reset_rate: 0.0,
+            pin: None,
+        }
     }
 }
 
+impl ServerConfig {
+    /// Checks the values a user can get wrong, naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.workers == 0 {
+            return Err("--workers must be at least 1".to_string());
+        }
+        if self.workers > MAX_WORKERS {
+            return Err(format!(
+                "--workers {} is more than the limit of {MAX_WORKERS}",
+                self.workers
+            ));
+        }
+        for (flag, rate) in [
+            ("--error-rate", self.error_rate),
+            ("--malformed-rate", self.malformed_rate),
+            ("--reset-rate", self.reset_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(format!("{flag} must be between 0 and 1, got {rate}"));
+            }
+        }
+        if let Some(n) = self.output_tokens {
+            if n > openai::MAX_OUTPUT_TOKENS {
+                return Err(format!(
+                    "--output-tokens {n} is more than the limit of {}",
+                    openai::MAX_OUTPUT_TOKENS
+                ));
+            }
+        }
+        if let Some(first) = self.pin {
+            let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+                .map_err(|e| format!("cannot read this process's CPU set: {e}"))?;
+            for cpu in first..first.saturating_add(self.workers) {
+                if !allowed.is_set(cpu).unwrap_or(false) {
+                    return Err(format!(
+                        "--pin {first} with {} worker(s) needs CPUs {first} to {}, \
+                         but CPU {cpu} is not available to this process",
+                        self.workers,
+                        first + self.workers - 1
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running server. Dropping it stops the workers (SIGTERM, then waits).
+#[derive(Debug)]
+pub struct ServerHandle {
+    /// The address bound, with the real port when port 0 was asked for.
+    pub addr: SocketAddr,
+    workers: supervisor::Workers,
+}
+
+impl ServerHandle {
+    /// Worker process ids, worker 0 first.
+    pub fn pids(&self) -> &[i32] {
+        self.workers.pids()
+    }
+
+    /// Counters so far, summed over the workers (they keep running).
+    pub fn stats(&self) -> ServerStats {
+        self.workers.counters().total()
+    }
+
+    /// Counters so far, one entry per worker.
+    pub fn worker_stats(&self) -> Vec<ServerStats> {
+        self.workers.counters().per_worker()
+    }
+
+    /// Stops every worker (SIGTERM by PID, then `waitpid`; SIGKILL after 5 s)
+    /// and returns the final counters.
+    pub fn stop(mut self) -> ServerStats {
+        self.workers.terminate();
+        self.stats()
+    }
+}
+
+/// Binds `cfg.listen` (one `SO_REUSEPORT` socket per worker), forks the
+/// workers, and returns once each has reported ready; connections made
+/// after that are served, and even during start-up they queue.
+///
+/// `PR_SET_PDEATHSIG` ties the workers to the *thread* that calls this: if
+/// that thread exits, they get SIGTERM. Call it from a thread that outlives
+/// the server (the main thread, in the binary).
 pub fn spawn(cfg: &ServerConfig) -> Result<ServerHandle, String> {
-    let _ = cfg;
-    todo!("server helper")
+    cfg.validate()?;
+    let (addr, workers) = supervisor::start(cfg)?;
+    Ok(ServerHandle { addr, workers })
+}
+
+/// Runs the server in the foreground: prints the bound address as the first
+/// line of stdout, serves until SIGINT or SIGTERM, then prints the final
+/// counters as one JSON line. A worker that dies is an error.
+pub fn run(cfg: &ServerConfig) -> Result<(), String> {
+    cfg.validate()?;
+    // Blocked before the workers exist, so a signal that arrives right after
+    // the address is printed waits for `sigwait` instead of killing the
+    // process. Workers set their own mask.
+    let mut waited = SigSet::empty();
+    waited.add(Signal::SIGINT);
+    waited.add(Signal::SIGTERM);
+    waited.add(Signal::SIGCHLD);
+    let mut old = SigSet::empty();
+    pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&waited), Some(&mut old))
+        .map_err(|e| format!("cannot block signals: {e}"))?;
+    let result = serve_until_signal(cfg, &waited);
+    let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    result
+}
+
+fn serve_until_signal(cfg: &ServerConfig, waited: &SigSet) -> Result<(), String> {
+    let mut handle = spawn(cfg)?;
+    supervisor::print_addr(handle.addr);
+    let failure = loop {
+        match waited.wait() {
+            Ok(Signal::SIGCHLD) => {
+                if let Some(msg) = handle.workers.reap_exited() {
+                    break Some(msg);
+                }
+            }
+            Ok(_) => break None,
+            Err(e) => break Some(format!("waiting for signals: {e}")),
+        }
+    };
+    let stats = handle.stop();
+    let line = serde_json::to_string(&stats).unwrap_or_default();
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    failure.map_or(Ok(()), Err)
 }

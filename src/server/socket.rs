@@ -1,0 +1,175 @@
+//! Raw socket setup the standard library does not offer: listening sockets
+//! with `SO_REUSEPORT` set before `bind` (so several workers share one port
+//! and the kernel spreads connections between them), and `SO_LINGER {on, 0}`
+//! to end a connection with RST. Every call goes through `cvt`, which turns
+//! `-1` into `io::Error::last_os_error()`, so callers only see `io::Error`.
+
+use std::io;
+use std::mem::size_of;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: `value` is a live c_int and the length passed is its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&raw const value).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Makes the kernel end the connection with RST when `fd` is closed,
+/// discarding anything unsent.
+pub fn set_linger_zero(fd: RawFd) -> io::Result<()> {
+    let lg = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: `lg` is a live `linger` and the length passed is its size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const lg).cast(),
+            size_of::<libc::linger>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// A `sockaddr_storage` holding `addr`, and its length.
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `sockaddr_storage` is larger than and aligned for
+            // `sockaddr_in`.
+            unsafe { (&raw mut ss).cast::<libc::sockaddr_in>().write(sin) };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: `sockaddr_storage` is larger than and aligned for
+            // `sockaddr_in6`.
+            unsafe { (&raw mut ss).cast::<libc::sockaddr_in6>().write(sin6) };
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// A bound TCP socket (not yet listening) with `SO_REUSEADDR`, and
+/// `SO_REUSEPORT` when `reuse_port`.
+fn bound(addr: &SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: plain socket creation; the fd is owned right below.
+    let raw = cvt(unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    })?;
+    // SAFETY: `raw` is a fresh fd that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    set_int(raw, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    if reuse_port {
+        set_int(raw, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a valid address of `len` bytes.
+    cvt(unsafe { libc::bind(raw, (&raw const ss).cast(), len) })?;
+    Ok(fd)
+}
+
+/// Fails with `AddrInUse` when some socket already listens on `addr`.
+///
+/// Sockets with `SO_REUSEPORT` of the same user may share a port, so without
+/// this check a second `llmload serve` on a busy port would silently take half
+/// of the first one's connections. A probe bound without `SO_REUSEPORT` (but
+/// with `SO_REUSEADDR`, so old TIME_WAIT connections do not count) fails
+/// exactly when a listener holds the port.
+pub fn check_free(addr: &SocketAddr) -> io::Result<()> {
+    bound(addr, false).map(drop)
+}
+
+/// `n` non-blocking listening sockets sharing one address with
+/// `SO_REUSEPORT`. With port 0 the first socket picks the port and the others
+/// join it. Returns the sockets and the address actually bound.
+pub fn listeners(addr: SocketAddr, n: usize) -> io::Result<(Vec<TcpListener>, SocketAddr)> {
+    if addr.port() != 0 {
+        check_free(&addr)?;
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut bound_addr = addr;
+    for _ in 0..n {
+        let fd = bound(&bound_addr, true)?;
+        // SAFETY: `fd` is a bound stream socket.
+        cvt(unsafe { libc::listen(fd.as_raw_fd(), 4096) })?;
+        let listener = TcpListener::from(fd);
+        if bound_addr.port() == 0 {
+            bound_addr = listener.local_addr()?;
+        }
+        out.push(listener);
+    }
+    Ok((out, bound_addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_zero_shares_one_port() {
+        let (ls, addr) = listeners("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+        assert_ne!(addr.port(), 0);
+        for l in &ls {
+            assert_eq!(l.local_addr().unwrap(), addr);
+        }
+        // A listener already holds the port, so a fresh bind must say so.
+        let err = listeners(addr, 1).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+    }
+
+    #[test]
+    fn ipv6_loopback_when_available() {
+        match listeners("[::1]:0".parse().unwrap(), 2) {
+            Ok((ls, addr)) => assert_eq!(ls[1].local_addr().unwrap(), addr),
+            Err(e) => eprintln!("skipping: no IPv6 loopback here ({e})"),
+        }
+    }
+}
