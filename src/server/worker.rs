@@ -7,10 +7,8 @@
 //! connection can never wake the connection that reuses the slot.
 
 use std::io;
-use std::mem::ManuallyDrop;
 use std::net::TcpListener as StdListener;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
-use std::os::unix::net::UnixDatagram;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Registry, Token};
@@ -204,17 +202,6 @@ impl<'a> Worker<'a> {
 
 /// Registers a descriptor that is not a socket (the timerfd, the signalfd)
 /// for readable events.
-///
-/// mio's `SourceFd` needs its `os-ext` feature, which this crate does not
-/// enable. Registering any of mio's socket types is one `epoll_ctl` on the
-/// descriptor, valid for any pollable fd, so a socket type is used as a
-/// registration-only view of `fd`: nothing else is ever called on it, and it
-/// is never dropped. (With `os-ext` this becomes `SourceFd(&fd)`.)
 pub(super) fn register_fd(registry: &Registry, fd: RawFd, token: Token) -> io::Result<()> {
-    // SAFETY: the view is used for nothing but `register` (epoll_ctl ADD on
-    // `fd`, which stays open for the life of the poll), and `ManuallyDrop`
-    // keeps it from closing `fd`, which its real owner closes.
-    let std_view = unsafe { UnixDatagram::from_raw_fd(fd) };
-    let mut view = ManuallyDrop::new(mio::net::UnixDatagram::from_std(std_view));
-    registry.register(&mut *view, token, Interest::READABLE)
+    registry.register(&mut mio::unix::SourceFd(&fd), token, Interest::READABLE)
 }

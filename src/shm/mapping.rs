@@ -118,8 +118,8 @@ mod tests {
         let mut l = Layout::new();
         assert_eq!(l.reserve(10, 8), 0);
         assert_eq!(l.reserve(64, 128), 128);
-        assert_eq!(l.reserve(1, 64), 256);
-        assert_eq!(l.len(), 257);
+        assert_eq!(l.reserve(1, 64), 192);
+        assert_eq!(l.len(), 193);
     }
 
     #[test]
