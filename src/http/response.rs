@@ -71,8 +71,8 @@ pub const MAX_HEAD_LEN: usize = 64 * 1024;
 /// is an error wherever it appears. A Content-Length list (`5, 5`) is accepted
 /// when every member is the same number (RFC 9110 §8.6).
 pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, HeadError> {
-    // Uninitialized slots: zeroing 64 headers costs about as much as
-    // parsing a typical head.
+    // Uninitialized slots: zeroing 64 headers (2 KiB) would add about a
+    // third to the parse of a typical head.
     let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
