@@ -16,7 +16,8 @@ pub enum ChunkedError {
     BadSize,
     /// A chunk size over 16 hex digits or beyond `u64`.
     SizeOverflow,
-    /// A byte other than CR LF after chunk data, or a bare CR.
+    /// A line not ended by CR LF: a bare LF or CR after a chunk size,
+    /// extension or trailer, or anything but CR LF after chunk data.
     BadLineEnd,
     /// A chunk extension or trailer line longer than 4096 bytes.
     LineTooLong,
@@ -36,7 +37,7 @@ pub struct Decoded<'a> {
 
 /// Bytes allowed after the size digits (whitespace and extensions), and in
 /// one trailer line, not counting CR LF.
-pub const MAX_LINE: u32 = 4096;
+const MAX_LINE: u32 = 4096;
 /// Hex digits allowed in a chunk size, leading zeros included.
 const MAX_SIZE_DIGITS: u32 = 16;
 
@@ -211,8 +212,8 @@ impl ChunkedDecoder {
     }
 
     /// Counts one byte of an extension or trailer line against `MAX_LINE`.
-    /// The size digits count too but are bounded on their own; the count is
-    /// restarted when the digits end.
+    /// In the size line `count` held the digits (bounded on their own), so it
+    /// restarts at the first byte after them.
     fn line_byte(&mut self, next: State) -> Result<State, ChunkedError> {
         if self.state == State::Size {
             self.count = 0;

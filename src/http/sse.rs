@@ -9,8 +9,10 @@
 //! current input and copies them into the buffers only when the input ends
 //! mid-event or a second `data:` line arrives, so the common case costs one
 //! `memchr2` per line and no copy, at the price of two representations of a
-//! pending event. Memory is bounded: buffers are sized once by `max_event`
-//! and never grow past it.
+//! pending event. Memory is bounded: no buffer ever holds more than
+//! `max_event` bytes, and the line and data buffers are allocated at that
+//! size up front. `id` and `retry` fields are parsed past and dropped: load
+//! generation never reconnects a stream.
 
 use std::ops::Range;
 
