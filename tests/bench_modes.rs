@@ -20,7 +20,10 @@ fn exact(mode_args: &[&str], stream: bool, max_tokens: u32) -> serde_json::Value
     let completed = u(&s["requests"]["completed"]);
     assert!(completed > 0);
     assert_eq!(u(&s["requests"]["failed"]), 0, "{}", s["requests"]);
-    assert_eq!(u(&s["tokens"]["output_total"]), completed * max_tokens as u64);
+    assert_eq!(
+        u(&s["tokens"]["output_total"]),
+        completed * max_tokens as u64
+    );
     assert_eq!(s["tokens"]["output_source"], "usage");
     assert!(u(&s["tokens"]["input_total"]) > 0);
     assert_eq!(s["complete"], true);
@@ -47,13 +50,28 @@ fn concurrency_stream_counts_exactly() {
 
 #[test]
 fn concurrency_no_stream_counts_exactly() {
-    let s = exact(&["--mode", "concurrency", "--concurrency", "4", "--requests", "100"], false, 8);
+    let s = exact(
+        &[
+            "--mode",
+            "concurrency",
+            "--concurrency",
+            "4",
+            "--requests",
+            "100",
+        ],
+        false,
+        8,
+    );
     assert_eq!(u(&s["requests"]["issued"]), 100);
 }
 
 #[test]
 fn poisson_runs_for_its_duration() {
-    let s = exact(&["--mode", "poisson", "--rate", "200", "--duration", "2s"], true, 8);
+    let s = exact(
+        &["--mode", "poisson", "--rate", "200", "--duration", "2s"],
+        true,
+        8,
+    );
     let issued = u(&s["requests"]["issued"]) as f64;
     // 400 expected; a Poisson count's σ is 20.
     assert!((300.0..500.0).contains(&issued), "issued {issued}");
@@ -62,20 +80,39 @@ fn poisson_runs_for_its_duration() {
 
 #[test]
 fn uniform_issues_exactly_rate_times_duration() {
-    let s = exact(&["--mode", "uniform", "--rate", "100", "--duration", "2s"], false, 4);
+    let s = exact(
+        &["--mode", "uniform", "--rate", "100", "--duration", "2s"],
+        false,
+        4,
+    );
     // Uniform arrivals at 0, 10 ms, …, 1990 ms.
     assert_eq!(u(&s["requests"]["issued"]), 200);
 }
 
 #[test]
 fn uniform_with_request_limit() {
-    let s = exact(&["--mode", "uniform", "--rate", "500", "--requests", "50"], true, 4);
+    let s = exact(
+        &["--mode", "uniform", "--rate", "500", "--requests", "50"],
+        true,
+        4,
+    );
     assert_eq!(u(&s["requests"]["issued"]), 50);
 }
 
 #[test]
 fn offline_sends_everything_at_once() {
-    let s = exact(&["--mode", "offline", "--requests", "300", "--connections", "32"], true, 8);
+    let s = exact(
+        &[
+            "--mode",
+            "offline",
+            "--requests",
+            "300",
+            "--connections",
+            "32",
+        ],
+        true,
+        8,
+    );
     assert_eq!(u(&s["requests"]["issued"]), 300);
     assert!(u(&s["generator"]["connections_opened"]) <= 32);
 }
@@ -85,7 +122,22 @@ fn warmup_is_excluded_from_statistics() {
     let server = Server::start(&["--ttft", "1ms"]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--mode", "uniform", "--rate", "100", "--warmup", "1s", "--duration", "1s", "--max-tokens", "4"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--mode",
+            "uniform",
+            "--rate",
+            "100",
+            "--warmup",
+            "1s",
+            "--duration",
+            "1s",
+            "--max-tokens",
+            "4",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
@@ -100,11 +152,28 @@ fn warmup_is_excluded_from_statistics() {
 fn dataset_prompts_are_sent() {
     let dir = temp_dir("dataset");
     let ds = dir.join("prompts.jsonl");
-    std::fs::write(&ds, "{\"prompt\": \"one two three\"}\n{\"prompt\": \"four five\"}\n").unwrap();
+    std::fs::write(
+        &ds,
+        "{\"prompt\": \"one two three\"}\n{\"prompt\": \"four five\"}\n",
+    )
+    .unwrap();
     let server = Server::start(&[]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--dataset", ds.to_str().unwrap(), "--requests", "4", "--concurrency", "1", "--max-tokens", "3"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--dataset",
+            ds.to_str().unwrap(),
+            "--requests",
+            "4",
+            "--concurrency",
+            "1",
+            "--max-tokens",
+            "3",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
@@ -119,7 +188,16 @@ fn bad_dataset_line_is_named() {
     let ds = dir.join("bad.jsonl");
     std::fs::write(&ds, "{\"prompt\": \"ok\"}\n{\"prompt\": 5}\n").unwrap();
     let run = bench(
-        &["--endpoint", "http://127.0.0.1:9", "--model", "m", "--dataset", ds.to_str().unwrap(), "--requests", "1"],
+        &[
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--dataset",
+            ds.to_str().unwrap(),
+            "--requests",
+            "1",
+        ],
         Duration::from_secs(20),
     );
     assert_eq!(run.status.code(), Some(1));
@@ -148,7 +226,17 @@ fn bad_flags_are_clear_errors() {
 
 #[test]
 fn default_run_measures_the_builtin_endpoint() {
-    let run = bench(&["--duration", "2s", "--concurrency", "8", "--max-tokens", "16"], Duration::from_secs(60));
+    let run = bench(
+        &[
+            "--duration",
+            "2s",
+            "--concurrency",
+            "8",
+            "--max-tokens",
+            "16",
+        ],
+        Duration::from_secs(60),
+    );
     run.assert_success();
     let s = run.summary();
     assert_eq!(s["config"]["builtin_endpoint"], true);

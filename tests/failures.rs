@@ -22,7 +22,14 @@ fn error_rate_is_counted_exactly_as_503() {
     // One server worker and one request at a time: exactly a quarter fail.
     let s = run_against(
         &["--error-rate", "0.25"],
-        &["--concurrency", "1", "--requests", "40", "--max-tokens", "4"],
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "40",
+            "--max-tokens",
+            "4",
+        ],
     );
     assert_eq!(u(&s["requests"]["issued"]), 40);
     assert_eq!(u(&s["requests"]["failed"]), 10);
@@ -34,7 +41,15 @@ fn error_rate_is_counted_exactly_as_503() {
 fn error_rate_non_stream_under_concurrency() {
     let s = run_against(
         &["--error-rate", "0.5"],
-        &["--no-stream", "--concurrency", "8", "--requests", "100", "--max-tokens", "2"],
+        &[
+            "--no-stream",
+            "--concurrency",
+            "8",
+            "--requests",
+            "100",
+            "--max-tokens",
+            "2",
+        ],
     );
     assert_eq!(u(&s["requests"]["errors"]["http_503"]), 50);
     assert_eq!(u(&s["requests"]["completed"]), 50);
@@ -42,7 +57,10 @@ fn error_rate_non_stream_under_concurrency() {
 
 #[test]
 fn malformed_responses_are_classified() {
-    let s = run_against(&["--malformed-rate", "1"], &["--concurrency", "2", "--requests", "10"]);
+    let s = run_against(
+        &["--malformed-rate", "1"],
+        &["--concurrency", "2", "--requests", "10"],
+    );
     assert_eq!(u(&s["requests"]["errors"]["malformed_response"]), 10);
     assert_eq!(u(&s["requests"]["completed"]), 0);
 }
@@ -51,7 +69,14 @@ fn malformed_responses_are_classified() {
 fn resets_mid_stream_are_classified() {
     let s = run_against(
         &["--reset-rate", "0.5", "--tpot", "1ms"],
-        &["--concurrency", "1", "--requests", "10", "--max-tokens", "10"],
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "10",
+            "--max-tokens",
+            "10",
+        ],
     );
     assert_eq!(u(&s["requests"]["errors"]["reset"]), 5);
     assert_eq!(u(&s["requests"]["completed"]), 5);
@@ -61,7 +86,14 @@ fn resets_mid_stream_are_classified() {
 fn slow_responses_time_out() {
     let s = run_against(
         &["--ttft", "3s"],
-        &["--concurrency", "3", "--requests", "3", "--timeout", "300ms"],
+        &[
+            "--concurrency",
+            "3",
+            "--requests",
+            "3",
+            "--timeout",
+            "300ms",
+        ],
     );
     assert_eq!(u(&s["requests"]["errors"]["request_timeout"]), 3);
 }
@@ -74,8 +106,15 @@ fn unreachable_endpoint_gives_a_clean_failure_report() {
         l.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}");
-    let run = bench(&["--endpoint", &url, "--requests", "25", "--concurrency", "5"], Duration::from_secs(30));
-    assert!(run.elapsed < Duration::from_secs(15), "took {:?}", run.elapsed);
+    let run = bench(
+        &["--endpoint", &url, "--requests", "25", "--concurrency", "5"],
+        Duration::from_secs(30),
+    );
+    assert!(
+        run.elapsed < Duration::from_secs(15),
+        "took {:?}",
+        run.elapsed
+    );
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let s = run.summary();
@@ -93,8 +132,15 @@ fn unreachable_endpoint_with_duration_ends_in_time() {
         l.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}");
-    let run = bench(&["--endpoint", &url, "--duration", "1s", "--model", "m"], Duration::from_secs(30));
-    assert!(run.elapsed < Duration::from_secs(10), "took {:?}", run.elapsed);
+    let run = bench(
+        &["--endpoint", &url, "--duration", "1s", "--model", "m"],
+        Duration::from_secs(30),
+    );
+    assert!(
+        run.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
     let s = run.summary();
     assert_accounted(&s["requests"]);
     assert!(u(&s["requests"]["errors"]["connect_refused"]) > 0);

@@ -9,7 +9,20 @@ fn interrupted_run(sig: i32, drain: &str, server_args: &[&str]) -> (Run, serde_j
     let server = Server::start(server_args);
     let out = temp_dir("sigint");
     let child = Command::new(bin())
-        .args(["bench", "--endpoint", &server.url(), "--model", "m", "--duration", "60s", "--concurrency", "16", "--quiet", "--drain-timeout", drain])
+        .args([
+            "bench",
+            "--endpoint",
+            &server.url(),
+            "--model",
+            "m",
+            "--duration",
+            "60s",
+            "--concurrency",
+            "16",
+            "--quiet",
+            "--drain-timeout",
+            drain,
+        ])
         .arg("--out")
         .arg(&out)
         .stdout(Stdio::piped())
@@ -32,7 +45,11 @@ fn sigint_mid_run_writes_an_interrupted_summary() {
     assert_accounted(&s["requests"]);
     assert!(u(&s["requests"]["completed"]) > 0);
     // In-flight requests finished within the drain: none aborted.
-    assert!(s["requests"]["errors"].get("aborted").is_none(), "{}", s["requests"]);
+    assert!(
+        s["requests"]["errors"].get("aborted").is_none(),
+        "{}",
+        s["requests"]
+    );
     assert!(run.out.join("report.txt").exists());
     assert!(run.elapsed < Duration::from_secs(10));
 }
@@ -45,5 +62,9 @@ fn sigterm_with_short_drain_aborts_in_flight() {
     assert_eq!(s["interrupted"], true);
     assert_accounted(&s["requests"]);
     assert_eq!(u(&s["requests"]["errors"]["aborted"]), 16);
-    assert!(run.elapsed < Duration::from_secs(6), "took {:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_secs(6),
+        "took {:?}",
+        run.elapsed
+    );
 }

@@ -16,7 +16,11 @@ fn assert_valid(summary: &serde_json::Value) {
         .iter_errors(summary)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "summary.json violates the schema:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "summary.json violates the schema:\n{}",
+        errors.join("\n")
+    );
 }
 
 #[test]
@@ -24,14 +28,35 @@ fn summary_validates_against_the_schema() {
     let server = Server::start(&["--ttft", "2ms", "--tpot", "1ms", "--error-rate", "0.1"]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--concurrency", "4", "--requests", "50", "--max-tokens", "8"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "4",
+            "--requests",
+            "50",
+            "--max-tokens",
+            "8",
+        ],
         Duration::from_secs(60),
     );
     run.assert_success();
     let s = run.summary();
     assert_valid(&s);
     // A run where everything failed must validate too (empty histograms).
-    let dead = bench(&["--endpoint", "http://127.0.0.1:9", "--model", "m", "--requests", "3"], Duration::from_secs(30));
+    let dead = bench(
+        &[
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--requests",
+            "3",
+        ],
+        Duration::from_secs(30),
+    );
     assert_valid(&dead.summary());
 }
 
@@ -40,7 +65,18 @@ fn report_txt_matches_the_summary() {
     let server = Server::start(&["--ttft", "2ms"]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--concurrency", "2", "--requests", "30", "--max-tokens", "5"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "2",
+            "--requests",
+            "30",
+            "--max-tokens",
+            "5",
+        ],
         Duration::from_secs(60),
     );
     run.assert_success();
@@ -58,7 +94,22 @@ fn api_key_never_appears_in_outputs() {
     let url = server.url();
     let secret = "sk-llmload-test-SECRET-4242";
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--api-key", secret, "--header", "X-Api-Key: hdr-SECRET-99", "--header", "X-Team: blue", "--requests", "5", "--concurrency", "1"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--api-key",
+            secret,
+            "--header",
+            "X-Api-Key: hdr-SECRET-99",
+            "--header",
+            "X-Team: blue",
+            "--requests",
+            "5",
+            "--concurrency",
+            "1",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
@@ -77,7 +128,17 @@ fn printed_report_and_default_out_dir() {
     let server = Server::start(&[]);
     let dir = temp_dir("cwd");
     let out = std::process::Command::new(bin())
-        .args(["bench", "--endpoint", &server.url(), "--model", "m", "--requests", "5", "--concurrency", "1"])
+        .args([
+            "bench",
+            "--endpoint",
+            &server.url(),
+            "--model",
+            "m",
+            "--requests",
+            "5",
+            "--concurrency",
+            "1",
+        ])
         .current_dir(&dir)
         .output()
         .unwrap();

@@ -12,7 +12,18 @@ fn ttft_and_tpot_match_the_server() {
     let server = Server::start(&["--ttft", "50ms", "--tpot", "5ms"]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--concurrency", "4", "--requests", "40", "--max-tokens", "20"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "4",
+            "--requests",
+            "40",
+            "--max-tokens",
+            "20",
+        ],
         Duration::from_secs(60),
     );
     run.assert_success();
@@ -20,7 +31,10 @@ fn ttft_and_tpot_match_the_server() {
     let lat = &s["latency_ms"];
     assert_eq!(u(&lat["ttft"]["count"]), 40);
     let near = |v: f64, want: f64, tol: f64, what: &str| {
-        assert!((v - want).abs() <= tol, "{what} = {v} ms, configured {want} ms (±{tol})\n{lat}");
+        assert!(
+            (v - want).abs() <= tol,
+            "{what} = {v} ms, configured {want} ms (±{tol})\n{lat}"
+        );
     };
     near(f(&lat["ttft"]["p50"]), 50.0, 2.0, "ttft p50");
     near(f(&lat["ttft"]["mean"]), 50.0, 3.0, "ttft mean");
@@ -37,7 +51,19 @@ fn non_stream_latency_matches_generation_time() {
     let server = Server::start(&["--ttft", "30ms", "--tpot", "2ms"]);
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--no-stream", "--concurrency", "2", "--requests", "20", "--max-tokens", "11"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--no-stream",
+            "--concurrency",
+            "2",
+            "--requests",
+            "20",
+            "--max-tokens",
+            "11",
+        ],
         Duration::from_secs(60),
     );
     run.assert_success();

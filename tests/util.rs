@@ -95,7 +95,12 @@ impl Run {
     pub fn summary(&self) -> serde_json::Value {
         let p = self.out.join("summary.json");
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| {
-            panic!("{}: {e}\nstdout:\n{}\nstderr:\n{}", p.display(), self.stdout, self.stderr)
+            panic!(
+                "{}: {e}\nstdout:\n{}\nstderr:\n{}",
+                p.display(),
+                self.stdout,
+                self.stderr
+            )
         });
         serde_json::from_str(&text).expect("summary.json is JSON")
     }
@@ -167,7 +172,8 @@ pub fn wait_run(mut child: Child, out: PathBuf, limit: Duration) -> Run {
 }
 
 pub fn u(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
 
 pub fn f(v: &serde_json::Value) -> f64 {

@@ -101,15 +101,27 @@ pub struct BenchArgs {
     pub api_key: Option<String>,
 
     /// per-request timeout from dispatch to the end of the response (default 300s)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::from_secs(300)")]
+    #[argh(
+        option,
+        from_str_fn(duration_flag),
+        default = "Duration::from_secs(300)"
+    )]
     pub timeout: Duration,
 
     /// TCP connect timeout (default 10s)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::from_secs(10)")]
+    #[argh(
+        option,
+        from_str_fn(duration_flag),
+        default = "Duration::from_secs(10)"
+    )]
     pub connect_timeout: Duration,
 
     /// after Ctrl-C or SIGTERM, how long in-flight requests may finish (default 10s)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::from_secs(10)")]
+    #[argh(
+        option,
+        from_str_fn(duration_flag),
+        default = "Duration::from_secs(10)"
+    )]
     pub drain_timeout: Duration,
 
     /// worker processes (default: CPUs − 1, at least 1)
@@ -170,8 +182,12 @@ pub fn resolve(a: BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
     };
     let mode = match mode_name.as_str() {
         "offline" => Mode::Offline,
-        "poisson" => Mode::Poisson { rate: rate("poisson")? },
-        "uniform" => Mode::Uniform { rate: rate("uniform")? },
+        "poisson" => Mode::Poisson {
+            rate: rate("poisson")?,
+        },
+        "uniform" => Mode::Uniform {
+            rate: rate("uniform")?,
+        },
         "concurrency" => {
             let n = a.concurrency.unwrap_or(64);
             if n == 0 {
@@ -186,10 +202,14 @@ pub fn resolve(a: BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
         }
     };
     if a.rate.is_some() && matches!(mode, Mode::Offline | Mode::Concurrency { .. }) {
-        return Err(format!("--rate applies to poisson and uniform modes, not {mode_name}"));
+        return Err(format!(
+            "--rate applies to poisson and uniform modes, not {mode_name}"
+        ));
     }
     if a.concurrency.is_some() && !matches!(mode, Mode::Concurrency { .. }) {
-        return Err(format!("--concurrency applies to concurrency mode, not {mode_name}"));
+        return Err(format!(
+            "--concurrency applies to concurrency mode, not {mode_name}"
+        ));
     }
     let connections = match mode {
         Mode::Concurrency { n } => {
@@ -402,7 +422,11 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     eprintln!(
         "llmload: {} {} against {} for {} (Ctrl-C stops and reports)",
         mode_label(cfg),
-        if cfg.stream { "streaming" } else { "non-streaming" },
+        if cfg.stream {
+            "streaming"
+        } else {
+            "non-streaming"
+        },
         endpoint.url,
         match (cfg.duration, cfg.requests) {
             (Some(d), Some(r)) => format!("{} or {r} requests", format_duration(d)),
@@ -420,8 +444,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         target: format!("{} ({}, model {model})", endpoint.url, cfg.protocol.name()),
         started_wall_ns: started_wall,
         fd_limit,
-        builtin_endpoint: server_stats
-            .map(|s| serde_json::to_value(s).expect("stats serialize")),
+        builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
     };
     let text = report::write_all(&cfg.out, &result, &info)?;
     if !cfg.quiet {

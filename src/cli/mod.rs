@@ -17,14 +17,14 @@ pub struct Top {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
 pub enum Command {
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     Serve(serve::ServeArgs),
 }
 
 /// Runs the chosen subcommand and returns the exit status.
 pub fn run(top: Top) -> i32 {
     match top.command {
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
         Command::Serve(args) => serve::run(args),
     }
 }

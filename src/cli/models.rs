@@ -12,7 +12,8 @@ use crate::http::response::{BodyKind, parse_head};
 pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
     let timeout = timeout.min(Duration::from_secs(5));
     let mut s = TcpStream::connect_timeout(&endpoint.addr, timeout).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
     let req = format!(
         "GET /v1/models HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
         endpoint.host
@@ -41,7 +42,8 @@ pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, Str
         BodyKind::Chunked => dechunk(body)?,
         _ => body.to_vec(),
     };
-    let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("bad JSON: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| format!("bad JSON: {e}"))?;
     v["data"][0]["id"]
         .as_str()
         .map(str::to_string)

@@ -24,7 +24,9 @@ impl Endpoint {
                 "--endpoint '{url}': https is not supported yet; use http:// (e.g. through a local TLS-terminating proxy)"
             ));
         } else {
-            return Err(format!("--endpoint '{url}': expected http://host:port[/path]"));
+            return Err(format!(
+                "--endpoint '{url}': expected http://host:port[/path]"
+            ));
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -48,7 +50,10 @@ impl Endpoint {
         let host_header = if port == 80 {
             host.to_string()
         } else {
-            format!("{}:{port}", authority.rsplit_once(':').map_or(authority, |(h, _)| h))
+            format!(
+                "{}:{port}",
+                authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+            )
         };
         Ok(Endpoint {
             url: url.to_string(),
@@ -109,9 +114,17 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls() {
-        assert!(Endpoint::parse("https://x", "/").unwrap_err().contains("https"));
+        assert!(
+            Endpoint::parse("https://x", "/")
+                .unwrap_err()
+                .contains("https")
+        );
         assert!(Endpoint::parse("ftp://x", "/").is_err());
         assert!(Endpoint::parse("http://:80", "/").is_err());
-        assert!(Endpoint::parse("http://h:notaport", "/").unwrap_err().contains("bad port"));
+        assert!(
+            Endpoint::parse("http://h:notaport", "/")
+                .unwrap_err()
+                .contains("bad port")
+        );
     }
 }

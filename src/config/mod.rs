@@ -79,7 +79,11 @@ impl BenchConfig {
             .headers
             .iter()
             .map(|(k, v)| {
-                let v = if is_secret_header(k) { "<redacted>" } else { v.as_str() };
+                let v = if is_secret_header(k) {
+                    "<redacted>"
+                } else {
+                    v.as_str()
+                };
                 (k.clone(), Value::from(v))
             })
             .collect();
@@ -118,7 +122,13 @@ mod tests {
 
     #[test]
     fn secret_headers_are_recognized() {
-        for h in ["Authorization", "X-API-Key", "cookie", "X-Auth-Token", "my-secret"] {
+        for h in [
+            "Authorization",
+            "X-API-Key",
+            "cookie",
+            "X-Auth-Token",
+            "my-secret",
+        ] {
             assert!(is_secret_header(h), "{h}");
         }
         for h in ["x-request-id", "accept", "x-tenant"] {

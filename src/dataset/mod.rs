@@ -19,7 +19,9 @@ pub struct Sample {
 pub fn builtin() -> Vec<Sample> {
     builtin::PROMPTS
         .iter()
-        .map(|p| Sample { prompt: p.to_string() })
+        .map(|p| Sample {
+            prompt: p.to_string(),
+        })
         .collect()
 }
 
@@ -66,20 +68,37 @@ mod tests {
 
     #[test]
     fn loads_prompts_and_skips_blank_lines() {
-        let p = write("ok.jsonl", "{\"prompt\": \"a\"}\n\n{\"prompt\": \"b\", \"x\": 1}\n");
+        let p = write(
+            "ok.jsonl",
+            "{\"prompt\": \"a\"}\n\n{\"prompt\": \"b\", \"x\": 1}\n",
+        );
         let s = load_jsonl(&p).unwrap();
-        assert_eq!(s, vec![Sample { prompt: "a".into() }, Sample { prompt: "b".into() }]);
+        assert_eq!(
+            s,
+            vec![Sample { prompt: "a".into() }, Sample { prompt: "b".into() }]
+        );
     }
 
     #[test]
     fn errors_name_the_line() {
         let p = write("bad.jsonl", "{\"prompt\": \"a\"}\n{\"prompt\": 3}\n");
         let e = load_jsonl(&p).unwrap_err();
-        assert!(e.ends_with("bad.jsonl:2: field 'prompt' is not a string"), "{e}");
+        assert!(
+            e.ends_with("bad.jsonl:2: field 'prompt' is not a string"),
+            "{e}"
+        );
         let p = write("bad2.jsonl", "{\"prompt\": \"a\"}\n{oops\n");
-        assert!(load_jsonl(&p).unwrap_err().contains("bad2.jsonl:2: not valid JSON"));
+        assert!(
+            load_jsonl(&p)
+                .unwrap_err()
+                .contains("bad2.jsonl:2: not valid JSON")
+        );
         let p = write("bad3.jsonl", "{\"text\": \"a\"}\n");
-        assert!(load_jsonl(&p).unwrap_err().contains("bad3.jsonl:1: no 'prompt' field"));
+        assert!(
+            load_jsonl(&p)
+                .unwrap_err()
+                .contains("bad3.jsonl:1: no 'prompt' field")
+        );
         let p = write("empty.jsonl", "\n\n");
         assert!(load_jsonl(&p).unwrap_err().contains("no prompts"));
         assert!(load_jsonl(Path::new("/nonexistent/x.jsonl")).is_err());

@@ -195,7 +195,13 @@ impl Rx {
 
     /// The peer closed the connection: a close-delimited body ends here.
     pub fn eof_completes(&self) -> bool {
-        matches!(self.head, Some(Head { body: BodyKind::UntilClose, .. }))
+        matches!(
+            self.head,
+            Some(Head {
+                body: BodyKind::UntilClose,
+                ..
+            })
+        )
     }
 
     fn body_data(&mut self, data: &[u8], t: u64, proto: &dyn Protocol) -> Result<(), ErrorClass> {

@@ -437,7 +437,9 @@ impl<'a> Parent<'a> {
             ring_full: self.ring_full,
             ..Default::default()
         };
-        let wall = now_ns().saturating_sub(self.stage_starts.first().copied().unwrap_or(0)).max(1);
+        let wall = now_ns()
+            .saturating_sub(self.stage_starts.first().copied().unwrap_or(0))
+            .max(1);
         for k in 0..self.workers.len() {
             let c = self.shared.counters(k);
             generator.waited_for_connection += c.waited_for_connection.load(Ordering::Relaxed);
@@ -453,11 +455,7 @@ impl<'a> Parent<'a> {
         for (i, block) in std::mem::take(&mut self.stages).into_iter().enumerate() {
             total.merge(&block);
             let from = self.stage_starts[i];
-            let window_ns = if block.last_end > from {
-                block.last_end - from
-            } else {
-                0
-            };
+            let window_ns = block.last_end.saturating_sub(from);
             stages.push(StageResult {
                 name: self.plan.stages[i].name.clone(),
                 load: self.plan.stages[i].load,

@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::shm::doorbell::{DOORBELL_BYTES, Doorbell};
 use crate::shm::mapping::{Layout, SharedMapping};
-use crate::shm::ring::{
-    self, ByteConsumer, ByteProducer, RING_ALIGN, SlotConsumer, SlotProducer,
-};
+use crate::shm::ring::{self, ByteConsumer, ByteProducer, RING_ALIGN, SlotConsumer, SlotProducer};
 
 /// One request handed to a worker: which prebuilt request to send, when it
 /// was due, and which stage it belongs to. 24 bytes, `Copy`, pointer-free.
@@ -98,7 +96,9 @@ impl Shared {
             .map(|_| l.reserve(size_of::<WorkerCounters>(), 64))
             .collect();
         let parent_bell = l.reserve(DOORBELL_BYTES, 64);
-        let bells: Vec<usize> = (0..workers).map(|_| l.reserve(DOORBELL_BYTES, 64)).collect();
+        let bells: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(DOORBELL_BYTES, 64))
+            .collect();
         let issue: Vec<usize> = (0..workers)
             .map(|_| l.reserve(ring::slot_ring_bytes::<IssueSlot>(ISSUE_SLOTS), RING_ALIGN))
             .collect();

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::scheduler::{Parent, WorkerEnd};
 use super::shared::Shared;
 use super::worker::{self, WorkerSetup};
-use super::{Plan, RunResult};
+use super::{Load, Plan, RunResult};
 use crate::clock::now_ns;
 
 /// SIGINT and SIGTERM deliveries to the parent.
@@ -114,6 +114,7 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
                 timeout_ns: plan.timeout_ns,
                 connect_timeout_ns: plan.connect_timeout_ns,
                 max_gaps: plan.max_gaps,
+                warm_conns: warm_per_worker(plan, per_worker),
             });
             // SAFETY: leaving the child without running the parent's atexit
             // handlers or flushing its inherited stdio buffers.
@@ -135,6 +136,17 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
     let result = Parent::new(plan, &shared, ends).run(&SIGNALS, started_ns);
     reap_pids(&pids);
     Ok(result)
+}
+
+/// Connections each worker opens before the run: what the first stage's
+/// closed loop (or offline window) will use at once. Open loops connect on
+/// demand, as their clients would.
+fn warm_per_worker(plan: &Plan<'_>, per_worker: usize) -> usize {
+    match plan.stages.first().map(|s| s.load) {
+        Some(Load::Closed { concurrency }) => concurrency.div_ceil(plan.workers).min(per_worker),
+        Some(Load::Offline) => per_worker,
+        _ => 0,
+    }
 }
 
 fn child_setup(parent_pid: i32) {

@@ -39,6 +39,9 @@ pub struct WorkerSetup<'a> {
     pub connect_timeout_ns: u64,
     /// Inter-token gaps kept per request.
     pub max_gaps: usize,
+    /// Connections to open before reporting ready, so a closed loop's first
+    /// requests do not queue behind a burst of TCP handshakes.
+    pub warm_conns: usize,
 }
 
 const BELL: Token = Token(usize::MAX);
@@ -67,6 +70,8 @@ struct Job {
 
 struct Conn {
     phase: Phase,
+    /// Connecting ahead of any request (warm-up); no job is attached.
+    warm: bool,
     stream: Option<TcpStream>,
     /// Responses this connection has completed; > 0 means it was reused.
     served: u32,
@@ -116,6 +121,7 @@ impl<'a> Worker<'a> {
         let conns = (0..s.max_conns)
             .map(|_| Conn {
                 phase: Phase::Empty,
+                warm: false,
                 stream: None,
                 served: 0,
                 job: Job::default(),
@@ -147,6 +153,7 @@ impl<'a> Worker<'a> {
         let bell = &self.s.shared.worker_bells[self.s.index];
         let mut aborted = false;
         let mut next_sweep = 0;
+        self.warm_up(&mut events);
         self.counters.ready.store(1, Ordering::Release);
         let mut busy_from = now_ns();
         loop {
@@ -202,12 +209,55 @@ impl<'a> Worker<'a> {
                 if tok == BELL {
                     continue;
                 }
-                self.on_event(tok.0, ev.is_readable() || ev.is_read_closed() || ev.is_error(), ev.is_writable() || ev.is_error());
+                self.on_event(
+                    tok.0,
+                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                    ev.is_writable() || ev.is_error(),
+                );
             }
             self.drain_pending();
         }
         for c in &mut self.conns {
             c.stream = None;
+        }
+    }
+
+    /// Opens `warm_conns` connections and waits (bounded) until each is
+    /// connected or has failed; failures are not errors, since no request
+    /// was riding on them, and the slot connects again on demand.
+    fn warm_up(&mut self, events: &mut Events) {
+        let n = self.s.warm_conns.min(self.conns.len());
+        if n == 0 {
+            return;
+        }
+        for _ in 0..n {
+            let Some(i) = self.free.pop() else { break };
+            self.conns[i].warm = true;
+            self.connect(i, Job::default());
+        }
+        let deadline = now_ns() + self.s.connect_timeout_ns.min(2_000_000_000);
+        while self.conns.iter().any(|c| c.warm) && now_ns() < deadline {
+            if self
+                .poll
+                .poll(events, Some(Duration::from_millis(10)))
+                .is_err()
+            {
+                break;
+            }
+            for ev in events.iter() {
+                if ev.token() != BELL {
+                    self.on_event(
+                        ev.token().0,
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                        ev.is_writable() || ev.is_error(),
+                    );
+                }
+            }
+        }
+        for i in 0..self.conns.len() {
+            if self.conns[i].warm {
+                self.fail(i, ErrorClass::ConnectTimeout, now_ns());
+            }
         }
     }
 
@@ -254,7 +304,9 @@ impl<'a> Worker<'a> {
     }
 
     fn connect(&mut self, i: usize, job: Job) {
-        self.busy += 1;
+        if !self.conns[i].warm {
+            self.busy += 1;
+        }
         let now = now_ns();
         let c = &mut self.conns[i];
         c.job = job;
@@ -333,6 +385,12 @@ impl<'a> Worker<'a> {
                 self.counters
                     .connections_opened
                     .fetch_add(1, Ordering::Relaxed);
+                if c.warm {
+                    c.warm = false;
+                    c.phase = Phase::Idle;
+                    self.idle.push(i);
+                    return;
+                }
                 self.begin_send(i);
                 if readable && self.conns[i].phase == Phase::Receiving {
                     self.read_more(i);
@@ -544,6 +602,12 @@ impl<'a> Worker<'a> {
 
     /// Request on connection `i` failed: record it and drop the connection.
     fn fail(&mut self, i: usize, class: ErrorClass, t_end: u64) {
+        if self.conns[i].warm {
+            self.conns[i].warm = false;
+            self.close(i);
+            self.free.push(i);
+            return;
+        }
         let status = self.conns[i].rx.head.map_or(0, |h| h.status);
         self.emit(i, class, status, t_end);
         self.busy -= 1;
@@ -582,7 +646,13 @@ impl<'a> Worker<'a> {
             text_bytes: tally.text_bytes,
             n_gaps: tally.gaps.len() as u32,
         };
-        push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &tally.gaps);
+        push_record(
+            &mut self.out,
+            &mut self.backlog,
+            self.counters,
+            &rec,
+            &tally.gaps,
+        );
         self.published = true;
     }
 
@@ -607,7 +677,9 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.phase {
-                Phase::Connecting if now.saturating_sub(c.t_connect) > self.s.connect_timeout_ns => {
+                Phase::Connecting
+                    if now.saturating_sub(c.t_connect) > self.s.connect_timeout_ns =>
+                {
                     self.fail(i, ErrorClass::ConnectTimeout, now);
                 }
                 Phase::Connecting | Phase::Sending | Phase::Receiving
@@ -645,8 +717,8 @@ impl<'a> Worker<'a> {
     fn flush_backlog(&mut self) {
         let mut at = 0;
         while at < self.backlog.len() {
-            let len = u32::from_ne_bytes(self.backlog[at..at + 4].try_into().expect("4 bytes"))
-                as usize;
+            let len =
+                u32::from_ne_bytes(self.backlog[at..at + 4].try_into().expect("4 bytes")) as usize;
             let rec = &self.backlog[at + 4..at + 4 + len];
             match self.out.push_with(len, |buf| buf.copy_from_slice(rec)) {
                 Ok(()) => {
@@ -685,7 +757,9 @@ fn push_record(
             Err(PushError::Full) => {}
         }
     }
-    counters.completion_ring_full.fetch_add(1, Ordering::Relaxed);
+    counters
+        .completion_ring_full
+        .fetch_add(1, Ordering::Relaxed);
     backlog.extend_from_slice(&(len as u32).to_ne_bytes());
     let at = backlog.len();
     backlog.resize(at + len, 0);

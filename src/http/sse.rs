@@ -10,11 +10,17 @@
 //! mid-event or a second `data:` line arrives, so the common case costs one
 //! `memchr2` per line and no copy, at the price of two representations of a
 //! pending event. Memory is bounded: no buffer ever holds more than
-//! `max_event` bytes, and the line and data buffers are allocated at that
-//! size up front. `id` and `retry` fields are parsed past and dropped: load
+//! `max_event` bytes; the line and data buffers start at `INITIAL_BUFFER`
+//! bytes and grow (once, then reused) only when an event needs it, so a
+//! worker holding thousands of streams does not reserve the worst case for
+//! each. `id` and `retry` fields are parsed past and dropped: load
 //! generation never reconnects a stream.
 
 use std::ops::Range;
+
+/// Starting size of the line and data buffers: larger than any token chunk
+/// seen in practice, far below the per-event limit.
+const INITIAL_BUFFER: usize = 4096;
 
 /// One dispatched event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,8 +112,8 @@ fn value_start(line: &[u8], after_colon: usize) -> usize {
 }
 
 impl SseSplitter {
-    /// A splitter whose buffers are allocated up front for events up to
-    /// `max_event` bytes; larger events are `EventTooLarge`.
+    /// A splitter for events up to `max_event` bytes; larger events are
+    /// `EventTooLarge`. Buffers start small and grow on demand up to the limit.
     ///
     /// The limit applies to the joined `data` of an event and to every single
     /// line (field name and value, terminator excluded), whether or not the
@@ -116,8 +122,8 @@ impl SseSplitter {
     pub fn with_capacity(max_event: usize) -> Self {
         Self {
             max_event,
-            line: Vec::with_capacity(max_event),
-            data: Vec::with_capacity(max_event),
+            line: Vec::with_capacity(INITIAL_BUFFER.min(max_event)),
+            data: Vec::with_capacity(INITIAL_BUFFER.min(max_event)),
             event: Vec::with_capacity(EVENT_TYPE_CAPACITY.min(max_event)),
             has_data: false,
             pending_cr: false,

@@ -115,7 +115,8 @@ impl Block {
         self.text_bytes += s.text_bytes as u64;
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
-            self.ttft_sched.record(s.t_first_token.saturating_sub(s.t_sched));
+            self.ttft_sched
+                .record(s.t_first_token.saturating_sub(s.t_sched));
             if out >= 2 {
                 self.tpot
                     .record(s.t_last_token.saturating_sub(s.t_first_token) / (out - 1));
@@ -174,7 +175,14 @@ impl Block {
 mod tests {
     use super::*;
 
-    fn ok(t_sched: u64, first: u64, last: u64, end: u64, usage: Option<u32>, events: u32) -> RequestSample {
+    fn ok(
+        t_sched: u64,
+        first: u64,
+        last: u64,
+        end: u64,
+        usage: Option<u32>,
+        events: u32,
+    ) -> RequestSample {
         RequestSample {
             t_sched,
             t_send: t_sched + 10,

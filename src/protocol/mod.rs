@@ -68,8 +68,11 @@ pub static ALL: &[&dyn Protocol] = &[&openai_chat::OpenAiChat];
 
 /// The protocol called `name`, or a message listing the known ones.
 pub fn find(name: &str) -> Result<&'static dyn Protocol, String> {
-    ALL.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
-        let known: Vec<_> = ALL.iter().map(|p| p.name()).collect();
-        format!("unknown --api '{name}'; known: {}", known.join(", "))
-    })
+    ALL.iter()
+        .copied()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = ALL.iter().map(|p| p.name()).collect();
+            format!("unknown --api '{name}'; known: {}", known.join(", "))
+        })
 }

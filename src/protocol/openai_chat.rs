@@ -91,7 +91,10 @@ mod tests {
         OpenAiChat.build_body(
             &BodySpec {
                 model: "m",
-                prompt: Prompt { system: Some("be brief"), user: "hi \"there\"" },
+                prompt: Prompt {
+                    system: Some("be brief"),
+                    user: "hi \"there\"",
+                },
                 max_tokens: Some(7),
                 stream: true,
             },

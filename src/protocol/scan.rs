@@ -149,7 +149,10 @@ mod tests {
         let j = br#"{"a": "x\"y", "n": 42, "o": {"k": [1, "}"]}, "z": null, "t": true}"#;
         assert_eq!(find(j, b"\"a\""), Some(Value::Str(br#"x\"y"#)));
         assert_eq!(find(j, b"\"n\""), Some(Value::Num(b"42")));
-        assert_eq!(find(j, b"\"o\""), Some(Value::Object(br#"{"k": [1, "}"]}"#)));
+        assert_eq!(
+            find(j, b"\"o\""),
+            Some(Value::Object(br#"{"k": [1, "}"]}"#))
+        );
         assert_eq!(find(j, b"\"k\""), Some(Value::Array(br#"[1, "}"]"#)));
         assert_eq!(find(j, b"\"z\""), Some(Value::Null));
         assert_eq!(find(j, b"\"t\""), Some(Value::Bool(true)));

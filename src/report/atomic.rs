@@ -12,7 +12,11 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let name = path
         .file_name()
         .ok_or_else(|| format!("{}: not a file path", path.display()))?;
-    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -39,7 +43,10 @@ mod tests {
         super::write(&p, b"one").unwrap();
         super::write(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
         assert!(super::write(&dir.join("missing/x"), b"").is_err());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -156,7 +156,10 @@ fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
         run.startup_ns as f64 / 1e6
     );
     if g.limits.is_empty() {
-        let _ = writeln!(o, "  ok: the generator kept up; the numbers above are the endpoint's");
+        let _ = writeln!(
+            o,
+            "  ok: the generator kept up; the numbers above are the endpoint's"
+        );
     } else {
         let _ = writeln!(
             o,
