@@ -35,6 +35,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_server() { # $1: output tokens
+    rm -f "$WORK/serve.out"
     taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --output-tokens "$1" >"$WORK/serve.out" &
     SERVER_PID=$!
     for _ in $(seq 100); do
@@ -46,6 +47,7 @@ start_server() { # $1: output tokens
 
 stop_server() {
     kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+    tail -n1 "$WORK/serve.out" >"$WORK/serve.stats"
 }
 
 # CPU seconds (user+sys) of a command's process tree, via GNU time.

@@ -132,13 +132,22 @@ impl Doorbell {
         fence(Ordering::SeqCst);
     }
 
-    /// Sleeper: woke up or decided not to sleep; clears the flag and drains the
-    /// eventfd counter.
+    /// Sleeper: woke up or decided not to sleep; clears the flag, and drains
+    /// the eventfd only if a producer claimed the flag (and so wrote, or is
+    /// about to write, the eventfd). A busy sleeper that was never rung pays
+    /// no syscall here.
     ///
-    /// The drain is unconditional: a level-triggered poll on a counter left
-    /// non-zero by a late ring would otherwise return at once forever.
+    /// A producer that claimed the flag may write just after the drain; the
+    /// counter then stays at 1. An edge-triggered poller (the workers' mio
+    /// loop) sees that as one spurious wake-up at most, and `wait` drains
+    /// whenever its level-triggered poll reports the counter readable.
     pub fn cancel_sleep(&self) {
-        self.sleeping().store(0, Ordering::Relaxed);
+        if self.sleeping().swap(0, Ordering::AcqRel) == 0 {
+            self.drain();
+        }
+    }
+
+    fn drain(&self) {
         let mut counter = 0u64;
         // SAFETY: reads 8 bytes into `counter`, which is 8 bytes. EAGAIN (the
         // counter was already 0) is the expected failure and is ignored.
@@ -173,7 +182,12 @@ impl Doorbell {
         // SAFETY: one valid pollfd, a valid timespec or null (no limit), and a
         // null signal mask (keep the current one). EINTR simply ends the wait.
         let _ = cvt(unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, std::ptr::null()) });
-        self.cancel_sleep();
+        if pfd.revents & libc::POLLIN != 0 {
+            self.sleeping().store(0, Ordering::Relaxed);
+            self.drain();
+        } else {
+            self.cancel_sleep();
+        }
     }
 
     /// Producer: after publishing, wake the sleeper if (and only if) it
