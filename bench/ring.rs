@@ -117,7 +117,9 @@ fn checksum(bytes: &[u8]) -> u64 {
         a[i] = a[i].wrapping_add(u64::from_le_bytes(w));
         s[i] = s[i].wrapping_add(a[i]);
     }
-    (0..4).fold(0, |h, i| mix(h ^ a[i] ^ s[i].rotate_left(32)))
+    mix((0..4).fold(0, |h, i| {
+        h ^ (a[i] ^ s[i].rotate_left(32)).rotate_left(16 * i as u32)
+    }))
 }
 
 const SOURCES: usize = 8;
