@@ -5,6 +5,13 @@
 use super::scan::{self, Value};
 use super::{BodyInfo, BodySpec, EventInfo, Protocol};
 use crate::http::sse::SseEvent;
+use crate::json_key;
+
+json_key!(CONTENT = "content");
+json_key!(FINISH_REASON = "finish_reason");
+json_key!(USAGE = "usage");
+json_key!(PROMPT_TOKENS = "prompt_tokens");
+json_key!(COMPLETION_TOKENS = "completion_tokens");
 
 /// The `openai-chat` wire format.
 pub struct OpenAiChat;
@@ -50,27 +57,31 @@ impl Protocol for OpenAiChat {
         if data == b"[DONE]" {
             return info;
         }
-        if let Some(Value::Str(text)) = scan::find(data, b"\"content\"") {
+        if let Some(Value::Str(text)) = scan::find(data, &CONTENT) {
             info.text_bytes = text.len() as u32;
         }
-        if let Some(Value::Str(_)) = scan::find(data, b"\"finish_reason\"") {
+        // Servers end with a text-free chunk carrying the finish reason, so
+        // the search is skipped on the many text chunks.
+        if info.text_bytes == 0
+            && let Some(Value::Str(_)) = scan::find(data, &FINISH_REASON)
+        {
             info.finish = true;
         }
-        if let Some(Value::Object(usage)) = scan::find(data, b"\"usage\"") {
-            info.prompt_tokens = scan::find_u32(usage, b"\"prompt_tokens\"");
-            info.completion_tokens = scan::find_u32(usage, b"\"completion_tokens\"");
+        if let Some(Value::Object(usage)) = scan::find(data, &USAGE) {
+            info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
+            info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
         info
     }
 
     fn parse_body(&self, body: &[u8]) -> BodyInfo {
         let mut info = BodyInfo::default();
-        if let Some(Value::Str(text)) = scan::find(body, b"\"content\"") {
+        if let Some(Value::Str(text)) = scan::find(body, &CONTENT) {
             info.text_bytes = text.len() as u32;
         }
-        if let Some(Value::Object(usage)) = scan::find(body, b"\"usage\"") {
-            info.prompt_tokens = scan::find_u32(usage, b"\"prompt_tokens\"");
-            info.completion_tokens = scan::find_u32(usage, b"\"completion_tokens\"");
+        if let Some(Value::Object(usage)) = scan::find(body, &USAGE) {
+            info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
+            info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
         info
     }

@@ -3,9 +3,25 @@
 //! validating the document: fast and allocation-free, at the price of
 //! trusting that a key spelled with quotes is a key. Escaped quotes inside
 //! string values are skipped correctly, so text that mentions a key name
-//! cannot be mistaken for it.
+//! cannot be mistaken for it. Keys are `Key` statics whose substring
+//! searchers are built once, not per event.
 
-use memchr::memmem;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+/// A JSON key, quotes included, with its searcher built on first use.
+pub type Key = LazyLock<Finder<'static>>;
+
+/// Declares a `Key` static: `key!(CONTENT = "content");`.
+#[macro_export]
+macro_rules! json_key {
+    ($name:ident = $key:literal) => {
+        static $name: $crate::protocol::scan::Key = $crate::protocol::scan::Key::new(|| {
+            memchr::memmem::Finder::new(concat!("\"", $key, "\"").as_bytes())
+        });
+    };
+}
 
 /// A JSON value as far as the scanner reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,14 +38,15 @@ pub enum Value<'a> {
     Bool(bool),
 }
 
-/// The value of the first `"key"` (given with its quotes, e.g. `b"\"usage\""`)
-/// in `json` that is followed by a colon, or `None`.
-pub fn find<'a>(json: &'a [u8], quoted_key: &[u8]) -> Option<Value<'a>> {
+/// The value of the first occurrence of `key` in `json` that is followed by a
+/// colon, or `None`.
+pub fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
     let mut from = 0;
-    let finder = memmem::Finder::new(quoted_key);
+    let finder: &Finder<'static> = key;
+    let key_len = finder.needle().len();
     while let Some(pos) = finder.find(&json[from..]) {
         let start = from + pos;
-        let after = start + quoted_key.len();
+        let after = start + key_len;
         from = after;
         // `\"key\"` is text inside a string, not a key.
         if start > 0 && json[start - 1] == b'\\' {
@@ -45,9 +62,9 @@ pub fn find<'a>(json: &'a [u8], quoted_key: &[u8]) -> Option<Value<'a>> {
     None
 }
 
-/// Parses the value of `"key"` as an unsigned integer.
-pub fn find_u32(json: &[u8], quoted_key: &[u8]) -> Option<u32> {
-    match find(json, quoted_key)? {
+/// Parses the value of `key` as an unsigned integer.
+pub fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
+    match find(json, key)? {
         Value::Num(n) => parse_u32(n),
         _ => None,
     }
@@ -144,35 +161,41 @@ fn container_end(json: &[u8], i: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    json_key!(A = "a");
+    json_key!(N = "n");
+    json_key!(O = "o");
+    json_key!(K = "k");
+    json_key!(Z = "z");
+    json_key!(T = "t");
+    json_key!(MISSING = "missing");
+    json_key!(CONTENT = "content");
+
     #[test]
     fn finds_values_of_each_kind() {
         let j = br#"{"a": "x\"y", "n": 42, "o": {"k": [1, "}"]}, "z": null, "t": true}"#;
-        assert_eq!(find(j, b"\"a\""), Some(Value::Str(br#"x\"y"#)));
-        assert_eq!(find(j, b"\"n\""), Some(Value::Num(b"42")));
-        assert_eq!(
-            find(j, b"\"o\""),
-            Some(Value::Object(br#"{"k": [1, "}"]}"#))
-        );
-        assert_eq!(find(j, b"\"k\""), Some(Value::Array(br#"[1, "}"]"#)));
-        assert_eq!(find(j, b"\"z\""), Some(Value::Null));
-        assert_eq!(find(j, b"\"t\""), Some(Value::Bool(true)));
-        assert_eq!(find(j, b"\"missing\""), None);
-        assert_eq!(find_u32(j, b"\"n\""), Some(42));
+        assert_eq!(find(j, &A), Some(Value::Str(br#"x\"y"#)));
+        assert_eq!(find(j, &N), Some(Value::Num(b"42")));
+        assert_eq!(find(j, &O), Some(Value::Object(br#"{"k": [1, "}"]}"#)));
+        assert_eq!(find(j, &K), Some(Value::Array(br#"[1, "}"]"#)));
+        assert_eq!(find(j, &Z), Some(Value::Null));
+        assert_eq!(find(j, &T), Some(Value::Bool(true)));
+        assert_eq!(find(j, &MISSING), None);
+        assert_eq!(find_u32(j, &N), Some(42));
     }
 
     #[test]
     fn key_mentioned_inside_a_string_is_not_a_key() {
         let j = br#"{"text": "say \"content\": no", "content": "yes"}"#;
-        assert_eq!(find(j, b"\"content\""), Some(Value::Str(b"yes")));
+        assert_eq!(find(j, &CONTENT), Some(Value::Str(b"yes")));
         let j = br#"{"text": "\"content\" alone", "content": "yes"}"#;
-        assert_eq!(find(j, b"\"content\""), Some(Value::Str(b"yes")));
+        assert_eq!(find(j, &CONTENT), Some(Value::Str(b"yes")));
     }
 
     #[test]
     fn truncated_input_gives_none() {
-        assert_eq!(find(br#"{"a": "unterminated"#, b"\"a\""), None);
-        assert_eq!(find(br#"{"a": {"b": 1"#, b"\"a\""), None);
-        assert_eq!(find(br#"{"a":"#, b"\"a\""), None);
-        assert_eq!(find_u32(br#"{"n": 99999999999}"#, b"\"n\""), None);
+        assert_eq!(find(br#"{"a": "unterminated"#, &A), None);
+        assert_eq!(find(br#"{"a": {"b": 1"#, &A), None);
+        assert_eq!(find(br#"{"a":"#, &A), None);
+        assert_eq!(find_u32(br#"{"n": 99999999999}"#, &N), None);
     }
 }
