@@ -250,3 +250,63 @@ fn default_run_measures_the_builtin_endpoint() {
     let ttft = f(&s["latency_ms"]["ttft"]["p50"]);
     assert!((19.5..25.0).contains(&ttft), "ttft p50 {ttft}");
 }
+
+#[test]
+fn offline_with_warmup_counts_only_measured_requests() {
+    let server = Server::start(&["--ttft", "1ms"]);
+    let url = server.url();
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--mode",
+            "offline",
+            "--requests",
+            "100",
+            "--warmup",
+            "300ms",
+            "--connections",
+            "8",
+            "--max-tokens",
+            "4",
+        ],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let s = run.summary();
+    assert!(u(&s["warmup"]["issued"]) > 0);
+    assert_eq!(u(&s["requests"]["issued"]), 100);
+    assert_eq!(u(&s["requests"]["completed"]), 100);
+}
+
+#[test]
+fn two_workers_share_the_load() {
+    let server = Server::start(&["--ttft", "1ms", "--workers", "2"]);
+    let url = server.url();
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--workers",
+            "2",
+            "--concurrency",
+            "16",
+            "--requests",
+            "400",
+            "--max-tokens",
+            "8",
+            "--pin",
+        ],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(s["generator"]["workers"], 2);
+    assert_eq!(u(&s["requests"]["completed"]), 400);
+    assert_eq!(u(&s["tokens"]["output_total"]), 400 * 8);
+    assert_eq!(u(&s["generator"]["connections_opened"]), 16);
+}

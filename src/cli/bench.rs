@@ -416,7 +416,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         timeout_ns: cfg.timeout.as_nanos() as u64,
         connect_timeout_ns: cfg.connect_timeout.as_nanos() as u64,
         drain_timeout_ns: cfg.drain_timeout.as_nanos() as u64,
-        max_gaps: (cfg.max_tokens as usize * 2).clamp(1024, 65_536),
+        max_gaps: (cfg.max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
         seed: cfg.seed,
     };
     eprintln!(

@@ -146,10 +146,13 @@ impl<'a> Parent<'a> {
                             _ => self.plan.connections as u64,
                         };
                         while self.inflight < window && issued < limit {
-                            let t = if stage.load == Load::Offline {
-                                stage_start
+                            // Offline requests are all due when measurement
+                            // starts; during warmup they are due when released.
+                            let now = now_ns();
+                            let t = if stage.load == Load::Offline && now >= measured_from {
+                                measured_from
                             } else {
-                                now_ns()
+                                now
                             };
                             if !self.issue(t, si) {
                                 self.ring_full += 1;
@@ -228,31 +231,30 @@ impl<'a> Parent<'a> {
             stage: stage as u16,
             flags: 0,
         };
-        let mut order: [usize; 64] = [0; 64];
-        let k = self.workers.len().min(64);
-        for (i, o) in order.iter_mut().enumerate().take(k) {
-            *o = i;
+        let Some(best) = (0..self.workers.len())
+            .filter(|&i| self.workers[i].alive)
+            .min_by_key(|&i| self.workers[i].inflight)
+        else {
+            return false;
+        };
+        // The least-loaded worker first; the others only if its ring is full.
+        let Some(k) = std::iter::once(best)
+            .chain((0..self.workers.len()).filter(|&i| i != best))
+            .find(|&i| self.workers[i].alive && self.workers[i].issue.push(slot).is_ok())
+        else {
+            return false;
+        };
+        let w = &mut self.workers[k];
+        w.inflight += 1;
+        w.dirty = true;
+        self.inflight += 1;
+        self.seq += 1;
+        if t_sched < self.measure_start {
+            self.warmup.record_issued();
+        } else {
+            self.stages[stage].record_issued();
         }
-        order[..k].sort_unstable_by_key(|&i| self.workers[i].inflight);
-        for &i in &order[..k] {
-            let w = &mut self.workers[i];
-            if !w.alive {
-                continue;
-            }
-            if w.issue.push(slot).is_ok() {
-                w.inflight += 1;
-                w.dirty = true;
-                self.inflight += 1;
-                self.seq += 1;
-                if t_sched < self.measure_start {
-                    self.warmup.record_issued();
-                } else {
-                    self.stages[stage].record_issued();
-                }
-                return true;
-            }
-        }
-        false
+        true
     }
 
     fn ring_dirty(&mut self) {

@@ -71,8 +71,13 @@ pub struct WorkerCounters {
 
 /// Issue ring slots per worker.
 pub const ISSUE_SLOTS: usize = 16384;
-/// Completion ring bytes per worker.
-pub const COMPLETION_BYTES: usize = 16 << 20;
+/// Completion ring bytes per worker: small enough to stay cache-resident
+/// (records are written and read while hot), large enough that a record of
+/// `MAX_GAPS` gaps fits (a record may be a quarter of the ring).
+pub const COMPLETION_BYTES: usize = 4 << 20;
+
+/// Inter-token gaps one completion record carries at most.
+pub const MAX_GAPS: usize = 65_536;
 
 /// The run's shared mapping and the offsets of everything in it.
 pub struct Shared {
