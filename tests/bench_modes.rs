@@ -9,11 +9,10 @@ use crate::util::*;
 fn exact(mode_args: &[&str], stream: bool, max_tokens: u32) -> serde_json::Value {
     let server = Server::start(&["--ttft", "1ms", "--tpot", "100us"]);
     let mt = max_tokens.to_string();
-    let url = server.url();
-    let mut args = vec!["--endpoint", &url, "--model", "m", "--max-tokens", &mt];
+    let mut args = vec!["--max-tokens", &mt];
     args.push(if stream { "--stream" } else { "--no-stream" });
     args.extend_from_slice(mode_args);
-    let run = bench(&args, Duration::from_secs(60));
+    let run = bench_at(&server, &args, Duration::from_secs(60));
     run.assert_success();
     let s = run.summary();
     assert_accounted(&s["requests"]);
@@ -120,13 +119,9 @@ fn offline_sends_everything_at_once() {
 #[test]
 fn warmup_is_excluded_from_statistics() {
     let server = Server::start(&["--ttft", "1ms"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--mode",
             "uniform",
             "--rate",
@@ -158,13 +153,9 @@ fn dataset_prompts_are_sent() {
     )
     .unwrap();
     let server = Server::start(&[]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--dataset",
             ds.to_str().unwrap(),
             "--requests",
@@ -254,13 +245,9 @@ fn default_run_measures_the_builtin_endpoint() {
 #[test]
 fn offline_with_warmup_counts_only_measured_requests() {
     let server = Server::start(&["--ttft", "1ms"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--mode",
             "offline",
             "--requests",
@@ -284,13 +271,9 @@ fn offline_with_warmup_counts_only_measured_requests() {
 #[test]
 fn two_workers_share_the_load() {
     let server = Server::start(&["--ttft", "1ms", "--workers", "2"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--workers",
             "2",
             "--concurrency",

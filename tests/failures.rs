@@ -7,10 +7,7 @@ use crate::util::*;
 
 fn run_against(server_args: &[&str], bench_args: &[&str]) -> serde_json::Value {
     let server = Server::start(server_args);
-    let url = server.url();
-    let mut args = vec!["--endpoint", url.as_str(), "--model", "m"];
-    args.extend_from_slice(bench_args);
-    let run = bench(&args, Duration::from_secs(60));
+    let run = bench_at(&server, bench_args, Duration::from_secs(60));
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let s = run.summary();
     assert_accounted(&s["requests"]);

@@ -26,13 +26,9 @@ fn assert_valid(summary: &serde_json::Value) {
 #[test]
 fn summary_validates_against_the_schema() {
     let server = Server::start(&["--ttft", "2ms", "--tpot", "1ms", "--error-rate", "0.1"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--concurrency",
             "4",
             "--requests",
@@ -63,13 +59,9 @@ fn summary_validates_against_the_schema() {
 #[test]
 fn report_txt_matches_the_summary() {
     let server = Server::start(&["--ttft", "2ms"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--concurrency",
             "2",
             "--requests",

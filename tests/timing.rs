@@ -10,13 +10,9 @@ use crate::util::*;
 #[test]
 fn ttft_and_tpot_match_the_server() {
     let server = Server::start(&["--ttft", "50ms", "--tpot", "5ms"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--concurrency",
             "4",
             "--requests",
@@ -49,13 +45,9 @@ fn ttft_and_tpot_match_the_server() {
 #[test]
 fn non_stream_latency_matches_generation_time() {
     let server = Server::start(&["--ttft", "30ms", "--tpot", "2ms"]);
-    let url = server.url();
-    let run = bench(
+    let run = bench_at(
+        &server,
         &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
             "--no-stream",
             "--concurrency",
             "2",

@@ -205,3 +205,11 @@ pub fn signal(child: &Child, sig: i32) {
     // SAFETY: kill(2) on the PID of a child we spawned and have not reaped.
     unsafe { libc::kill(child.id() as i32, sig) };
 }
+
+/// Runs bench against `server` with model `m` and `args`.
+pub fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
+    let url = server.url();
+    let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
+    all.extend_from_slice(args);
+    bench(&all, limit)
+}

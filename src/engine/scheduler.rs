@@ -61,6 +61,8 @@ pub struct Parent<'a> {
     inflight: u64,
     ring_full: u64,
     first_send: u64,
+    /// The stage being issued (the last one while draining).
+    current_stage: usize,
     interrupted: bool,
     incomplete: Vec<String>,
     next_liveness: u64,
@@ -77,6 +79,7 @@ impl<'a> Parent<'a> {
             inflight: 0,
             ring_full: 0,
             first_send: 0,
+            current_stage: 0,
             interrupted: false,
             incomplete: Vec::new(),
             next_liveness: 0,
@@ -93,6 +96,7 @@ impl<'a> Parent<'a> {
         self.measure_start = t0 + self.plan.warmup_ns;
         'stages: for si in 0..self.plan.stages.len() {
             let stage = &self.plan.stages[si];
+            self.current_stage = si;
             let stage_start = if si == 0 { t0 } else { now_ns() };
             let measured_from = if si == 0 {
                 self.measure_start
@@ -351,18 +355,22 @@ impl<'a> Parent<'a> {
             "worker {k} (pid {}) {how}; {lost} request(s) in flight on it were lost",
             w.pid
         ));
+        self.record_lost(lost);
+    }
+
+    /// Counts `n` requests no worker will report as `worker_lost` failures of
+    /// the current stage (which requests they were died with the worker).
+    fn record_lost(&mut self, n: u64) {
         let now = now_ns();
-        let block = self.stages.last_mut().expect("at least one stage");
-        for _ in 0..lost {
-            block.record(
-                &RequestSample {
-                    t_sched: now,
-                    t_end: now,
-                    error: Some(ErrorClass::WorkerLost),
-                    ..Default::default()
-                },
-                [],
-            );
+        let lost = RequestSample {
+            t_sched: now,
+            t_end: now,
+            error: Some(ErrorClass::WorkerLost),
+            ..Default::default()
+        };
+        let block = &mut self.stages[self.current_stage];
+        for _ in 0..n {
+            block.record(&lost, []);
         }
     }
 
@@ -406,24 +414,11 @@ impl<'a> Parent<'a> {
                     self.incomplete.push(format!(
                         "{lost} request(s) were never reported by a worker after the abort"
                     ));
-                    for k in 0..self.workers.len() {
-                        let w = &mut self.workers[k];
-                        let n = w.inflight;
+                    for w in &mut self.workers {
                         w.inflight = 0;
-                        let block = self.stages.last_mut().expect("a stage");
-                        for _ in 0..n {
-                            block.record(
-                                &RequestSample {
-                                    t_sched: now,
-                                    t_end: now,
-                                    error: Some(ErrorClass::WorkerLost),
-                                    ..Default::default()
-                                },
-                                [],
-                            );
-                        }
                     }
                     self.inflight = 0;
+                    self.record_lost(lost);
                     break;
                 }
                 _ => {}
