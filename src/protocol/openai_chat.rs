@@ -57,8 +57,13 @@ impl Protocol for OpenAiChat {
         if data == b"[DONE]" {
             return info;
         }
+        // Where the usage search starts: OpenAI-style chunks put `usage` after
+        // `choices`, so on a text chunk only the tail after the text is read.
+        let mut rest = data;
         if let Some(Value::Str(text)) = scan::find(data, &CONTENT) {
             info.text_bytes = text.len() as u32;
+            let end = text.as_ptr() as usize - data.as_ptr() as usize + text.len();
+            rest = &data[end..];
         }
         // Servers end with a text-free chunk carrying the finish reason, so
         // the search is skipped on the many text chunks.
@@ -67,7 +72,7 @@ impl Protocol for OpenAiChat {
         {
             info.finish = true;
         }
-        if let Some(Value::Object(usage)) = scan::find(data, &USAGE) {
+        if let Some(Value::Object(usage)) = scan::find(rest, &USAGE) {
             info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
             info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
@@ -137,6 +142,9 @@ mod tests {
         assert_eq!(event(b"[DONE]"), EventInfo::default());
         let null_usage = br#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#;
         assert_eq!(event(null_usage).completion_tokens, None);
+        let continuous = br#"{"choices":[{"delta":{"content":"ab"}}],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#;
+        let c = event(continuous);
+        assert_eq!((c.text_bytes, c.completion_tokens), (2, Some(9)));
         let null_content = br#"{"choices":[{"delta":{"content":null,"tool_calls":[]}}]}"#;
         assert_eq!(event(null_content).text_bytes, 0);
     }
