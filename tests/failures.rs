@@ -143,3 +143,65 @@ fn unreachable_endpoint_with_duration_ends_in_time() {
     assert!(u(&s["requests"]["errors"]["connect_refused"]) > 0);
     assert_eq!(u(&s["requests"]["completed"]), 0);
 }
+
+/// A listener whose accept queue is full: further SYNs are dropped, so a
+/// connect neither succeeds nor is refused.
+fn blackhole() -> (i32, u16, Vec<std::net::TcpStream>) {
+    // SAFETY: plain socket calls on a descriptor this test owns; `addr` is a
+    // valid sockaddr_in and `len` its size.
+    let (fd, port) = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as u16;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0);
+        assert_eq!(libc::listen(fd, 0), 0);
+        let mut len = len;
+        libc::getsockname(fd, (&raw mut addr).cast(), &mut len);
+        (fd, u16::from_be(addr.sin_port))
+    };
+    let target = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let fill = (0..4)
+        .filter_map(|_| {
+            std::net::TcpStream::connect_timeout(&target, Duration::from_millis(100)).ok()
+        })
+        .collect();
+    (fd, port, fill)
+}
+
+#[test]
+fn unanswered_connects_time_out() {
+    let (fd, port, _fill) = blackhole();
+    let url = format!("http://127.0.0.1:{port}");
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--requests",
+            "3",
+            "--concurrency",
+            "3",
+            "--connect-timeout",
+            "300ms",
+        ],
+        Duration::from_secs(30),
+    );
+    // SAFETY: closing the listener this test opened.
+    unsafe { libc::close(fd) };
+    let s = run.summary();
+    assert_accounted(&s["requests"]);
+    assert_eq!(
+        u(&s["requests"]["errors"]["connect_timeout"]),
+        3,
+        "{}",
+        s["requests"]
+    );
+    assert!(
+        run.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+}
