@@ -205,3 +205,75 @@ fn unanswered_connects_time_out() {
         run.elapsed
     );
 }
+
+/// A server that answers the first request on each connection and closes
+/// the connection, unanswered, on the second: what a server's idle timeout
+/// looks like when it races a client's next request.
+fn one_shot_server(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u16 {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let body = r#"{"choices":[{"message":{"content":"ok"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                let mut seen = Vec::new();
+                // First request: answer once its body is in.
+                loop {
+                    let Ok(n) = s.read(&mut buf) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    if seen.ends_with(b"}") {
+                        break;
+                    }
+                }
+                let _ = s.write_all(reply.as_bytes());
+                // Second request: read it, then close without answering.
+                let _ = s.read(&mut buf);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn stale_keepalive_connections_are_retried_once() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = one_shot_server(stop.clone());
+    let url = format!("http://127.0.0.1:{port}");
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--no-stream",
+            "--requests",
+            "20",
+            "--concurrency",
+            "1",
+        ],
+        Duration::from_secs(30),
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 20, "{}", s["requests"]);
+    // Every request after the first met a connection that had served one.
+    assert_eq!(u(&s["generator"]["stale_connection_retries"]), 19);
+}

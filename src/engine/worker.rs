@@ -541,6 +541,7 @@ impl<'a> Worker<'a> {
             job.retried = true;
             self.counters.stale_retries.fetch_add(1, Ordering::Relaxed);
             self.close(i);
+            self.free.push(i);
             self.busy -= 1;
             self.pending.push_front(job);
             return;
