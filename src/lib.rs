@@ -16,3 +16,4 @@ pub mod report;
 pub mod rng;
 pub mod server;
 pub mod shm;
+pub mod tokens;

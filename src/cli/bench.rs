@@ -12,12 +12,14 @@ use crate::clock::{now_ns, wall_ns};
 use crate::config::duration::{duration_flag, format_duration};
 use crate::config::endpoint::Endpoint;
 use crate::config::{BenchConfig, Mode};
-use crate::dataset;
+use crate::dataset::{self, DatasetSpec, Order, SyntheticSpec};
 use crate::engine::requests::{RequestSet, RequestTemplate};
 use crate::engine::{Load, Plan, StagePlan, arrival::ArrivalKind, supervisor};
 use crate::protocol;
+use crate::protocol::Sampling;
 use crate::report::{self, RunInfo};
 use crate::server::{self, ServerConfig};
+use crate::tokens::Tokenizer;
 
 /// Benchmark an endpoint (with no --endpoint: the built-in one).
 #[derive(FromArgs, Debug)]
@@ -28,7 +30,7 @@ pub struct BenchArgs {
     #[argh(option)]
     pub endpoint: Option<String>,
 
-    /// wire format: openai-chat (default)
+    /// wire format: openai-chat (default), openai-completions, sglang, anthropic
     #[argh(option, default = "String::from(\"openai-chat\")")]
     pub api: String,
 
@@ -62,9 +64,10 @@ pub struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
     pub warmup: Duration,
 
-    /// seed for arrival times (default 0): same seed, same schedule
-    #[argh(option, default = "0")]
-    pub seed: u64,
+    /// seed for arrival times, sample order and synthetic prompts (default
+    /// 0): same seed, same schedule; when given, also sent as the sampling seed
+    #[argh(option)]
+    pub seed: Option<u64>,
 
     /// model name (default: the first model the endpoint lists at /v1/models)
     #[argh(option)]
@@ -82,10 +85,48 @@ pub struct BenchArgs {
     #[argh(switch)]
     pub no_stream: bool,
 
-    /// JSONL file with one {"prompt": "..."} object per line (default: a
-    /// built-in prompt set)
+    /// dataset PATH[,key=value...]: JSONL, JSON array or CSV (by extension or
+    /// format=); columns prompt=, system=, messages=, input_tokens=,
+    /// max_tokens=, expected=; skip_invalid=true (default: built-in prompts)
     #[argh(option)]
-    pub dataset: Option<PathBuf>,
+    pub dataset: Option<String>,
+
+    /// synthetic prompts: isl=N,osl=M[,isl_std=S,osl_std=T,dist=fixed|normal|uniform|lognormal,count=K]
+    #[argh(option)]
+    pub synthetic: Option<String>,
+
+    /// sample order: sequential (default), shuffle (each pass), random
+    #[argh(option, default = "String::from(\"sequential\")")]
+    pub order: String,
+
+    /// a HuggingFace tokenizer.json (file or directory) for exact token counts
+    #[argh(option)]
+    pub tokenizer: Option<PathBuf>,
+
+    /// sampling temperature
+    #[argh(option)]
+    pub temperature: Option<f64>,
+
+    /// nucleus sampling top_p
+    #[argh(option)]
+    pub top_p: Option<f64>,
+
+    /// stop sequence (repeatable)
+    #[argh(option)]
+    pub stop: Vec<String>,
+
+    /// ask the server to ignore end-of-sequence, so outputs have the
+    /// requested length (vLLM, SGLang, TensorRT-LLM)
+    #[argh(switch)]
+    pub ignore_eos: bool,
+
+    /// minimum output tokens, where the API has it
+    #[argh(option)]
+    pub min_tokens: Option<u32>,
+
+    /// JSON object merged into every request body, e.g. '{"top_k": 20}'
+    #[argh(option)]
+    pub extra_body: Option<String>,
 
     /// system prompt sent with every request
     #[argh(option)]
@@ -282,13 +323,56 @@ pub fn resolve(a: BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
         None => None,
     };
     let out = a.out.unwrap_or_else(|| default_out_dir(started_wall));
+    if a.dataset.is_some() && a.synthetic.is_some() {
+        return Err("--dataset and --synthetic are alternatives; give one".into());
+    }
+    let dataset = a.dataset.as_deref().map(DatasetSpec::parse).transpose()?;
+    let synthetic = a
+        .synthetic
+        .as_deref()
+        .map(SyntheticSpec::parse)
+        .transpose()?;
+    let order = Order::parse(&a.order)?;
+    if let Some(t) = a.temperature
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(format!("--temperature {t}: expected a number ≥ 0"));
+    }
+    if let Some(p) = a.top_p
+        && !(p > 0.0 && p <= 1.0)
+    {
+        return Err(format!("--top-p {p}: expected a number in (0, 1]"));
+    }
+    let extra_body = match &a.extra_body {
+        None => None,
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            Ok(_) => return Err(format!("--extra-body '{text}': expected a JSON object")),
+            Err(e) => return Err(format!("--extra-body '{text}': not valid JSON: {e}")),
+        },
+    };
+    let sampling = Sampling {
+        temperature: a.temperature,
+        top_p: a.top_p,
+        seed: a.seed,
+        stop: a.stop,
+        ignore_eos: a.ignore_eos,
+        min_tokens: a.min_tokens,
+    };
     Ok(BenchConfig {
         endpoint,
         protocol,
         model: a.model,
         max_tokens: a.max_tokens,
         stream: !a.no_stream,
-        dataset: a.dataset,
+        dataset_arg: a.dataset,
+        dataset,
+        synthetic_arg: a.synthetic,
+        synthetic,
+        order,
+        tokenizer: a.tokenizer,
+        sampling,
+        extra_body,
         system: a.system,
         headers,
         api_key,
@@ -300,7 +384,7 @@ pub fn resolve(a: BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
         duration,
         requests,
         warmup: a.warmup,
-        seed: a.seed,
+        seed: a.seed.unwrap_or(0),
         workers,
         pin: a.pin,
         out,
@@ -339,10 +423,7 @@ fn builtin_server() -> ServerConfig {
 }
 
 fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32, String> {
-    let samples = match &cfg.dataset {
-        Some(p) => dataset::load_jsonl(p)?,
-        None => dataset::builtin(),
-    };
+    let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
     let (server, endpoint) = match &cfg.endpoint {
         Some(e) => (None, e.clone()),
         None => {
@@ -370,18 +451,18 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     if let Some(key) = &cfg.api_key {
         headers.extend(cfg.protocol.auth_headers(key));
     }
-    let requests = RequestSet::build(
-        &samples,
-        &RequestTemplate {
-            protocol: cfg.protocol,
-            endpoint: &endpoint,
-            model: &model,
-            system: cfg.system.as_deref(),
-            max_tokens: Some(cfg.max_tokens),
-            stream: cfg.stream,
-            headers: &headers,
-        },
-    );
+    let template = RequestTemplate {
+        protocol: cfg.protocol,
+        endpoint: &endpoint,
+        model: &model,
+        system: cfg.system.as_deref(),
+        max_tokens: Some(cfg.max_tokens),
+        stream: cfg.stream,
+        headers: &headers,
+        sampling: &cfg.sampling,
+        extra_body: cfg.extra_body.as_ref(),
+    };
+    let (requests, dataset_info) = build_requests(cfg, &template, tokenizer.as_ref())?;
     drop(headers);
     let fd_limit = supervisor::raise_fd_limit();
     supervisor::install_signal_handlers().map_err(|e| format!("signal handlers: {e}"))?;
@@ -418,6 +499,9 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         drain_timeout_ns: cfg.drain_timeout.as_nanos() as u64,
         max_gaps: (cfg.max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
         seed: cfg.seed,
+        order: cfg.order,
+        keep_text: tokenizer.is_some(),
+        tokenizer: tokenizer.as_ref(),
     };
     eprintln!(
         "llmload: {} {} against {} for {} (Ctrl-C stops and reports)",
@@ -445,6 +529,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         started_wall_ns: started_wall,
         fd_limit,
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
+        dataset: dataset_info,
     };
     let text = report::write_all(&cfg.out, &result, &info)?;
     if !cfg.quiet {
@@ -459,6 +544,48 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     } else {
         0
     })
+}
+
+/// Serializes every request of the run from the dataset, the synthetic
+/// spec, or the built-in prompts; returns them with a description for the
+/// report.
+fn build_requests(
+    cfg: &BenchConfig,
+    template: &RequestTemplate<'_>,
+    tokenizer: Option<&Tokenizer>,
+) -> Result<(RequestSet, serde_json::Value), String> {
+    let mut set = RequestSet::default();
+    let mut scratch = Vec::new();
+    let info = if let Some(spec) = &cfg.dataset {
+        let stats = dataset::load(spec, &mut |s| {
+            set.push(&s, template, tokenizer, &mut scratch);
+            Ok(())
+        })?;
+        serde_json::json!({
+            "source": "file",
+            "path": spec.path.display().to_string(),
+            "samples": stats.loaded,
+            "skipped": stats.skipped,
+            "skip_examples": stats.skip_examples,
+        })
+    } else if let Some(spec) = &cfg.synthetic {
+        for s in dataset::synthetic::generate(spec, cfg.seed, tokenizer) {
+            set.push(&s, template, tokenizer, &mut scratch);
+        }
+        serde_json::json!({
+            "source": "synthetic",
+            "samples": set.len(),
+            "isl": spec.isl,
+            "osl": spec.osl,
+            "exact_input_lengths": tokenizer.is_some(),
+        })
+    } else {
+        for s in dataset::builtin() {
+            set.push(&s, template, tokenizer, &mut scratch);
+        }
+        serde_json::json!({"source": "builtin", "samples": set.len()})
+    };
+    Ok((set, info))
 }
 
 fn mode_label(cfg: &BenchConfig) -> String {

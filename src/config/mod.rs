@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::protocol::Protocol;
+use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
+use crate::protocol::{Protocol, Sampling};
 use duration::format_duration;
 use endpoint::Endpoint;
 
@@ -30,7 +31,15 @@ pub struct BenchConfig {
     pub model: Option<String>,
     pub max_tokens: u32,
     pub stream: bool,
-    pub dataset: Option<PathBuf>,
+    /// `--dataset` as given, and parsed.
+    pub dataset_arg: Option<String>,
+    pub dataset: Option<DatasetSpec>,
+    pub synthetic_arg: Option<String>,
+    pub synthetic: Option<SyntheticSpec>,
+    pub order: Order,
+    pub tokenizer: Option<PathBuf>,
+    pub sampling: Sampling,
+    pub extra_body: Option<serde_json::Map<String, Value>>,
     pub system: Option<String>,
     pub headers: Vec<(String, String)>,
     /// Secret: never written anywhere.
@@ -102,7 +111,17 @@ impl BenchConfig {
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             "stream": self.stream,
-            "dataset": self.dataset.as_ref().map(|p| p.display().to_string()),
+            "dataset": self.dataset_arg,
+            "synthetic": self.synthetic_arg,
+            "order": self.order.name(),
+            "tokenizer": self.tokenizer.as_ref().map(|p| p.display().to_string()),
+            "temperature": self.sampling.temperature,
+            "top_p": self.sampling.top_p,
+            "sampling_seed": self.sampling.seed,
+            "stop": self.sampling.stop,
+            "ignore_eos": self.sampling.ignore_eos,
+            "min_tokens": self.sampling.min_tokens,
+            "extra_body": self.extra_body,
             "system": self.system,
             "headers": headers,
             "api_key": self.api_key.as_ref().map(|_| "<redacted>"),

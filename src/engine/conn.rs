@@ -7,28 +7,57 @@ use crate::http::chunked::ChunkedDecoder;
 use crate::http::response::{BodyKind, Head};
 use crate::http::sse::SseSplitter;
 use crate::metrics::errors::ErrorClass;
-use crate::protocol::{EventInfo, Protocol};
+use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 
 /// Largest single SSE event accepted before the response is malformed.
 pub const MAX_EVENT: usize = 1 << 20;
 /// Largest non-streamed body kept for parsing.
 pub const MAX_BODY: usize = 64 << 20;
 
+/// Longest in-band error message kept per request.
+pub const MAX_MESSAGE: usize = 256;
+
 /// What one response has carried so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tally {
     pub t_first_token: u64,
     pub t_last_token: u64,
     pub prompt_tokens: Option<u32>,
     pub completion_tokens: Option<u32>,
+    /// Output-bearing events (text, reasoning or other output).
     pub text_events: u32,
     pub text_bytes: u32,
-    /// Gaps between text-bearing events; capacity fixed at first use.
+    pub finish: Finish,
+    /// Gaps between output-bearing events; capacity fixed at first use.
     pub gaps: Vec<u64>,
     pub gaps_truncated: bool,
+    /// Output text as received (raw JSON-escaped), when the run needs it.
+    pub text: Vec<u8>,
+    pub keep_text: bool,
+    /// In-band error message (first `MAX_MESSAGE` bytes), if one arrived.
+    pub error: Option<([u8; MAX_MESSAGE], usize)>,
+    pub state: StreamState,
 }
 
 impl Tally {
+    fn new(max_gaps: usize, keep_text: bool) -> Tally {
+        Tally {
+            t_first_token: 0,
+            t_last_token: 0,
+            prompt_tokens: None,
+            completion_tokens: None,
+            text_events: 0,
+            text_bytes: 0,
+            finish: Finish::None,
+            gaps: Vec::with_capacity(max_gaps),
+            gaps_truncated: false,
+            text: Vec::new(),
+            keep_text,
+            error: None,
+            state: StreamState::default(),
+        }
+    }
+
     fn reset(&mut self) {
         self.t_first_token = 0;
         self.t_last_token = 0;
@@ -36,12 +65,16 @@ impl Tally {
         self.completion_tokens = None;
         self.text_events = 0;
         self.text_bytes = 0;
+        self.finish = Finish::None;
         self.gaps.clear();
         self.gaps_truncated = false;
+        self.text.clear();
+        self.error = None;
+        self.state = StreamState::default();
     }
 
-    fn on_event(&mut self, info: EventInfo, t: u64) {
-        if info.text_bytes > 0 {
+    fn on_event(&mut self, info: EventInfo<'_>, t: u64) {
+        if info.has_output() {
             if self.text_events == 0 {
                 self.t_first_token = t;
             } else if self.gaps.len() < self.gaps.capacity() {
@@ -51,7 +84,7 @@ impl Tally {
             }
             self.t_last_token = t;
             self.text_events += 1;
-            self.text_bytes = self.text_bytes.saturating_add(info.text_bytes);
+            self.add_text(info.reasoning, info.text);
         }
         if info.prompt_tokens.is_some() {
             self.prompt_tokens = info.prompt_tokens;
@@ -59,6 +92,35 @@ impl Tally {
         if info.completion_tokens.is_some() {
             self.completion_tokens = info.completion_tokens;
         }
+        if let Some(f) = info.finish {
+            self.finish = f;
+        }
+        if let Some(m) = info.error {
+            self.set_error(m);
+        }
+    }
+
+    fn add_text(&mut self, reasoning: &[u8], text: &[u8]) {
+        let n = reasoning.len() + text.len();
+        self.text_bytes = self.text_bytes.saturating_add(n as u32);
+        if self.keep_text {
+            self.text.extend_from_slice(reasoning);
+            self.text.extend_from_slice(text);
+        }
+    }
+
+    fn set_error(&mut self, msg: &[u8]) {
+        if self.error.is_none() {
+            let mut buf = [0u8; MAX_MESSAGE];
+            let n = msg.len().min(MAX_MESSAGE);
+            buf[..n].copy_from_slice(&msg[..n]);
+            self.error = Some((buf, n));
+        }
+    }
+
+    /// The kept in-band error message.
+    pub fn error_message(&self) -> &[u8] {
+        self.error.as_ref().map_or(&[], |(b, n)| &b[..*n])
     }
 }
 
@@ -90,7 +152,7 @@ pub enum Step {
 }
 
 impl Rx {
-    pub fn new(max_gaps: usize) -> Rx {
+    pub fn new(max_gaps: usize, keep_text: bool) -> Rx {
         Rx {
             head: None,
             remaining: 0,
@@ -101,10 +163,7 @@ impl Rx {
             body: Vec::new(),
             t_send: 0,
             t_first_byte: 0,
-            tally: Tally {
-                gaps: Vec::with_capacity(max_gaps),
-                ..Tally::default()
-            },
+            tally: Tally::new(max_gaps, keep_text),
         }
     }
 
@@ -211,8 +270,11 @@ impl Rx {
         if self.sse_mode {
             let tally = &mut self.tally;
             let sse = self.sse.as_mut().expect("created in begin");
-            sse.feed(data, |ev| tally.on_event(proto.parse_event(&ev), t))
-                .map_err(|_| ErrorClass::MalformedResponse)
+            sse.feed(data, |ev| {
+                let info = proto.parse_event(&ev, &mut tally.state);
+                tally.on_event(info, t)
+            })
+            .map_err(|_| ErrorClass::MalformedResponse)
         } else if self.keep_body {
             if self.body.len() + data.len() > MAX_BODY {
                 return Err(ErrorClass::MalformedResponse);
@@ -228,9 +290,14 @@ impl Rx {
     pub fn finish_body(&mut self, proto: &dyn Protocol) {
         if self.keep_body {
             let info = proto.parse_body(&self.body);
-            self.tally.text_bytes = info.text_bytes;
-            self.tally.prompt_tokens = info.prompt_tokens;
-            self.tally.completion_tokens = info.completion_tokens;
+            let t = &mut self.tally;
+            t.add_text(info.reasoning, info.text);
+            t.prompt_tokens = info.prompt_tokens;
+            t.completion_tokens = info.completion_tokens;
+            t.finish = info.finish.unwrap_or(Finish::None);
+            if let Some(m) = info.error {
+                t.set_error(m);
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod requests;
 pub mod scheduler;
 pub mod shared;
 pub mod supervisor;
+pub mod tokenize;
 pub mod worker;
 
 use std::net::SocketAddr;
@@ -66,6 +67,12 @@ pub struct Plan<'a> {
     pub drain_timeout_ns: u64,
     pub max_gaps: usize,
     pub seed: u64,
+    /// Which sample each request sends.
+    pub order: crate::dataset::Order,
+    /// Workers send each response's text (to count tokens or record outputs).
+    pub keep_text: bool,
+    /// Counts output tokens of responses that report no usage.
+    pub tokenizer: Option<&'a crate::tokens::Tokenizer>,
 }
 
 /// Generator health: how the load generator itself coped.

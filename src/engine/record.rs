@@ -1,7 +1,9 @@
 //! The completion record a worker sends its parent for each finished
 //! request: a fixed header with every timestamp and count, followed by the
-//! inter-token gaps. Encoded field by field in native byte order (both ends
-//! are the same binary on the same machine), with no unsafe transmutes.
+//! inter-token gaps, then (only when asked for) the output text, then an
+//! in-band error message if there was one. Encoded field by field in native
+//! byte order (both ends are the same binary on the same machine), with no
+//! unsafe transmutes.
 
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
@@ -26,6 +28,8 @@ pub struct Completion {
     pub status: u16,
     pub error: u8,
     pub flags: u8,
+    /// `protocol::Finish` as a byte.
+    pub finish: u8,
     /// `u32::MAX` when the response reported none.
     pub prompt_tokens: u32,
     /// `u32::MAX` when the response reported none.
@@ -33,22 +37,29 @@ pub struct Completion {
     pub text_events: u32,
     pub text_bytes: u32,
     pub n_gaps: u32,
+    /// Bytes of output text carried after the gaps (0 unless requested).
+    pub text_len: u32,
+    /// Bytes of error message carried after the text.
+    pub msg_len: u32,
 }
 
 /// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 4 + 5 * 4;
+pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 4 + 7 * 4;
 
 const NONE: u32 = u32::MAX;
 
 impl Completion {
-    /// Total record length with `n_gaps` gaps.
+    /// Total record length with its gaps, text and message.
     pub fn encoded_len(&self) -> usize {
-        HEADER + self.n_gaps as usize * 8
+        HEADER
+            + self.n_gaps as usize * 8
+            + (self.text_len as usize + self.msg_len as usize).next_multiple_of(8)
     }
 
-    /// Writes the header and `gaps` (which must hold `n_gaps` values) into
-    /// `out`, exactly `encoded_len()` bytes.
-    pub fn encode(&self, gaps: &[u64], out: &mut [u8]) {
+    /// Writes the header, `gaps` (`n_gaps` of them), `text` (`text_len`
+    /// bytes) and `msg` (`msg_len` bytes) into `out`, exactly
+    /// `encoded_len()` bytes.
+    pub fn encode(&self, gaps: &[u64], text: &[u8], msg: &[u8], out: &mut [u8]) {
         let mut w = Writer { out, at: 0 };
         for v in [
             self.seq,
@@ -64,13 +75,15 @@ impl Completion {
         w.put(&self.sample.to_ne_bytes());
         w.put(&self.stage.to_ne_bytes());
         w.put(&self.status.to_ne_bytes());
-        w.put(&[self.error, self.flags, 0, 0]);
+        w.put(&[self.error, self.flags, self.finish, 0]);
         for v in [
             self.prompt_tokens,
             self.completion_tokens,
             self.text_events,
             self.text_bytes,
             self.n_gaps,
+            self.text_len,
+            self.msg_len,
         ] {
             w.put(&v.to_ne_bytes());
         }
@@ -78,10 +91,14 @@ impl Completion {
         for g in &gaps[..self.n_gaps as usize] {
             w.put(&g.to_ne_bytes());
         }
+        w.put(&text[..self.text_len as usize]);
+        w.put(&msg[..self.msg_len as usize]);
+        let end = w.at.next_multiple_of(8);
+        w.out[w.at..end].fill(0);
     }
 
     /// Reads a record; `None` if it is shorter than its header says.
-    pub fn decode(bytes: &[u8]) -> Option<(Completion, Gaps<'_>)> {
+    pub fn decode(bytes: &[u8]) -> Option<Decoded<'_>> {
         let mut r = Reader { bytes, at: 0 };
         let mut c = Completion {
             seq: r.u64()?,
@@ -99,13 +116,18 @@ impl Completion {
         let b = r.take(4)?;
         c.error = b[0];
         c.flags = b[1];
+        c.finish = b[2];
         c.prompt_tokens = r.u32()?;
         c.completion_tokens = r.u32()?;
         c.text_events = r.u32()?;
         c.text_bytes = r.u32()?;
         c.n_gaps = r.u32()?;
-        let gaps = r.take(c.n_gaps as usize * 8)?;
-        Some((c, Gaps(gaps)))
+        c.text_len = r.u32()?;
+        c.msg_len = r.u32()?;
+        let gaps = Gaps(r.take(c.n_gaps as usize * 8)?);
+        let text = r.take(c.text_len as usize)?;
+        let msg = r.take(c.msg_len as usize)?;
+        Some(Decoded { c, gaps, text, msg })
     }
 
     /// The request as the metrics see it.
@@ -121,11 +143,13 @@ impl Completion {
             t_end: self.t_end,
             error: (error != ErrorClass::None).then_some(error),
             status: self.status,
+            finish: self.finish,
             prompt_tokens: opt(self.prompt_tokens),
             completion_tokens: opt(self.completion_tokens),
             text_events: self.text_events,
             text_bytes: self.text_bytes,
             streamed: self.flags & STREAMED != 0,
+            ..RequestSample::default()
         }
     }
 
@@ -133,6 +157,17 @@ impl Completion {
     pub fn code(v: Option<u32>) -> u32 {
         v.unwrap_or(NONE)
     }
+}
+
+/// A record read in place.
+#[derive(Clone, Copy, Debug)]
+pub struct Decoded<'a> {
+    pub c: Completion,
+    pub gaps: Gaps<'a>,
+    /// Output text, raw JSON-escaped bytes, when the worker kept it.
+    pub text: &'a [u8],
+    /// In-band error message, raw JSON-escaped bytes.
+    pub msg: &'a [u8],
 }
 
 /// The gaps of a decoded record, read in place.
@@ -213,17 +248,24 @@ mod tests {
             text_events: 3,
             text_bytes: 15,
             n_gaps: 2,
+            finish: 2,
+            text_len: 5,
+            msg_len: 4,
         };
         assert_eq!(HEADER % 8, 0);
-        let mut buf = vec![0u8; c.encoded_len()];
-        c.encode(&[100, u64::MAX], &mut buf);
-        let (d, gaps) = Completion::decode(&buf).unwrap();
+        let mut buf = vec![0xffu8; c.encoded_len()];
+        assert_eq!(buf.len(), HEADER + 16 + 16);
+        c.encode(&[100, u64::MAX], b"hello", b"oops", &mut buf);
+        let r = Completion::decode(&buf).unwrap();
+        let d = r.c;
         assert_eq!(d, c);
-        assert_eq!(gaps.iter().collect::<Vec<_>>(), vec![100, u64::MAX]);
+        assert_eq!(r.gaps.iter().collect::<Vec<_>>(), vec![100, u64::MAX]);
+        assert_eq!((r.text, r.msg), (&b"hello"[..], &b"oops"[..]));
         let s = d.sample();
         assert_eq!(s.error, Some(ErrorClass::Reset));
         assert_eq!((s.prompt_tokens, s.completion_tokens), (Some(11), None));
         assert!(s.streamed);
-        assert!(Completion::decode(&buf[..buf.len() - 1]).is_none());
+        assert_eq!(s.finish, 2);
+        assert!(Completion::decode(&buf[..HEADER + 20]).is_none());
     }
 }

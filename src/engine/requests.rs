@@ -1,17 +1,36 @@
 //! Every request's bytes, serialized once before the run into one arena.
 //! Workers inherit the arena through `fork()` and write slices of it straight
-//! to sockets, so the hot path never builds or copies a request.
+//! to sockets, so the hot path never builds or copies a request. Beside the
+//! bytes, each sample's input length when it is known before sending (token
+//! ids given, or counted with a tokenizer).
+
+use serde_json::{Map, Value};
 
 use crate::config::endpoint::Endpoint;
 use crate::dataset::Sample;
 use crate::http::request::write_request;
-use crate::protocol::{BodySpec, Prompt, Protocol};
+use crate::protocol::{BodySpec, Protocol, Sampling};
+use crate::tokens::Tokenizer;
+
+/// Where a request's input token count comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InputSource {
+    /// The dataset gave token ids.
+    Ids,
+    /// Counted with `--tokenizer` before the run.
+    Tokenizer,
+    /// Not known before sending: the response's usage will tell.
+    #[default]
+    Usage,
+}
 
 /// Prebuilt HTTP requests, indexed by sample number.
 #[derive(Debug, Default)]
 pub struct RequestSet {
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
+    /// Input tokens per sample when known before sending, and from where.
+    isl: Vec<(u32, InputSource)>,
 }
 
 /// What every request of a run shares.
@@ -19,49 +38,85 @@ pub struct RequestTemplate<'a> {
     pub protocol: &'a dyn Protocol,
     pub endpoint: &'a Endpoint,
     pub model: &'a str,
+    /// Used when a sample has no system prompt of its own.
     pub system: Option<&'a str>,
+    /// Used when a sample does not say.
     pub max_tokens: Option<u32>,
     pub stream: bool,
     /// Extra headers, API key headers included.
     pub headers: &'a [(String, String)],
+    pub sampling: &'a Sampling,
+    pub extra_body: Option<&'a Map<String, Value>>,
 }
 
 impl RequestSet {
     /// Serializes one request per sample.
-    pub fn build(samples: &[Sample], t: &RequestTemplate<'_>) -> RequestSet {
+    pub fn build(
+        samples: &[Sample],
+        t: &RequestTemplate<'_>,
+        tokenizer: Option<&Tokenizer>,
+    ) -> RequestSet {
         let mut set = RequestSet::default();
         let mut body = Vec::new();
+        for s in samples {
+            set.push(s, t, tokenizer, &mut body);
+        }
+        set
+    }
+
+    /// Serializes the request for `s`; `scratch` is a reusable body buffer.
+    pub fn push(
+        &mut self,
+        s: &Sample,
+        t: &RequestTemplate<'_>,
+        tokenizer: Option<&Tokenizer>,
+        scratch: &mut Vec<u8>,
+    ) {
+        scratch.clear();
+        let system = s.system.as_deref().or(t.system);
+        t.protocol.build_body(
+            &BodySpec {
+                model: t.model,
+                system,
+                messages: &s.messages,
+                input_tokens: s.input_tokens.as_deref(),
+                max_tokens: s.max_tokens.or(t.max_tokens),
+                stream: t.stream,
+                sampling: t.sampling,
+                extra_body: t.extra_body,
+            },
+            scratch,
+        );
         let mut headers: Vec<(&str, &str)> = vec![("User-Agent", "llmload/0.1")];
         if t.stream {
             headers.push(("Accept", "text/event-stream"));
         }
+        headers.extend(t.protocol.fixed_headers().iter().copied());
         headers.extend(t.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        for s in samples {
-            body.clear();
-            t.protocol.build_body(
-                &BodySpec {
-                    model: t.model,
-                    prompt: Prompt {
-                        system: t.system,
-                        user: &s.prompt,
-                    },
-                    max_tokens: t.max_tokens,
-                    stream: t.stream,
-                },
-                &mut body,
-            );
-            let start = set.bytes.len();
-            write_request(
-                &mut set.bytes,
-                "POST",
-                &t.endpoint.host,
-                &t.endpoint.path,
-                &headers,
-                &body,
-            );
-            set.spans.push((start, set.bytes.len() - start));
-        }
-        set
+        let start = self.bytes.len();
+        write_request(
+            &mut self.bytes,
+            "POST",
+            &t.endpoint.host,
+            &t.endpoint.path,
+            &headers,
+            scratch,
+        );
+        self.spans.push((start, self.bytes.len() - start));
+        let (isl, source) = match (&s.input_tokens, tokenizer) {
+            (Some(ids), _) => (ids.len() as u32, InputSource::Ids),
+            (None, Some(tok)) => {
+                let mut n = system.map_or(0, |sys| tok.count(sys));
+                n += s
+                    .messages
+                    .iter()
+                    .map(|m| tok.count(&m.content))
+                    .sum::<usize>();
+                (n as u32, InputSource::Tokenizer)
+            }
+            (None, None) => (0, InputSource::Usage),
+        };
+        self.isl.push((isl, source));
     }
 
     /// The bytes of request `i`.
@@ -69,6 +124,14 @@ impl RequestSet {
     pub fn get(&self, i: u32) -> &[u8] {
         let (start, len) = self.spans[i as usize];
         &self.bytes[start..start + len]
+    }
+
+    /// Input tokens of sample `i` and where the count came from, when known
+    /// before sending.
+    #[inline]
+    pub fn input_tokens(&self, i: u32) -> Option<(u32, InputSource)> {
+        let (n, source) = *self.isl.get(i as usize)?;
+        (source != InputSource::Usage).then_some((n, source))
     }
 
     pub fn len(&self) -> usize {

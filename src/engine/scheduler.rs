@@ -10,10 +10,13 @@ use std::time::Duration;
 
 use super::arrival::Arrivals;
 use super::record::Completion;
+use super::requests::{InputSource, RequestSet};
 use super::shared::{IssueSlot, Shared, phase};
+use super::tokenize::{Pending, TokenLane};
 use super::{GeneratorStats, Load, Plan, RunResult, StageResult};
 use crate::clock::now_ns;
-use crate::metrics::block::{Block, RequestSample};
+use crate::dataset::Picker;
+use crate::metrics::block::{Block, InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 
@@ -48,9 +51,16 @@ impl WorkerEnd {
     }
 }
 
+/// Block index of warmup requests.
+const WARMUP: usize = usize::MAX;
+
 /// The scheduler and collector.
-pub struct Parent<'a> {
+pub struct Parent<'a, 's> {
     plan: &'a Plan<'a>,
+    /// Counts output tokens of responses without usage, off this loop.
+    lane: Option<TokenLane<'s>>,
+    /// Which sample the next request sends.
+    picker: Picker,
     shared: &'a Shared,
     workers: Vec<WorkerEnd>,
     stages: Vec<Block>,
@@ -68,9 +78,16 @@ pub struct Parent<'a> {
     next_liveness: u64,
 }
 
-impl<'a> Parent<'a> {
-    pub fn new(plan: &'a Plan<'a>, shared: &'a Shared, workers: Vec<WorkerEnd>) -> Parent<'a> {
+impl<'a, 's> Parent<'a, 's> {
+    pub fn new(
+        plan: &'a Plan<'a>,
+        shared: &'a Shared,
+        workers: Vec<WorkerEnd>,
+        lane: Option<TokenLane<'s>>,
+    ) -> Parent<'a, 's> {
         Parent {
+            lane,
+            picker: Picker::new(plan.order, plan.requests.len(), plan.seed),
             stages: plan.stages.iter().map(|_| Block::default()).collect(),
             stage_starts: vec![0; plan.stages.len()],
             warmup: Block::default(),
@@ -227,11 +244,10 @@ impl<'a> Parent<'a> {
     /// Pushes one request due at `t_sched` to the least-loaded live worker
     /// with room; false when every ring is full.
     fn issue(&mut self, t_sched: u64, stage: usize) -> bool {
-        let n = self.plan.requests.len() as u64;
         let slot = IssueSlot {
             seq: self.seq,
             t_sched,
-            sample: (self.seq % n) as u32,
+            sample: self.picker.next_index(),
             stage: stage as u16,
             flags: 0,
         };
@@ -270,10 +286,13 @@ impl<'a> Parent<'a> {
         }
     }
 
-    /// Folds every waiting completion record into its block.
+    /// Folds every waiting completion record into its block; responses that
+    /// need their output counted go to the tokenizer lane first.
     fn collect(&mut self) -> usize {
         let mut n = 0;
         let Parent {
+            plan,
+            lane,
             workers,
             stages,
             warmup,
@@ -283,27 +302,48 @@ impl<'a> Parent<'a> {
             ..
         } = self;
         for w in workers.iter_mut() {
-            while let Some(ok) = w.done.pop_with(|bytes| {
-                let Some((c, gaps)) = Completion::decode(bytes) else {
-                    return false;
-                };
-                let s = c.sample();
-                if s.t_send != 0 && (*first_send == 0 || s.t_send < *first_send) {
-                    *first_send = s.t_send;
-                }
-                let block = if c.t_sched < *measure_start {
-                    &mut *warmup
-                } else {
-                    let i = (c.stage as usize).min(stages.len() - 1);
-                    &mut stages[i]
-                };
-                block.record(&s, gaps.iter());
-                true
-            }) {
-                let _ = ok;
+            while w
+                .done
+                .pop_with(|bytes| {
+                    let Some(d) = Completion::decode(bytes) else {
+                        return;
+                    };
+                    let mut s = d.c.sample();
+                    resolve_input(&mut s, plan.requests, d.c.sample);
+                    if s.t_send != 0 && (*first_send == 0 || s.t_send < *first_send) {
+                        *first_send = s.t_send;
+                    }
+                    let block = if d.c.t_sched < *measure_start {
+                        WARMUP
+                    } else {
+                        (d.c.stage as usize).min(stages.len() - 1)
+                    };
+                    match lane {
+                        Some(lane)
+                            if s.error.is_none()
+                                && s.completion_tokens.is_none()
+                                && !d.text.is_empty() =>
+                        {
+                            lane.submit(Pending {
+                                sample: s,
+                                block,
+                                gaps: d.gaps.iter().collect(),
+                                text: d.text.to_vec(),
+                            });
+                        }
+                        _ => block_of(stages, warmup, block).record(&s, d.gaps.iter()),
+                    }
+                })
+                .is_some()
+            {
                 w.inflight = w.inflight.saturating_sub(1);
                 *inflight = inflight.saturating_sub(1);
                 n += 1;
+            }
+        }
+        if let Some(lane) = lane {
+            while let Some(p) = lane.try_take() {
+                block_of(stages, warmup, p.block).record(&p.sample, p.gaps.iter().copied());
             }
         }
         n
@@ -426,6 +466,13 @@ impl<'a> Parent<'a> {
             self.sleep_until(now + 10_000_000);
         }
         self.shared.set_phase(phase::EXIT);
+        if let Some(lane) = &mut self.lane {
+            lane.close();
+            while let Some(p) = lane.take() {
+                block_of(&mut self.stages, &mut self.warmup, p.block)
+                    .record(&p.sample, p.gaps.iter().copied());
+            }
+        }
     }
 
     fn finish(mut self, started_ns: u64) -> RunResult {
@@ -477,6 +524,31 @@ impl<'a> Parent<'a> {
             complete: incomplete.is_empty(),
             incomplete_reasons: incomplete,
             startup_ns: self.first_send.saturating_sub(started_ns),
+        }
+    }
+}
+
+fn block_of<'b>(stages: &'b mut [Block], warmup: &'b mut Block, i: usize) -> &'b mut Block {
+    if i == WARMUP { warmup } else { &mut stages[i] }
+}
+
+/// Input tokens: known before sending (ids, tokenizer), else the usage.
+fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32) {
+    match requests.input_tokens(sample) {
+        Some((n, source)) => {
+            s.input_tokens = Some(n);
+            s.input_source = match source {
+                InputSource::Ids => InputCount::Ids,
+                _ => InputCount::Tokenizer,
+            };
+        }
+        None => {
+            s.input_tokens = s.prompt_tokens;
+            s.input_source = if s.prompt_tokens.is_some() {
+                InputCount::Usage
+            } else {
+                InputCount::Unknown
+            };
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::scheduler::{Parent, WorkerEnd};
 use super::shared::Shared;
+use super::tokenize::TokenLane;
 use super::worker::{self, WorkerSetup};
 use super::{Load, Plan, RunResult};
 use crate::clock::now_ns;
@@ -115,6 +116,7 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
                 connect_timeout_ns: plan.connect_timeout_ns,
                 max_gaps: plan.max_gaps,
                 warm_conns: warm_per_worker(plan, per_worker),
+                keep_text: plan.keep_text,
             });
             // SAFETY: leaving the child without running the parent's atexit
             // handlers or flushing its inherited stdio buffers.
@@ -133,7 +135,10 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
         return Err(e);
     }
     let pids: Vec<i32> = ends.iter().map(|w| w.pid).collect();
-    let result = Parent::new(plan, &shared, ends).run(&SIGNALS, started_ns);
+    let result = std::thread::scope(|scope| {
+        let lane = plan.tokenizer.map(|t| TokenLane::spawn(scope, t));
+        Parent::new(plan, &shared, ends, lane).run(&SIGNALS, started_ns)
+    });
     reap_pids(&pids);
     Ok(result)
 }

@@ -42,6 +42,9 @@ pub struct WorkerSetup<'a> {
     /// Connections to open before reporting ready, so a closed loop's first
     /// requests do not queue behind a burst of TCP handshakes.
     pub warm_conns: usize,
+    /// Keep each response's output text and send it with the record (for
+    /// counting tokens in the parent, or recording outputs).
+    pub keep_text: bool,
 }
 
 const BELL: Token = Token(usize::MAX);
@@ -49,6 +52,9 @@ const BELL: Token = Token(usize::MAX);
 const READ_BUF: usize = 16 * 1024;
 /// How often timeouts are checked.
 const SWEEP_NS: u64 = 5_000_000;
+/// Output text a record carries at most (a quarter of the completion ring
+/// minus room for the gaps).
+const MAX_TEXT: usize = 512 * 1024;
 /// Requests waiting in the worker for a connection, at most.
 const PENDING_CAP: usize = 16384;
 
@@ -129,7 +135,7 @@ impl<'a> Worker<'a> {
                 t_connect: 0,
                 buf: Vec::new(),
                 filled: 0,
-                rx: Rx::new(0),
+                rx: Rx::new(0, false),
             })
             .collect();
         Ok(Worker {
@@ -380,7 +386,7 @@ impl<'a> Worker<'a> {
                 }
                 if c.buf.is_empty() {
                     c.buf.resize(READ_BUF, 0);
-                    c.rx = Rx::new(self.s.max_gaps);
+                    c.rx = Rx::new(self.s.max_gaps, self.s.keep_text);
                 }
                 self.counters
                     .connections_opened
@@ -584,7 +590,11 @@ impl<'a> Worker<'a> {
         let status = c.rx.head.map_or(0, |h| h.status);
         let error = if (200..300).contains(&status) {
             c.rx.finish_body(proto);
-            ErrorClass::None
+            if c.rx.tally.error.is_some() {
+                ErrorClass::InBandError
+            } else {
+                ErrorClass::None
+            }
         } else {
             ErrorClass::HttpStatus
         };
@@ -646,6 +656,9 @@ impl<'a> Worker<'a> {
             text_events: tally.text_events,
             text_bytes: tally.text_bytes,
             n_gaps: tally.gaps.len() as u32,
+            finish: tally.finish as u8,
+            text_len: tally.text.len().min(MAX_TEXT) as u32,
+            msg_len: tally.error_message().len() as u32,
         };
         push_record(
             &mut self.out,
@@ -653,6 +666,8 @@ impl<'a> Worker<'a> {
             self.counters,
             &rec,
             &tally.gaps,
+            &tally.text,
+            tally.error_message(),
         );
         self.published = true;
     }
@@ -670,7 +685,15 @@ impl<'a> Worker<'a> {
             completion_tokens: Completion::code(None),
             ..Completion::default()
         };
-        push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &[]);
+        push_record(
+            &mut self.out,
+            &mut self.backlog,
+            self.counters,
+            &rec,
+            &[],
+            &[],
+            &[],
+        );
         self.published = true;
     }
 
@@ -742,17 +765,21 @@ fn push_record(
     counters: &WorkerCounters,
     rec: &Completion,
     gaps: &[u64],
+    text: &[u8],
+    msg: &[u8],
 ) {
     let len = rec.encoded_len();
     if backlog.is_empty() {
-        match out.push_with(len, |buf| rec.encode(gaps, buf)) {
+        match out.push_with(len, |buf| rec.encode(gaps, text, msg, buf)) {
             Ok(()) => return,
             Err(PushError::TooLarge) => {
-                // Gaps beyond what one record can carry are dropped, flagged.
+                // What one record cannot carry is dropped, flagged: the gaps
+                // beyond the limit and the text.
                 let mut r = *rec;
                 r.n_gaps = 0;
+                r.text_len = 0;
                 r.flags |= record::GAPS_TRUNCATED;
-                push_record(out, backlog, counters, &r, &[]);
+                push_record(out, backlog, counters, &r, &[], &[], msg);
                 return;
             }
             Err(PushError::Full) => {}
@@ -764,7 +791,7 @@ fn push_record(
     backlog.extend_from_slice(&(len as u32).to_ne_bytes());
     let at = backlog.len();
     backlog.resize(at + len, 0);
-    rec.encode(gaps, &mut backlog[at..]);
+    rec.encode(gaps, text, msg, &mut backlog[at..]);
 }
 
 fn connect_error(e: &io::Error) -> ErrorClass {

@@ -6,16 +6,40 @@
 use super::errors::{ErrorClass, ErrorCounts};
 use super::series::Series;
 
+/// Finish reasons counted apart (`protocol::Finish` has this many values).
+pub const FINISH_KINDS: usize = 6;
+
 /// Where a successful request's output token count came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenSource {
     /// The endpoint's `usage.completion_tokens`.
-    Usage,
+    Usage = 0,
+    /// `--tokenizer` on the output text.
+    Tokenizer = 1,
     /// The number of text-bearing SSE events.
-    Events,
-    /// Neither (a non-streamed body without usage).
-    Unknown,
+    Events = 2,
+    /// None of these (a non-streamed body without usage, no tokenizer).
+    Unknown = 3,
 }
+
+/// Where a request's input token count came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InputCount {
+    /// Token ids given by the dataset.
+    Ids = 0,
+    /// `--tokenizer` on the prompt, before the run.
+    Tokenizer = 1,
+    /// The endpoint's `usage.prompt_tokens`.
+    Usage = 2,
+    /// Not known.
+    #[default]
+    Unknown = 3,
+}
+
+/// Names of `TokenSource` values, by index.
+pub const OUTPUT_SOURCES: [&str; 4] = ["usage", "tokenizer", "events", "unknown"];
+/// Names of `InputCount` values, by index.
+pub const INPUT_SOURCES: [&str; 4] = ["input_ids", "tokenizer", "usage", "unknown"];
 
 /// One finished request, as the collector hands it over (times in CLOCK_MONOTONIC ns).
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,15 +60,23 @@ pub struct RequestSample {
     pub text_events: u32,
     pub text_bytes: u32,
     pub streamed: bool,
+    /// Why generation stopped (`protocol::Finish` as a byte).
+    pub finish: u8,
+    /// Input tokens, resolved by the collector (ids, tokenizer or usage).
+    pub input_tokens: Option<u32>,
+    pub input_source: InputCount,
+    /// Output tokens counted by the tokenizer when usage was absent.
+    pub tokenized_output: Option<u32>,
 }
 
 impl RequestSample {
     /// Output tokens and where the count came from.
     pub fn output_tokens(&self) -> (u64, TokenSource) {
-        match self.completion_tokens {
-            Some(n) => (n as u64, TokenSource::Usage),
-            None if self.streamed => (self.text_events as u64, TokenSource::Events),
-            None => (0, TokenSource::Unknown),
+        match (self.completion_tokens, self.tokenized_output) {
+            (Some(n), _) => (n as u64, TokenSource::Usage),
+            (None, Some(n)) => (n as u64, TokenSource::Tokenizer),
+            (None, None) if self.streamed => (self.text_events as u64, TokenSource::Events),
+            (None, None) => (0, TokenSource::Unknown),
         }
     }
 }
@@ -72,11 +104,21 @@ pub struct Block {
     pub send_lateness: Series,
     pub output_tokens: u64,
     pub input_tokens: u64,
-    /// Successful requests per output token source: usage, events, unknown.
-    pub output_sources: [u64; 3],
-    /// Successful requests whose input count came from usage.
-    pub input_from_usage: u64,
+    /// Input length per successful request (ISL), in tokens.
+    pub isl: Series,
+    /// Output length per successful request (OSL), in tokens.
+    pub osl: Series,
+    /// Successful requests per output token source (`TokenSource` index).
+    pub output_sources: [u64; 4],
+    /// Successful requests per input token source (`InputCount` index).
+    pub input_sources: [u64; 4],
+    /// Sum over requests with ≥ 2 output tokens of (last − first token) ns
+    /// and of (tokens − 1): token-weighted TPOT is their ratio.
+    pub decode_ns: u128,
+    pub decode_tokens: u64,
     pub text_bytes: u64,
+    /// Successful requests by finish reason (`protocol::Finish` as index).
+    pub finish: [u64; FINISH_KINDS],
     /// Earliest t_sched and latest t_end seen (0 when empty).
     pub first_sched: u64,
     pub last_end: u64,
@@ -108,18 +150,23 @@ impl Block {
         let (out, source) = s.output_tokens();
         self.output_tokens += out;
         self.output_sources[source as usize] += 1;
-        if let Some(p) = s.prompt_tokens {
+        self.osl.record(out);
+        if let Some(p) = s.input_tokens {
             self.input_tokens += p as u64;
-            self.input_from_usage += 1;
+            self.isl.record(p as u64);
         }
+        self.input_sources[s.input_source as usize] += 1;
         self.text_bytes += s.text_bytes as u64;
+        self.finish[(s.finish as usize).min(FINISH_KINDS - 1)] += 1;
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
             self.ttft_sched
                 .record(s.t_first_token.saturating_sub(s.t_sched));
             if out >= 2 {
-                self.tpot
-                    .record(s.t_last_token.saturating_sub(s.t_first_token) / (out - 1));
+                let decode = s.t_last_token.saturating_sub(s.t_first_token);
+                self.tpot.record(decode / (out - 1));
+                self.decode_ns += decode as u128;
+                self.decode_tokens += out - 1;
             }
         }
         for g in gaps {
@@ -141,6 +188,8 @@ impl Block {
             (&mut self.tpot, &other.tpot),
             (&mut self.itl, &other.itl),
             (&mut self.send_lateness, &other.send_lateness),
+            (&mut self.isl, &other.isl),
+            (&mut self.osl, &other.osl),
         ] {
             a.merge(b);
         }
@@ -149,8 +198,15 @@ impl Block {
         for (a, b) in self.output_sources.iter_mut().zip(other.output_sources) {
             *a += b;
         }
-        self.input_from_usage += other.input_from_usage;
+        for (a, b) in self.input_sources.iter_mut().zip(other.input_sources) {
+            *a += b;
+        }
+        self.decode_ns += other.decode_ns;
+        self.decode_tokens += other.decode_tokens;
         self.text_bytes += other.text_bytes;
+        for (a, b) in self.finish.iter_mut().zip(other.finish) {
+            *a += b;
+        }
         if other.first_sched != 0 && (self.first_sched == 0 || other.first_sched < self.first_sched)
         {
             self.first_sched = other.first_sched;
@@ -158,16 +214,31 @@ impl Block {
         self.last_end = self.last_end.max(other.last_end);
     }
 
-    /// How the output token total was counted: `usage`, `events`, `mixed`
-    /// when requests differed, `none` when nothing succeeded.
+    /// How the output token total was counted: `usage`, `tokenizer`,
+    /// `events`, `unknown`, `mixed` when requests differed, `none` when
+    /// nothing succeeded.
     pub fn output_source(&self) -> &'static str {
-        match self.output_sources {
-            [0, 0, 0] => "none",
-            [_, 0, 0] => "usage",
-            [0, _, 0] => "events",
-            [0, 0, _] => "unknown",
-            _ => "mixed",
-        }
+        source_name(&self.output_sources, &OUTPUT_SOURCES)
+    }
+
+    /// How the input token total was counted, as `output_source`.
+    pub fn input_source(&self) -> &'static str {
+        source_name(&self.input_sources, &INPUT_SOURCES)
+    }
+
+    /// Token-weighted TPOT (total decode time over total decode tokens, as
+    /// guidellm reports it), in ns; `None` without multi-token responses.
+    pub fn tpot_token_weighted_ns(&self) -> Option<f64> {
+        (self.decode_tokens > 0).then(|| self.decode_ns as f64 / self.decode_tokens as f64)
+    }
+}
+
+fn source_name(counts: &[u64; 4], names: &[&'static str; 4]) -> &'static str {
+    let mut used = counts.iter().enumerate().filter(|(_, n)| **n > 0);
+    match (used.next(), used.next()) {
+        (None, _) => "none",
+        (Some((i, _)), None) => names[i],
+        _ => "mixed",
     }
 }
 
@@ -192,6 +263,8 @@ mod tests {
             t_end: end,
             completion_tokens: usage,
             prompt_tokens: Some(7),
+            input_tokens: Some(7),
+            input_source: InputCount::Usage,
             text_events: events,
             streamed: true,
             status: 200,
@@ -214,6 +287,10 @@ mod tests {
         assert_eq!(b.output_tokens, 4);
         assert_eq!(b.input_tokens, 7);
         assert_eq!(b.output_source(), "usage");
+        assert_eq!(b.input_source(), "usage");
+        assert_eq!(b.isl.quantile_ns(0.5), Some(7));
+        assert_eq!(b.osl.quantile_ns(0.5), Some(4));
+        assert_eq!(b.tpot_token_weighted_ns(), Some(1000.0));
     }
 
     #[test]

@@ -33,10 +33,13 @@ pub enum ErrorClass {
     FdExhausted = 11,
     /// Generator saturation: no free local port for a new connection.
     PortsExhausted = 12,
+    /// A success status whose body or stream carried an error (an SSE
+    /// `error` event, or a JSON error object).
+    InBandError = 13,
 }
 
 /// Number of `ErrorClass` values, for fixed arrays indexed by class.
-pub const CLASSES: usize = 13;
+pub const CLASSES: usize = 14;
 
 impl ErrorClass {
     pub const ALL: [ErrorClass; CLASSES] = [
@@ -53,6 +56,7 @@ impl ErrorClass {
         ErrorClass::Io,
         ErrorClass::FdExhausted,
         ErrorClass::PortsExhausted,
+        ErrorClass::InBandError,
     ];
 
     /// The class's key in reports; HTTP statuses are named `http_<code>`
@@ -72,6 +76,7 @@ impl ErrorClass {
             ErrorClass::Io => "io_error",
             ErrorClass::FdExhausted => "fd_exhausted",
             ErrorClass::PortsExhausted => "ports_exhausted",
+            ErrorClass::InBandError => "inband_error",
         }
     }
 

@@ -1,17 +1,27 @@
 //! OpenAI chat completions (`/v1/chat/completions`), as vLLM, SGLang,
 //! TensorRT-LLM and most gateways serve it. Streaming asks for
 //! `stream_options.include_usage` so token counts come from the server.
+//! Output is `delta.content`, plus `delta.reasoning_content` /
+//! `delta.reasoning` (reasoning models) and tool-call deltas, all of which
+//! count as output tokens and can be the first token.
 
-use super::scan::{self, Value};
-use super::{BodyInfo, BodySpec, EventInfo, Protocol};
+use serde_json::{Value, json};
+
+use super::scan::{self, Value as V};
+use super::{BodyInfo, BodySpec, EventInfo, Finish, Protocol, StreamState, merge_extra};
 use crate::http::sse::SseEvent;
 use crate::json_key;
 
 json_key!(CONTENT = "content");
+json_key!(REASONING_CONTENT = "reasoning_content");
+json_key!(REASONING = "reasoning");
+json_key!(TOOL_CALLS = "tool_calls");
 json_key!(FINISH_REASON = "finish_reason");
 json_key!(USAGE = "usage");
 json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
+json_key!(ERROR = "error");
+json_key!(MESSAGE = "message");
 
 /// The `openai-chat` wire format.
 pub struct OpenAiChat;
@@ -30,12 +40,14 @@ impl Protocol for OpenAiChat {
     }
 
     fn build_body(&self, spec: &BodySpec<'_>, out: &mut Vec<u8>) {
-        let mut messages = Vec::with_capacity(2);
-        if let Some(system) = spec.prompt.system {
-            messages.push(serde_json::json!({"role": "system", "content": system}));
+        let mut messages = Vec::with_capacity(spec.messages.len() + 1);
+        if let Some(system) = spec.system {
+            messages.push(json!({"role": "system", "content": system}));
         }
-        messages.push(serde_json::json!({"role": "user", "content": spec.prompt.user}));
-        let mut body = serde_json::json!({
+        for m in spec.messages {
+            messages.push(json!({"role": m.role, "content": m.content}));
+        }
+        let mut body = json!({
             "model": spec.model,
             "messages": messages,
             "stream": spec.stream,
@@ -46,12 +58,14 @@ impl Protocol for OpenAiChat {
             body["max_completion_tokens"] = n.into();
         }
         if spec.stream {
-            body["stream_options"] = serde_json::json!({"include_usage": true});
+            body["stream_options"] = json!({"include_usage": true});
         }
+        sampling(&mut body, spec);
+        merge_extra(&mut body, spec.extra_body);
         serde_json::to_writer(out, &body).expect("writing JSON to a Vec cannot fail");
     }
 
-    fn parse_event(&self, event: &SseEvent<'_>) -> EventInfo {
+    fn parse_event<'a>(&self, event: &SseEvent<'a>, _state: &mut StreamState) -> EventInfo<'a> {
         let data = event.data;
         let mut info = EventInfo::default();
         if data == b"[DONE]" {
@@ -60,63 +74,123 @@ impl Protocol for OpenAiChat {
         // Where the usage search starts: OpenAI-style chunks put `usage` after
         // `choices`, so on a text chunk only the tail after the text is read.
         let mut rest = data;
-        if let Some(Value::Str(text)) = scan::find(data, &CONTENT) {
-            info.text_bytes = text.len() as u32;
-            let end = text.as_ptr() as usize - data.as_ptr() as usize + text.len();
-            rest = &data[end..];
+        if let Some(V::Str(text)) = scan::find(data, &CONTENT) {
+            info.text = text;
+            rest = scan::after(data, text);
         }
-        // Servers end with a text-free chunk carrying the finish reason, so
-        // the search is skipped on the many text chunks.
-        if info.text_bytes == 0
-            && let Some(Value::Str(_)) = scan::find(data, &FINISH_REASON)
-        {
-            info.finish = true;
+        if info.text.is_empty() {
+            // Reasoning and tool calls arrive in chunks without content text,
+            // as do finish reasons and errors: only such chunks pay for these.
+            if let Some(V::Str(r)) =
+                scan::find(data, &REASONING_CONTENT).or_else(|| scan::find(data, &REASONING))
+            {
+                info.reasoning = r;
+            }
+            if let Some(V::Array(calls)) = scan::find(data, &TOOL_CALLS) {
+                info.other_output = calls.len() > 2;
+            }
+            if let Some(V::Str(reason)) = scan::find(data, &FINISH_REASON) {
+                info.finish = Some(Finish::from_reason(reason));
+            }
+            info.error = error_message(data);
         }
-        if let Some(Value::Object(usage)) = scan::find(rest, &USAGE) {
+        if let Some(V::Object(usage)) = scan::find(rest, &USAGE) {
             info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
             info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
         info
     }
 
-    fn parse_body(&self, body: &[u8]) -> BodyInfo {
+    fn parse_body<'a>(&self, body: &'a [u8]) -> BodyInfo<'a> {
         let mut info = BodyInfo::default();
-        if let Some(Value::Str(text)) = scan::find(body, &CONTENT) {
-            info.text_bytes = text.len() as u32;
+        if let Some(V::Str(text)) = scan::find(body, &CONTENT) {
+            info.text = text;
         }
-        if let Some(Value::Object(usage)) = scan::find(body, &USAGE) {
+        if let Some(V::Str(r)) =
+            scan::find(body, &REASONING_CONTENT).or_else(|| scan::find(body, &REASONING))
+        {
+            info.reasoning = r;
+        }
+        if let Some(V::Str(reason)) = scan::find(body, &FINISH_REASON) {
+            info.finish = Some(Finish::from_reason(reason));
+        }
+        if let Some(V::Object(usage)) = scan::find(body, &USAGE) {
             info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
             info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
+        info.error = error_message(body);
         info
+    }
+}
+
+/// `{"error": {"message": "..."}}` or `{"error": "..."}`: the message.
+pub(crate) fn error_message(json: &[u8]) -> Option<&[u8]> {
+    match scan::find(json, &ERROR)? {
+        V::Object(e) => match scan::find(e, &MESSAGE) {
+            Some(V::Str(m)) => Some(m),
+            _ => Some(e),
+        },
+        V::Str(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// Adds the sampling settings the OpenAI APIs (and vLLM's extensions) take.
+pub(crate) fn sampling(body: &mut Value, spec: &BodySpec<'_>) {
+    let s = spec.sampling;
+    if let Some(t) = s.temperature {
+        body["temperature"] = t.into();
+    }
+    if let Some(p) = s.top_p {
+        body["top_p"] = p.into();
+    }
+    if let Some(seed) = s.seed {
+        body["seed"] = seed.into();
+    }
+    if !s.stop.is_empty() {
+        body["stop"] = s.stop.clone().into();
+    }
+    if s.ignore_eos {
+        body["ignore_eos"] = true.into();
+    }
+    if let Some(n) = s.min_tokens {
+        body["min_tokens"] = n.into();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Prompt;
+    use crate::protocol::{Message, Sampling};
 
-    fn event(data: &[u8]) -> EventInfo {
-        OpenAiChat.parse_event(&SseEvent { event: b"", data })
+    fn event(data: &[u8]) -> EventInfo<'_> {
+        OpenAiChat.parse_event(&SseEvent { event: b"", data }, &mut StreamState::default())
     }
 
     #[test]
-    fn body_has_model_messages_and_usage_request() {
+    fn body_has_model_messages_sampling_and_usage_request() {
         let mut out = Vec::new();
+        let extra: serde_json::Map<String, Value> =
+            serde_json::from_str(r#"{"top_k": 5, "stream": true}"#).unwrap();
         OpenAiChat.build_body(
             &BodySpec {
                 model: "m",
-                prompt: Prompt {
-                    system: Some("be brief"),
-                    user: "hi \"there\"",
-                },
+                system: Some("be brief"),
+                messages: &[Message::user("hi \"there\"")],
+                input_tokens: None,
                 max_tokens: Some(7),
                 stream: true,
+                sampling: &Sampling {
+                    temperature: Some(0.5),
+                    stop: vec!["\n\n".into()],
+                    ignore_eos: true,
+                    ..Sampling::default()
+                },
+                extra_body: Some(&extra),
             },
             &mut out,
         );
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["model"], "m");
         assert_eq!(v["messages"][0]["role"], "system");
         assert_eq!(v["messages"][1]["content"], "hi \"there\"");
@@ -124,6 +198,10 @@ mod tests {
         assert_eq!(v["max_completion_tokens"], 7);
         assert_eq!(v["stream"], true);
         assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["temperature"], 0.5);
+        assert_eq!(v["stop"][0], "\n\n");
+        assert_eq!(v["ignore_eos"], true);
+        assert_eq!(v["top_k"], 5);
     }
 
     #[test]
@@ -131,11 +209,11 @@ mod tests {
         let role = br#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#;
         assert_eq!(event(role), EventInfo::default());
         let tok = br#"{"id":"c","choices":[{"index":0,"delta":{"content":" hello"},"finish_reason":null}]}"#;
-        assert_eq!(event(tok).text_bytes, 6);
+        assert_eq!(event(tok).text, b" hello");
         let fin = br#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#;
         let f = event(fin);
-        assert!(f.finish);
-        assert_eq!(f.text_bytes, 0);
+        assert_eq!(f.finish, Some(Finish::Length));
+        assert!(!f.has_output());
         let usage = br#"{"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#;
         let u = event(usage);
         assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(12), Some(34)));
@@ -144,16 +222,39 @@ mod tests {
         assert_eq!(event(null_usage).completion_tokens, None);
         let continuous = br#"{"choices":[{"delta":{"content":"ab"}}],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#;
         let c = event(continuous);
-        assert_eq!((c.text_bytes, c.completion_tokens), (2, Some(9)));
-        let null_content = br#"{"choices":[{"delta":{"content":null,"tool_calls":[]}}]}"#;
-        assert_eq!(event(null_content).text_bytes, 0);
+        assert_eq!((c.text, c.completion_tokens), (&b"ab"[..], Some(9)));
+    }
+
+    #[test]
+    fn reasoning_and_tool_calls_count_as_output() {
+        let r = event(br#"{"choices":[{"delta":{"content":null,"reasoning_content":"hmm"}}]}"#);
+        assert_eq!(r.reasoning, b"hmm");
+        assert!(r.has_output());
+        let r = event(br#"{"choices":[{"delta":{"reasoning":"so"}}]}"#);
+        assert_eq!(r.reasoning, b"so");
+        let t = event(
+            br#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a"}}]}}]}"#,
+        );
+        assert!(t.other_output && t.has_output());
+        let empty = event(br#"{"choices":[{"delta":{"content":null,"tool_calls":[]}}]}"#);
+        assert!(!empty.has_output());
+    }
+
+    #[test]
+    fn in_band_errors() {
+        let e = event(br#"{"error":{"message":"overloaded","type":"server_error"}}"#);
+        assert_eq!(e.error, Some(&b"overloaded"[..]));
+        let b = OpenAiChat.parse_body(br#"{"error":"bad model"}"#);
+        assert_eq!(b.error, Some(&b"bad model"[..]));
     }
 
     #[test]
     fn whole_body() {
-        let body = br#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a b c"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}"#;
+        let body = br#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a b c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}"#;
         let b = OpenAiChat.parse_body(body);
-        assert_eq!(b.text_bytes, 5);
+        assert_eq!(b.text, b"a b c");
+        assert_eq!(b.finish, Some(Finish::Stop));
         assert_eq!((b.prompt_tokens, b.completion_tokens), (Some(3), Some(5)));
+        assert_eq!(b.error, None);
     }
 }

@@ -62,6 +62,12 @@ pub fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
     None
 }
 
+/// The part of `json` after `inner`, a slice of it (a value `find` returned).
+pub fn after<'a>(json: &'a [u8], inner: &[u8]) -> &'a [u8] {
+    let end = inner.as_ptr() as usize - json.as_ptr() as usize + inner.len();
+    &json[end.min(json.len())..]
+}
+
 /// Parses the value of `key` as an unsigned integer.
 pub fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
     match find(json, key)? {

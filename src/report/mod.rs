@@ -23,6 +23,8 @@ pub struct RunInfo {
     pub fd_limit: u64,
     /// Counters of the built-in endpoint, when the run started one.
     pub builtin_endpoint: Option<Value>,
+    /// Where the prompts came from and how many were loaded or skipped.
+    pub dataset: Value,
 }
 
 /// Writes `summary.json` and `report.txt` into `dir` atomically and returns

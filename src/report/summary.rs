@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use super::RunInfo;
 use crate::clock::format_utc;
 use crate::engine::{Load, RunResult};
-use crate::metrics::block::Block;
+use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
+use crate::protocol::Finish;
 
 const MS: f64 = 1e6;
 const US: f64 = 1e3;
@@ -26,6 +27,7 @@ pub fn build(run: &RunResult, info: &RunInfo) -> Value {
         "started_at": format_utc(info.started_wall_ns),
         "target": info.target,
         "config": info.config,
+        "dataset": info.dataset,
         "requests": requests(&run.total),
         "warmup": {
             "issued": run.warmup.issued,
@@ -96,20 +98,39 @@ fn throughput(b: &Block, window_ns: u64) -> Value {
 }
 
 fn tokens(b: &Block) -> Value {
-    let input_source = match (b.input_from_usage, b.completed) {
-        (_, 0) | (0, _) => "none",
-        (u, c) if u == c => "usage",
-        _ => "mixed",
+    let by_source = |counts: &[u64; 4], names: &[&str; 4]| -> Value {
+        names
+            .iter()
+            .zip(counts)
+            .map(|(k, n)| (k.to_string(), Value::from(*n)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
     };
-    let [usage, events, unknown] = b.output_sources;
+    let mean = |n: u64| {
+        if b.completed > 0 {
+            n as f64 / b.completed as f64
+        } else {
+            0.0
+        }
+    };
     json!({
         "output_total": b.output_tokens,
         "input_total": b.input_tokens,
         "output_source": b.output_source(),
-        "input_source": input_source,
-        "output_source_requests": {"usage": usage, "events": events, "unknown": unknown},
-        "output_per_request_mean": if b.completed > 0 { b.output_tokens as f64 / b.completed as f64 } else { 0.0 },
+        "input_source": b.input_source(),
+        "output_source_requests": by_source(&b.output_sources, &OUTPUT_SOURCES),
+        "input_source_requests": by_source(&b.input_sources, &INPUT_SOURCES),
+        "output_per_request_mean": mean(b.output_tokens),
+        "input_per_request_mean": mean(b.input_tokens),
+        "isl": b.isl.summary(1.0),
+        "osl": b.osl.summary(1.0),
         "text_bytes": b.text_bytes,
+        "finish_reasons": Finish::ALL
+            .iter()
+            .zip(b.finish)
+            .filter(|(_, n)| *n > 0)
+            .map(|(f, n)| (f.name().to_string(), Value::from(n)))
+            .collect::<serde_json::Map<_, _>>(),
     })
 }
 
@@ -120,6 +141,7 @@ fn latency(b: &Block) -> Value {
         "ttft": b.ttft.summary(MS),
         "ttft_sched": b.ttft_sched.summary(MS),
         "tpot": b.tpot.summary(MS),
+        "tpot_token_weighted": b.tpot_token_weighted_ns().map(|ns| ns / MS),
         "itl": b.itl.summary(MS),
     })
 }

@@ -8,6 +8,7 @@ use super::RunInfo;
 use crate::engine::{Load, RunResult};
 use crate::metrics::block::Block;
 use crate::metrics::series::{Series, Summary};
+use crate::protocol::Finish;
 
 /// Renders the report.
 pub fn render(run: &RunResult, info: &RunInfo) -> String {
@@ -23,6 +24,15 @@ pub fn render(run: &RunResult, info: &RunInfo) -> String {
     let _ = writeln!(o, "status: {status}");
     for s in &run.stages {
         let _ = writeln!(o, "load: {} ({})", load(&s.load), s.name);
+    }
+    if let Some(skipped) = info.dataset["skipped"].as_u64()
+        && skipped > 0
+    {
+        let _ = writeln!(
+            o,
+            "dataset: {} invalid entries skipped, e.g. {}",
+            skipped, info.dataset["skip_examples"][0]
+        );
     }
     if run.warmup.issued > 0 {
         let _ = writeln!(
@@ -68,11 +78,21 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
     );
     let _ = writeln!(
         o,
-        "tokens      output {} (from {})  input {}",
+        "tokens      output {} (from {})  input {} (from {})",
         b.output_tokens,
         b.output_source(),
-        b.input_tokens
+        b.input_tokens,
+        b.input_source()
     );
+    let finishes: Vec<String> = Finish::ALL
+        .iter()
+        .zip(b.finish)
+        .filter(|(f, n)| *n > 0 && **f != Finish::None)
+        .map(|(f, n)| format!("{} {n}", f.name()))
+        .collect();
+    if !finishes.is_empty() {
+        let _ = writeln!(o, "finish      {}", finishes.join(", "));
+    }
     let _ = writeln!(
         o,
         "\n{:<18}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
@@ -88,6 +108,20 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
     ] {
         row(o, name, s, 1e6);
     }
+    if let Some(w) = b.tpot_token_weighted_ns() {
+        let _ = writeln!(
+            o,
+            "tpot above is request-weighted (vLLM); token-weighted (guidellm): {} ms",
+            num(w / 1e6)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<18}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "length (tokens)", "count", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"
+    );
+    row(o, "input (isl)", &b.isl, 1.0);
+    row(o, "output (osl)", &b.osl, 1.0);
 }
 
 fn row(o: &mut String, name: &str, s: &Series, unit: f64) {
@@ -198,5 +232,6 @@ definitions
   ttft     first token − t_send; the first token is the first SSE event with non-empty output text
   tpot     (last token − first token) / (output tokens − 1), per request with ≥ 2 output tokens
   itl      each gap between consecutive text-bearing events
-  tokens   output counts from the endpoint's usage when reported, else text-bearing events
+  tokens   output: the endpoint's usage, else --tokenizer on the text, else text-bearing events;
+           input: token ids given, else --tokenizer on the prompt, else the endpoint's usage
 ";

@@ -1,0 +1,125 @@
+//! Which sample each request sends: in file order, shuffled (a new
+//! permutation each pass over the dataset), or drawn at random with
+//! replacement. Reproducible by seed.
+
+use crate::rng::Rng;
+
+/// `--order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    Sequential,
+    Shuffle,
+    Random,
+}
+
+impl Order {
+    pub fn parse(s: &str) -> Result<Order, String> {
+        match s {
+            "sequential" => Ok(Order::Sequential),
+            "shuffle" => Ok(Order::Shuffle),
+            "random" => Ok(Order::Random),
+            _ => Err(format!(
+                "--order '{s}': expected sequential, shuffle or random"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Sequential => "sequential",
+            Order::Shuffle => "shuffle",
+            Order::Random => "random",
+        }
+    }
+}
+
+/// Hands out sample indices in the chosen order.
+#[derive(Clone, Debug)]
+pub struct Picker {
+    order: Order,
+    n: u32,
+    /// The current pass's permutation (shuffle only).
+    perm: Vec<u32>,
+    pos: u32,
+    rng: Rng,
+}
+
+impl Picker {
+    /// A picker over `n > 0` samples.
+    pub fn new(order: Order, n: usize, seed: u64) -> Picker {
+        let n = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        let mut p = Picker {
+            order,
+            n,
+            perm: Vec::new(),
+            pos: 0,
+            rng: Rng::seeded(seed ^ 0x6f72_6465_725f_7069),
+        };
+        if order == Order::Shuffle {
+            p.perm = (0..n).collect();
+            p.rng.shuffle(&mut p.perm);
+        }
+        p
+    }
+
+    /// The next sample index, in `0..n`. No allocation after the first pass.
+    pub fn next_index(&mut self) -> u32 {
+        match self.order {
+            Order::Sequential => {
+                let i = self.pos;
+                self.pos = (self.pos + 1) % self.n;
+                i
+            }
+            Order::Random => self.rng.below(self.n as u64) as u32,
+            Order::Shuffle => {
+                if self.pos == self.n {
+                    self.pos = 0;
+                    self.rng.shuffle(&mut self.perm);
+                }
+                let i = self.perm[self.pos as usize];
+                self.pos += 1;
+                i
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(order: Order, n: usize, seed: u64, k: usize) -> Vec<u32> {
+        let mut p = Picker::new(order, n, seed);
+        (0..k).map(|_| p.next_index()).collect()
+    }
+
+    #[test]
+    fn sequential_cycles() {
+        assert_eq!(take(Order::Sequential, 3, 9, 7), vec![0, 1, 2, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation_each_pass_and_reshuffles() {
+        let v = take(Order::Shuffle, 50, 1, 100);
+        let (a, b) = v.split_at(50);
+        let mut sa = a.to_vec();
+        sa.sort();
+        assert_eq!(sa, (0..50).collect::<Vec<_>>());
+        let mut sb = b.to_vec();
+        sb.sort();
+        assert_eq!(sb, (0..50).collect::<Vec<_>>());
+        assert_ne!(a, b, "each pass is reshuffled");
+        assert_eq!(v, take(Order::Shuffle, 50, 1, 100), "same seed, same order");
+        assert_ne!(v, take(Order::Shuffle, 50, 2, 100));
+    }
+
+    #[test]
+    fn random_stays_in_range_and_repeats() {
+        let v = take(Order::Random, 10, 3, 1000);
+        assert!(v.iter().all(|&i| i < 10));
+        let distinct: std::collections::BTreeSet<_> = v.iter().collect();
+        assert_eq!(distinct.len(), 10);
+        assert_eq!(v, take(Order::Random, 10, 3, 1000));
+    }
+}
