@@ -32,6 +32,7 @@ fn error_rate_is_counted_exactly_as_503() {
     assert_eq!(u(&s["requests"]["failed"]), 10);
     assert_eq!(u(&s["requests"]["errors"]["http_503"]), 10);
     assert_eq!(u(&s["tokens"]["output_total"]), 30 * 4);
+    assert_eq!(s["error_messages"]["http_503"][0], "injected error");
 }
 
 #[test]

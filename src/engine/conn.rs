@@ -109,6 +109,13 @@ impl Tally {
         }
     }
 
+    fn append_error(&mut self, bytes: &[u8]) {
+        let (buf, n) = self.error.get_or_insert(([0u8; MAX_MESSAGE], 0));
+        let take = bytes.len().min(MAX_MESSAGE - *n);
+        buf[*n..*n + take].copy_from_slice(&bytes[..take]);
+        *n += take;
+    }
+
     fn set_error(&mut self, msg: &[u8]) {
         if self.error.is_none() {
             let mut buf = [0u8; MAX_MESSAGE];
@@ -282,6 +289,8 @@ impl Rx {
             self.body.extend_from_slice(data);
             Ok(())
         } else {
+            // An error response: its first bytes say why.
+            self.tally.append_error(data);
             Ok(())
         }
     }

@@ -310,6 +310,7 @@ impl<'a, 's> Parent<'a, 's> {
                     };
                     let mut s = d.c.sample();
                     resolve_input(&mut s, plan.requests, d.c.sample);
+
                     if s.t_send != 0 && (*first_send == 0 || s.t_send < *first_send) {
                         *first_send = s.t_send;
                     }
@@ -318,6 +319,10 @@ impl<'a, 's> Parent<'a, 's> {
                     } else {
                         (d.c.stage as usize).min(stages.len() - 1)
                     };
+                    if let (Some(class), false) = (s.error, d.msg.is_empty()) {
+                        block_of(stages, warmup, block)
+                            .record_message(&class.key(s.status), &readable_message(d.msg));
+                    }
                     match lane {
                         Some(lane)
                             if s.error.is_none()
@@ -526,6 +531,18 @@ impl<'a, 's> Parent<'a, 's> {
             startup_ns: self.first_send.saturating_sub(started_ns),
         }
     }
+}
+
+/// An error message as a person should read it: the `message` of a JSON
+/// error object when there is one, else the text, one line, escapes resolved.
+fn readable_message(raw: &[u8]) -> String {
+    let inner = crate::protocol::openai_chat::error_message(raw).unwrap_or(raw);
+    let text = super::tokenize::unescape(inner);
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    line.trim().chars().take(200).collect()
 }
 
 fn block_of<'b>(stages: &'b mut [Block], warmup: &'b mut Block, i: usize) -> &'b mut Block {

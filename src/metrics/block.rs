@@ -119,6 +119,9 @@ pub struct Block {
     pub text_bytes: u64,
     /// Successful requests by finish reason (`protocol::Finish` as index).
     pub finish: [u64; FINISH_KINDS],
+    /// The first few distinct messages per failure key (`http_503`,
+    /// `inband_error`, …): what the endpoint said when it failed.
+    pub error_messages: std::collections::BTreeMap<String, Vec<String>>,
     /// Earliest t_sched and latest t_end seen (0 when empty).
     pub first_sched: u64,
     pub last_end: u64,
@@ -174,6 +177,21 @@ impl Block {
         }
     }
 
+    /// Keeps `message` as an example for `key`, unless three are kept
+    /// already or it is one of them.
+    pub fn record_message(&mut self, key: &str, message: &str) {
+        const KEEP: usize = 3;
+        if let Some(v) = self.error_messages.get(key)
+            && (v.len() >= KEEP || v.iter().any(|m| m == message))
+        {
+            return;
+        }
+        self.error_messages
+            .entry(key.to_string())
+            .or_default()
+            .push(message.to_string());
+    }
+
     /// Adds `other` into this block.
     pub fn merge(&mut self, other: &Block) {
         self.issued += other.issued;
@@ -203,6 +221,11 @@ impl Block {
         }
         self.decode_ns += other.decode_ns;
         self.decode_tokens += other.decode_tokens;
+        for (k, msgs) in &other.error_messages {
+            for m in msgs {
+                self.record_message(k, m);
+            }
+        }
         self.text_bytes += other.text_bytes;
         for (a, b) in self.finish.iter_mut().zip(other.finish) {
             *a += b;

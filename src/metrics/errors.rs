@@ -89,6 +89,15 @@ impl ErrorClass {
             .unwrap_or(ErrorClass::Io)
     }
 
+    /// The report key of a failure: the class name, or `http_<code>`.
+    pub fn key(self, status: u16) -> String {
+        if self == ErrorClass::HttpStatus {
+            format!("http_{}", (status as usize).min(STATUSES - 1))
+        } else {
+            self.name().to_string()
+        }
+    }
+
     /// Saturation of the load generator itself, reported apart from the
     /// endpoint's errors.
     pub fn is_generator_side(self) -> bool {

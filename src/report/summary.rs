@@ -29,6 +29,7 @@ pub fn build(run: &RunResult, info: &RunInfo) -> Value {
         "config": info.config,
         "dataset": info.dataset,
         "requests": requests(&run.total),
+        "error_messages": run.total.error_messages,
         "warmup": {
             "issued": run.warmup.issued,
             "completed": run.warmup.completed,

@@ -66,6 +66,11 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
     if !errors.is_empty() {
         let list: Vec<String> = errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(o, "errors      {}", list.join(", "));
+        for (key, msgs) in &b.error_messages {
+            for m in msgs {
+                let _ = writeln!(o, "            {key}: {m}");
+            }
+        }
     }
     let _ = writeln!(o, "window      {secs:.3} s");
     let _ = writeln!(
