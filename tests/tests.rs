@@ -6,6 +6,8 @@ mod util;
 
 mod bench_modes;
 mod failures;
+mod datasets;
 mod interrupt;
+mod protocols;
 mod report;
 mod timing;
