@@ -14,7 +14,11 @@ use crate::config::endpoint::Endpoint;
 use crate::config::{BenchConfig, Mode};
 use crate::dataset::{self, DatasetSpec, Order, SyntheticSpec};
 use crate::engine::requests::{RequestSet, RequestTemplate};
-use crate::engine::{Load, Plan, StagePlan, arrival::ArrivalKind, supervisor};
+use crate::engine::{
+    Checks, Load, Plan, ScenarioPlan, StagePlan, arrival::ArrivalKind, supervisor,
+};
+use crate::metrics::thresholds::Thresholds;
+use crate::report::observer::RunObserver;
 use crate::protocol;
 use crate::protocol::Sampling;
 use crate::report::{self, RunInfo};
@@ -180,6 +184,27 @@ pub struct BenchArgs {
     /// do not print the report at the end (it is still written)
     #[argh(switch)]
     pub quiet: bool,
+
+    /// cache busting: bust (default: a per-conversation id in front of the
+    /// first user message) or natural (prompts untouched)
+    #[argh(option)]
+    pub cache_mode: Option<String>,
+
+    /// header carrying each conversation's id (default x-request-id; '' for none)
+    #[argh(option)]
+    pub correlation_header: Option<String>,
+
+    /// fail a request with no first token within this time (default: --timeout)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub ttft_timeout: Option<Duration>,
+
+    /// print a progress line to stderr this often (default 10s; 0 disables)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub live_interval: Option<Duration>,
+
+    /// keep each response's text in events.jsonl
+    #[argh(switch)]
+    pub record_output: bool,
 }
 
 /// Runs a benchmark; returns the exit status.
@@ -385,6 +410,22 @@ pub fn resolve(a: BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
         requests,
         warmup: a.warmup,
         seed: a.seed.unwrap_or(0),
+        bust: match a.cache_mode.as_deref() {
+            None | Some("bust") => true,
+            Some("natural") => false,
+            Some(other) => {
+                return Err(format!("--cache-mode '{other}': expected bust or natural"));
+            }
+        },
+        correlation_header: match a.correlation_header {
+            None => Some("x-request-id".to_string()),
+            Some(h) if h.is_empty() => None,
+            Some(h) if h.bytes().all(|b| b.is_ascii_graphic() && b != b':') => Some(h),
+            Some(h) => return Err(format!("--correlation-header '{h}': not a header name")),
+        },
+        ttft_timeout: a.ttft_timeout,
+        live_interval: a.live_interval.unwrap_or(Duration::from_secs(10)),
+        record_output: a.record_output,
         workers,
         pin: a.pin,
         out,
@@ -461,6 +502,8 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         headers: &headers,
         sampling: &cfg.sampling,
         extra_body: cfg.extra_body.as_ref(),
+        correlation_header: cfg.correlation_header.as_deref(),
+        bust: cfg.bust,
     };
     let (requests, dataset_info) = build_requests(cfg, &template, tokenizer.as_ref())?;
     drop(headers);
@@ -481,9 +524,20 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         },
     };
     let plan = Plan {
-        addr: endpoint.addr,
-        requests: &requests,
-        protocol: cfg.protocol,
+        endpoints: vec![Some(endpoint.addr)],
+        scenarios: vec![ScenarioPlan {
+            name: "default".to_string(),
+            weight: 1.0,
+            protocol: cfg.protocol,
+            endpoint: 0,
+            requests,
+            conversation: None,
+            turns: (1, 1),
+            think_time_ns: 0,
+            order: cfg.order,
+            checks: Checks::default(),
+            keep_text: false,
+        }],
         stages: vec![StagePlan {
             name: "main".to_string(),
             load,
@@ -499,9 +553,12 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         drain_timeout_ns: cfg.drain_timeout.as_nanos() as u64,
         max_gaps: (cfg.max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
         seed: cfg.seed,
-        order: cfg.order,
-        keep_text: tokenizer.is_some(),
+        keep_text: tokenizer.is_some() || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
+        openloop_max_inflight: None,
+        ttft_timeout_ns: cfg.ttft_timeout.map(|d| d.as_nanos() as u64),
+        thresholds: Thresholds::default(),
+        live_interval_ns: cfg.live_interval.as_nanos() as u64,
     };
     eprintln!(
         "llmload: {} {} against {} for {} (Ctrl-C stops and reports)",
@@ -519,7 +576,17 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
             (None, None) => "ever".to_string(),
         }
     );
-    let result = supervisor::run(&plan, started_ns);
+    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
+    let mut observer = RunObserver::start(
+        &cfg.out,
+        &plan.scenarios.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        &plan.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        cfg.record_output,
+        started_wall,
+        started_ns,
+    )?;
+    let result = supervisor::run(&plan, started_ns, Some(&mut observer));
+    let events = observer.finish();
     let server_stats = server.map(|h| h.stop());
     let mut result = result?;
     result.started_wall_ns = started_wall;
@@ -530,6 +597,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         fd_limit,
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset: dataset_info,
+        events,
     };
     let text = report::write_all(&cfg.out, &result, &info)?;
     if !cfg.quiet {

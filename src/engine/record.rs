@@ -12,6 +12,12 @@ use crate::metrics::errors::ErrorClass;
 pub const STREAMED: u8 = 1;
 /// `flags`: more gaps arrived than the worker could keep.
 pub const GAPS_TRUNCATED: u8 = 2;
+/// `flags`: the last request of its conversation (always set for a
+/// single-turn scenario): the parent's closed loop may release another.
+pub const CONV_END: u8 = 4;
+/// `flags`: no request was sent; the record only says a conversation ended
+/// (it was waiting to think when the run began to drain).
+pub const NO_REQUEST: u8 = 8;
 
 /// The fixed part of a completion record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +31,9 @@ pub struct Completion {
     pub t_end: u64,
     pub sample: u32,
     pub stage: u16,
+    pub scenario: u16,
+    /// Turn within the conversation, from 1.
+    pub turn: u16,
     pub status: u16,
     pub error: u8,
     pub flags: u8,
@@ -41,10 +50,12 @@ pub struct Completion {
     pub text_len: u32,
     /// Bytes of error message carried after the text.
     pub msg_len: u32,
+    /// The conversation's id (a UUID v4; all zero when none was made).
+    pub conv_id: [u8; 16],
 }
 
 /// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 4 + 7 * 4;
+pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
 
 const NONE: u32 = u32::MAX;
 
@@ -74,6 +85,8 @@ impl Completion {
         }
         w.put(&self.sample.to_ne_bytes());
         w.put(&self.stage.to_ne_bytes());
+        w.put(&self.scenario.to_ne_bytes());
+        w.put(&self.turn.to_ne_bytes());
         w.put(&self.status.to_ne_bytes());
         w.put(&[self.error, self.flags, self.finish, 0]);
         for v in [
@@ -87,6 +100,8 @@ impl Completion {
         ] {
             w.put(&v.to_ne_bytes());
         }
+        w.put(&self.conv_id);
+        w.put(&[0; 4]);
         debug_assert_eq!(w.at, HEADER);
         for g in &gaps[..self.n_gaps as usize] {
             w.put(&g.to_ne_bytes());
@@ -112,6 +127,8 @@ impl Completion {
         };
         c.sample = r.u32()?;
         c.stage = r.u16()?;
+        c.scenario = r.u16()?;
+        c.turn = r.u16()?;
         c.status = r.u16()?;
         let b = r.take(4)?;
         c.error = b[0];
@@ -124,6 +141,8 @@ impl Completion {
         c.n_gaps = r.u32()?;
         c.text_len = r.u32()?;
         c.msg_len = r.u32()?;
+        c.conv_id = r.take(16)?.try_into().ok()?;
+        r.take(4)?;
         let gaps = Gaps(r.take(c.n_gaps as usize * 8)?);
         let text = r.take(c.text_len as usize)?;
         let msg = r.take(c.msg_len as usize)?;
@@ -240,6 +259,9 @@ mod tests {
             t_end: 6,
             sample: 7,
             stage: 2,
+            scenario: 3,
+            turn: 4,
+            conv_id: [7; 16],
             status: 200,
             error: ErrorClass::Reset as u8,
             flags: STREAMED,

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::conversation::UUID_PLACEHOLDER;
 use crate::config::endpoint::Endpoint;
 use crate::dataset::Sample;
 use crate::http::request::write_request;
@@ -29,6 +30,10 @@ pub enum InputSource {
 pub struct RequestSet {
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
+    /// Offsets, within each request, of the conversation-id placeholders in
+    /// the correlation header and in the first user message (`u32::MAX`
+    /// when absent); the worker writes a fresh id over them per request.
+    id_slots: Vec<[u32; 2]>,
     /// Input tokens per sample when known before sending, and from where.
     isl: Vec<(u32, InputSource)>,
 }
@@ -47,6 +52,11 @@ pub struct RequestTemplate<'a> {
     pub headers: &'a [(String, String)],
     pub sampling: &'a Sampling,
     pub extra_body: Option<&'a Map<String, Value>>,
+    /// Header that carries each request's conversation id.
+    pub correlation_header: Option<&'a str>,
+    /// Put the conversation id in front of the first user message, so no
+    /// two requests share a cacheable prefix.
+    pub bust: bool,
 }
 
 impl RequestSet {
@@ -74,11 +84,22 @@ impl RequestSet {
     ) {
         scratch.clear();
         let system = s.system.as_deref().or(t.system);
+        let busted;
+        let messages = if t.bust && !s.messages.is_empty() {
+            let mut m = s.messages.clone();
+            if let Some(first) = m.iter_mut().find(|m| m.role == "user") {
+                first.content = format!("{UUID_PLACEHOLDER} {}", first.content);
+            }
+            busted = m;
+            &busted[..]
+        } else {
+            &s.messages[..]
+        };
         t.protocol.build_body(
             &BodySpec {
                 model: t.model,
                 system,
-                messages: &s.messages,
+                messages,
                 input_tokens: s.input_tokens.as_deref(),
                 max_tokens: s.max_tokens.or(t.max_tokens),
                 stream: t.stream,
@@ -93,6 +114,9 @@ impl RequestSet {
         }
         headers.extend(t.protocol.fixed_headers().iter().copied());
         headers.extend(t.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if let Some(h) = t.correlation_header {
+            headers.push((h, UUID_PLACEHOLDER));
+        }
         let start = self.bytes.len();
         write_request(
             &mut self.bytes,
@@ -102,6 +126,20 @@ impl RequestSet {
             &headers,
             scratch,
         );
+        let req = &self.bytes[start..];
+        let finder = memchr::memmem::Finder::new(UUID_PLACEHOLDER);
+        let mut slots = [u32::MAX; 2];
+        let mut from = 0;
+        for (slot, wanted) in slots.iter_mut().zip([t.correlation_header.is_some(), t.bust]) {
+            if !wanted {
+                continue;
+            }
+            if let Some(at) = finder.find(&req[from..]) {
+                *slot = (from + at) as u32;
+                from += at + UUID_PLACEHOLDER.len();
+            }
+        }
+        self.id_slots.push(slots);
         self.spans.push((start, self.bytes.len() - start));
         let (isl, source) = match (&s.input_tokens, tokenizer) {
             (Some(ids), _) => (ids.len() as u32, InputSource::Ids),
@@ -124,6 +162,20 @@ impl RequestSet {
     pub fn get(&self, i: u32) -> &[u8] {
         let (start, len) = self.spans[i as usize];
         &self.bytes[start..start + len]
+    }
+
+    /// Where request `i` carries its conversation id, if anywhere.
+    #[inline]
+    pub fn id_slots(&self, i: u32) -> impl Iterator<Item = usize> + '_ {
+        self.id_slots[i as usize]
+            .iter()
+            .filter(|&&o| o != u32::MAX)
+            .map(|&o| o as usize)
+    }
+
+    /// Whether any request carries an id to fill in.
+    pub fn has_id_slots(&self) -> bool {
+        self.id_slots.iter().any(|s| s.iter().any(|&o| o != u32::MAX))
     }
 
     /// Input tokens of sample `i` and where the count came from, when known

@@ -1,23 +1,29 @@
-//! The parent's loop: release requests at their due times, push them to the
-//! least-loaded worker's issue ring, and fold completion records into
-//! per-stage blocks. It busy-waits only in the last `SPIN_NS` before an
-//! arrival and sleeps on its doorbell otherwise (a completion or a signal
-//! wakes it), so on a small machine it leaves the cores to its workers. It
-//! never blocks on a worker: a full ring is counted, not waited out silently.
+//! The parent's loop: release conversations (single requests, usually) at
+//! their due times, push them to the least-loaded worker's issue ring, and
+//! fold completion records into per-stage, per-scenario blocks. It
+//! busy-waits only in the last `SPIN_NS` before an arrival and sleeps on its
+//! doorbell otherwise (a completion or a signal wakes it), so on a small
+//! machine it leaves the cores to its workers. It never blocks on a worker:
+//! a full ring or a held-back arrival is counted, not waited out silently.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::arrival::Arrivals;
-use super::record::Completion;
+use super::record::{self, Completion};
 use super::requests::{InputSource, RequestSet};
 use super::shared::{IssueSlot, Shared, phase};
-use super::tokenize::{Pending, TokenLane};
-use super::{GeneratorStats, Load, Plan, RunResult, StageResult};
+use super::tokenize::{Pending, TokenLane, unescape};
+use super::{
+    GeneratorStats, Load, Plan, RunResult, ScenarioResult, StageResult,
+};
 use crate::clock::now_ns;
 use crate::dataset::Picker;
 use crate::metrics::block::{Block, InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::observe::{Interval, Observer, RequestEvent};
+use crate::metrics::series::Series;
+use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 
 /// Busy-wait this close to an arrival; sleep through longer gaps.
@@ -26,12 +32,15 @@ const SPIN_NS: u64 = 100_000;
 const MAX_SLEEP_NS: u64 = 50_000_000;
 /// After `ABORT`, how long workers get to report what they failed.
 const ABORT_GRACE_NS: u64 = 5_000_000_000;
+/// Block index of warmup requests.
+const WARMUP: usize = usize::MAX;
 
 /// The parent's ends of one worker.
 pub struct WorkerEnd {
     pub pid: i32,
     pub issue: SlotProducer<IssueSlot>,
     pub done: ByteConsumer,
+    /// Conversations handed to the worker and not yet ended.
     pub inflight: u64,
     pub alive: bool,
     /// Pushed since the worker's doorbell was last rung.
@@ -51,55 +60,88 @@ impl WorkerEnd {
     }
 }
 
-/// Block index of warmup requests.
-const WARMUP: usize = usize::MAX;
-
-/// The scheduler and collector.
-pub struct Parent<'a, 's> {
-    plan: &'a Plan<'a>,
-    /// Counts output tokens of responses without usage, off this loop.
-    lane: Option<TokenLane<'s>>,
-    /// Which sample the next request sends.
-    picker: Picker,
-    shared: &'a Shared,
-    workers: Vec<WorkerEnd>,
-    stages: Vec<Block>,
-    stage_starts: Vec<u64>,
-    warmup: Block,
-    measure_start: u64,
-    seq: u64,
-    inflight: u64,
-    ring_full: u64,
-    first_send: u64,
-    /// The stage being issued (the last one while draining).
-    current_stage: usize,
-    interrupted: bool,
-    incomplete: Vec<String>,
-    next_liveness: u64,
+/// Requests that ended in the current live interval.
+struct LiveWindow {
+    next_at: u64,
+    from: u64,
+    completed: u64,
+    failed: u64,
+    e2e: Series,
+    ttft: Series,
 }
 
-impl<'a, 's> Parent<'a, 's> {
+/// The scheduler and collector.
+pub struct Parent<'a, 's, 'o> {
+    plan: &'a Plan<'a>,
+    shared: &'a Shared,
+    workers: Vec<WorkerEnd>,
+    /// Counts output tokens of responses without usage, off this loop.
+    lane: Option<TokenLane<'s>>,
+    observer: Option<&'o mut dyn Observer>,
+    /// Which sample each scenario's next conversation starts from.
+    pickers: Vec<Picker>,
+    /// Blocks by stage, then scenario.
+    blocks: Vec<Vec<Block>>,
+    warmup: Block,
+    /// When each stage's measurement began (0 for stages not reached).
+    stage_starts: Vec<u64>,
+    measure_start: u64,
+    run_start: u64,
+    seq: u64,
+    inflight: u64,
+    inflight_by_scenario: Vec<u64>,
+    ring_full: u64,
+    held_back: u64,
+    first_send: u64,
+    current_stage: usize,
+    rng: Rng,
+    interrupted: bool,
+    threshold_abort: Option<String>,
+    incomplete: Vec<String>,
+    next_liveness: u64,
+    live: Option<LiveWindow>,
+}
+
+impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     pub fn new(
         plan: &'a Plan<'a>,
         shared: &'a Shared,
         workers: Vec<WorkerEnd>,
         lane: Option<TokenLane<'s>>,
-    ) -> Parent<'a, 's> {
+        observer: Option<&'o mut dyn Observer>,
+    ) -> Parent<'a, 's, 'o> {
+        let n = plan.scenarios.len();
         Parent {
-            lane,
-            picker: Picker::new(plan.order, plan.requests.len(), plan.seed),
-            stages: plan.stages.iter().map(|_| Block::default()).collect(),
-            stage_starts: vec![0; plan.stages.len()],
+            pickers: plan
+                .scenarios
+                .iter()
+                .enumerate()
+                .map(|(i, sc)| Picker::new(sc.order, sc.samples(), plan.seed.wrapping_add(i as u64)))
+                .collect(),
+            blocks: plan
+                .stages
+                .iter()
+                .map(|_| (0..n).map(|_| Block::default()).collect())
+                .collect(),
             warmup: Block::default(),
+            stage_starts: vec![0; plan.stages.len()],
             measure_start: 0,
+            run_start: 0,
             seq: 0,
             inflight: 0,
+            inflight_by_scenario: vec![0; n],
             ring_full: 0,
+            held_back: 0,
             first_send: 0,
             current_stage: 0,
+            rng: Rng::seeded(plan.seed ^ 0x7363_656e_6172_696f),
             interrupted: false,
+            threshold_abort: None,
             incomplete: Vec::new(),
             next_liveness: 0,
+            live: None,
+            lane,
+            observer,
             plan,
             shared,
             workers,
@@ -110,130 +152,43 @@ impl<'a, 's> Parent<'a, 's> {
     /// SIGINT/SIGTERM deliveries.
     pub fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
         let t0 = now_ns();
+        self.run_start = t0;
         self.measure_start = t0 + self.plan.warmup_ns;
-        'stages: for si in 0..self.plan.stages.len() {
-            let stage = &self.plan.stages[si];
-            self.current_stage = si;
-            let stage_start = if si == 0 { t0 } else { now_ns() };
-            let measured_from = if si == 0 {
-                self.measure_start
-            } else {
-                stage_start
-            };
-            self.stage_starts[si] = measured_from;
-            let end = stage
-                .duration_ns
-                .map_or(u64::MAX, |d| measured_from.saturating_add(d));
-            let limit = stage.requests.unwrap_or(u64::MAX);
-            let mut issued = 0u64;
-            let mut arrivals = match stage.load {
-                Load::Open {
-                    kind,
-                    rate_from,
-                    rate_to,
-                } => Some(if rate_from == rate_to || end == u64::MAX {
-                    Arrivals::constant(kind, rate_from, self.plan.seed.wrapping_add(si as u64))
-                } else {
-                    Arrivals::ramp(
-                        kind,
-                        rate_from,
-                        rate_to,
-                        Duration::from_nanos(end - stage_start),
-                        self.plan.seed.wrapping_add(si as u64),
-                    )
-                }),
-                _ => None,
-            };
-            let mut next_arrival: Option<u64> = None;
-            let mut counted_full = false;
-            loop {
-                self.collect();
-                self.check_workers();
-                if signals.load(Ordering::Relaxed) > 0 {
-                    self.interrupted = true;
-                    break 'stages;
+        if self.plan.live_interval_ns > 0 && self.observer.is_some() {
+            self.live = Some(LiveWindow {
+                next_at: t0 + self.plan.live_interval_ns,
+                from: t0,
+                completed: 0,
+                failed: 0,
+                e2e: Series::new(),
+                ttft: Series::new(),
+            });
+        }
+        for si in 0..self.plan.stages.len() {
+            if !self.run_stage(si, t0, signals) {
+                break;
+            }
+            if self.plan.thresholds.abort_on_fail && si + 1 < self.plan.stages.len() {
+                let mut b = Block::default();
+                for sb in &self.blocks[si] {
+                    b.merge(sb);
                 }
-                if !self.workers.iter().any(|w| w.alive) {
-                    break 'stages;
-                }
-                let now = now_ns();
-                if now >= end || issued >= limit {
+                let window = now_ns().saturating_sub(self.stage_starts[si]);
+                let broken: Vec<String> = self
+                    .plan
+                    .thresholds
+                    .evaluate(&b, window)
+                    .into_iter()
+                    .filter(|v| !v.pass)
+                    .map(|v| v.name.to_string())
+                    .collect();
+                if !broken.is_empty() {
+                    self.threshold_abort = Some(format!(
+                        "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
+                        self.plan.stages[si].name,
+                        broken.join(", ")
+                    ));
                     break;
-                }
-                match stage.load {
-                    Load::Closed { .. } | Load::Offline => {
-                        let window = match stage.load {
-                            Load::Closed { concurrency } => concurrency as u64,
-                            _ => self.plan.connections as u64,
-                        };
-                        while self.inflight < window && issued < limit {
-                            // Offline requests are all due when measurement
-                            // starts; during warmup they are due when released.
-                            let now = now_ns();
-                            let t = if stage.load == Load::Offline && now >= measured_from {
-                                measured_from
-                            } else {
-                                now
-                            };
-                            if !self.issue(t, si) {
-                                self.ring_full += 1;
-                                break;
-                            }
-                            if t >= self.measure_start {
-                                issued += 1;
-                            }
-                        }
-                        self.ring_dirty();
-                        self.sleep_until(end.min(now_ns() + MAX_SLEEP_NS));
-                    }
-                    Load::Open { .. } => {
-                        let next = match next_arrival {
-                            Some(t) => t,
-                            None => match arrivals.as_mut().and_then(|a| a.next_offset_ns()) {
-                                Some(off) => {
-                                    let t = stage_start.saturating_add(off);
-                                    next_arrival = Some(t);
-                                    t
-                                }
-                                None => {
-                                    // A finished ramp: the stage ends at its end.
-                                    self.sleep_until(end.min(now + MAX_SLEEP_NS));
-                                    if end == u64::MAX {
-                                        break;
-                                    }
-                                    continue;
-                                }
-                            },
-                        };
-                        if next >= end {
-                            self.sleep_until(end.min(now + MAX_SLEEP_NS));
-                            continue;
-                        }
-                        if now >= next {
-                            if self.issue(next, si) {
-                                self.ring_dirty();
-                                next_arrival = None;
-                                counted_full = false;
-                                if next >= self.measure_start {
-                                    issued += 1;
-                                }
-                            } else {
-                                if !counted_full {
-                                    self.ring_full += 1;
-                                    counted_full = true;
-                                }
-                                self.sleep_until(now + 20_000);
-                            }
-                            continue;
-                        }
-                        if next - now > SPIN_NS {
-                            self.sleep_until(next - SPIN_NS);
-                        } else {
-                            while now_ns() < next {
-                                std::hint::spin_loop();
-                            }
-                        }
-                    }
                 }
             }
         }
@@ -241,15 +196,175 @@ impl<'a, 's> Parent<'a, 's> {
         self.finish(started_ns)
     }
 
-    /// Pushes one request due at `t_sched` to the least-loaded live worker
-    /// with room; false when every ring is full.
-    fn issue(&mut self, t_sched: u64, stage: usize) -> bool {
+    /// Issues stage `si` until its duration or request cap; false when the
+    /// run must stop (a signal, or no worker left).
+    fn run_stage(&mut self, si: usize, t0: u64, signals: &AtomicU32) -> bool {
+        let stage = self.plan.stages[si].clone();
+        self.current_stage = si;
+        let stage_start = if si == 0 { t0 } else { now_ns() };
+        let measured_from = if si == 0 {
+            self.measure_start
+        } else {
+            stage_start
+        };
+        self.stage_starts[si] = measured_from;
+        let end = stage
+            .duration_ns
+            .map_or(u64::MAX, |d| measured_from.saturating_add(d));
+        let limit = stage.requests.unwrap_or(u64::MAX);
+        let mut issued = 0u64;
+        let weights: Vec<f64> = self.plan.scenarios.iter().map(|s| s.weight).collect();
+        let mut arrivals = match stage.load {
+            Load::Open {
+                kind,
+                rate_from,
+                rate_to,
+            } => Some(if rate_from == rate_to || end == u64::MAX {
+                Arrivals::constant(kind, rate_from, self.plan.seed.wrapping_add(si as u64))
+            } else {
+                Arrivals::ramp(
+                    kind,
+                    rate_from,
+                    rate_to,
+                    Duration::from_nanos(end - stage_start),
+                    self.plan.seed.wrapping_add(si as u64),
+                )
+            }),
+            _ => None,
+        };
+        let windows: Vec<u64> = match stage.load {
+            Load::Closed { concurrency } => split_by_weight(concurrency as u64, &weights),
+            _ => vec![],
+        };
+        let mut next_arrival: Option<(u64, usize)> = None;
+        let mut counted_full = false;
+        let mut counted_held = false;
+        loop {
+            self.collect();
+            self.check_workers();
+            self.tick_live();
+            if signals.load(Ordering::Relaxed) > 0 {
+                self.interrupted = true;
+                return false;
+            }
+            if !self.workers.iter().any(|w| w.alive) {
+                return false;
+            }
+            let now = now_ns();
+            if now >= end || issued >= limit {
+                return true;
+            }
+            match stage.load {
+                Load::Closed { .. } => {
+                    'fill: for (s, &window) in windows.iter().enumerate() {
+                        while self.inflight_by_scenario[s] < window && issued < limit {
+                            let t = now_ns();
+                            if !self.issue(t, si, s) {
+                                self.ring_full += 1;
+                                break 'fill;
+                            }
+                            if t >= self.measure_start {
+                                issued += 1;
+                            }
+                        }
+                    }
+                    self.ring_dirty();
+                    self.sleep_until(end.min(now_ns() + MAX_SLEEP_NS));
+                }
+                Load::Offline => {
+                    while self.inflight < self.plan.connections as u64 && issued < limit {
+                        // Offline requests are all due when measurement
+                        // starts; during warmup they are due when released.
+                        let now = now_ns();
+                        let t = if now >= measured_from { measured_from } else { now };
+                        let s = pick_weighted(&mut self.rng, &weights);
+                        if !self.issue(t, si, s) {
+                            self.ring_full += 1;
+                            break;
+                        }
+                        if t >= self.measure_start {
+                            issued += 1;
+                        }
+                    }
+                    self.ring_dirty();
+                    self.sleep_until(end.min(now_ns() + MAX_SLEEP_NS));
+                }
+                Load::Open { .. } => {
+                    let (next, s) = match next_arrival {
+                        Some(a) => a,
+                        None => match arrivals.as_mut().and_then(|a| a.next_offset_ns()) {
+                            Some(off) => {
+                                let a = (
+                                    stage_start.saturating_add(off),
+                                    pick_weighted(&mut self.rng, &weights),
+                                );
+                                next_arrival = Some(a);
+                                a
+                            }
+                            None => {
+                                // A finished ramp: the stage ends at its end.
+                                if end == u64::MAX {
+                                    return true;
+                                }
+                                self.sleep_until(end.min(now + MAX_SLEEP_NS));
+                                continue;
+                            }
+                        },
+                    };
+                    if next >= end {
+                        self.sleep_until(end.min(now + MAX_SLEEP_NS));
+                        continue;
+                    }
+                    if now >= next {
+                        if let Some(max) = self.plan.openloop_max_inflight
+                            && self.inflight >= max
+                        {
+                            // Held back: it stays charged from `next`.
+                            if !counted_held {
+                                self.held_back += 1;
+                                counted_held = true;
+                            }
+                            self.sleep_until(now + MAX_SLEEP_NS);
+                            continue;
+                        }
+                        if self.issue(next, si, s) {
+                            self.ring_dirty();
+                            next_arrival = None;
+                            counted_full = false;
+                            counted_held = false;
+                            if next >= self.measure_start {
+                                issued += 1;
+                            }
+                        } else {
+                            if !counted_full {
+                                self.ring_full += 1;
+                                counted_full = true;
+                            }
+                            self.sleep_until(now + 20_000);
+                        }
+                        continue;
+                    }
+                    if next - now > SPIN_NS {
+                        self.sleep_until(next - SPIN_NS);
+                    } else {
+                        while now_ns() < next {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pushes one conversation of scenario `s` due at `t_sched` to the
+    /// least-loaded live worker with room; false when every ring is full.
+    fn issue(&mut self, t_sched: u64, stage: usize, s: usize) -> bool {
         let slot = IssueSlot {
             seq: self.seq,
             t_sched,
-            sample: self.picker.next_index(),
+            sample: self.pickers[s].next_index(),
             stage: stage as u16,
-            flags: 0,
+            scenario: s as u16,
         };
         let Some(best) = (0..self.workers.len())
             .filter(|&i| self.workers[i].alive)
@@ -268,12 +383,8 @@ impl<'a, 's> Parent<'a, 's> {
         w.inflight += 1;
         w.dirty = true;
         self.inflight += 1;
+        self.inflight_by_scenario[s] += 1;
         self.seq += 1;
-        if t_sched < self.measure_start {
-            self.warmup.record_issued();
-        } else {
-            self.stages[stage].record_issued();
-        }
         true
     }
 
@@ -286,72 +397,191 @@ impl<'a, 's> Parent<'a, 's> {
         }
     }
 
-    /// Folds every waiting completion record into its block; responses that
-    /// need their output counted go to the tokenizer lane first.
+    /// The block index of a request due at `t_sched`: warmup, or the stage
+    /// whose measurement had begun by then.
+    fn block_index(&self, t_sched: u64) -> usize {
+        if t_sched < self.measure_start {
+            return WARMUP;
+        }
+        let mut i = 0;
+        for (k, &start) in self.stage_starts.iter().enumerate() {
+            if start != 0 && start <= t_sched {
+                i = k;
+            }
+        }
+        i
+    }
+
+    /// Folds every waiting completion record into its block.
     fn collect(&mut self) -> usize {
         let mut n = 0;
-        let Parent {
-            plan,
-            lane,
-            workers,
-            stages,
-            warmup,
-            measure_start,
-            inflight,
-            first_send,
-            ..
-        } = self;
+        // The ring ends are moved out for the loop so records can be handled
+        // in place (`absorb` needs the rest of `self`) before their ring
+        // space is released: nothing is copied out of the ring.
+        let mut workers = std::mem::take(&mut self.workers);
         for w in workers.iter_mut() {
-            while w
-                .done
-                .pop_with(|bytes| {
-                    let Some(d) = Completion::decode(bytes) else {
-                        return;
-                    };
-                    let mut s = d.c.sample();
-                    resolve_input(&mut s, plan.requests, d.c.sample);
-
-                    if s.t_send != 0 && (*first_send == 0 || s.t_send < *first_send) {
-                        *first_send = s.t_send;
-                    }
-                    let block = if d.c.t_sched < *measure_start {
-                        WARMUP
-                    } else {
-                        (d.c.stage as usize).min(stages.len() - 1)
-                    };
-                    if let (Some(class), false) = (s.error, d.msg.is_empty()) {
-                        block_of(stages, warmup, block)
-                            .record_message(&class.key(s.status), &readable_message(d.msg));
-                    }
-                    match lane {
-                        Some(lane)
-                            if s.error.is_none()
-                                && s.completion_tokens.is_none()
-                                && !d.text.is_empty() =>
-                        {
-                            lane.submit(Pending {
-                                sample: s,
-                                block,
-                                gaps: d.gaps.iter().collect(),
-                                text: d.text.to_vec(),
-                            });
-                        }
-                        _ => block_of(stages, warmup, block).record(&s, d.gaps.iter()),
-                    }
-                })
-                .is_some()
-            {
-                w.inflight = w.inflight.saturating_sub(1);
-                *inflight = inflight.saturating_sub(1);
+            while let Some(ended) = w.done.pop_with(|bytes| {
+                let d = Completion::decode(bytes)?;
+                self.absorb(&d);
+                (d.c.flags & record::CONV_END != 0).then_some(d.c.scenario as usize)
+            }) {
                 n += 1;
+                if let Some(s) = ended {
+                    w.inflight = w.inflight.saturating_sub(1);
+                    self.inflight = self.inflight.saturating_sub(1);
+                    if let Some(i) = self.inflight_by_scenario.get_mut(s) {
+                        *i = i.saturating_sub(1);
+                    }
+                }
             }
         }
-        if let Some(lane) = lane {
-            while let Some(p) = lane.try_take() {
-                block_of(stages, warmup, p.block).record(&p.sample, p.gaps.iter().copied());
-            }
+        self.workers = workers;
+        while let Some(p) = self.lane.as_mut().and_then(|l| l.try_take()) {
+            self.finalize_pending(p);
         }
         n
+    }
+
+    fn finalize_pending(&mut self, p: Pending) {
+        self.finalize_with(
+            p.sample,
+            p.block,
+            p.scenario,
+            p.seq,
+            p.conv_id,
+            p.turn,
+            GapsRef::Slice(&p.gaps),
+            &p.text,
+            None,
+        );
+    }
+
+    /// Handles one decoded record: resolves its counts, and records it now
+    /// or after the tokenizer lane has counted its output.
+    fn absorb(&mut self, d: &record::Decoded<'_>) {
+        if d.c.flags & record::NO_REQUEST != 0 {
+            return;
+        }
+        let scenario = (d.c.scenario as usize).min(self.plan.scenarios.len() - 1);
+        let sc = &self.plan.scenarios[scenario];
+        let mut s = d.c.sample();
+        resolve_input(&mut s, &sc.requests, d.c.sample, sc.conversation.is_some());
+        if s.t_send != 0 && (self.first_send == 0 || s.t_send < self.first_send) {
+            self.first_send = s.t_send;
+        }
+        let block = self.block_index(d.c.t_sched);
+        let message = (!d.msg.is_empty()).then(|| readable_message(d.msg));
+        if let Some(lane) = self.lane.as_mut()
+            && s.error.is_none()
+            && s.completion_tokens.is_none()
+            && !d.text.is_empty()
+        {
+            lane.submit(Pending {
+                sample: s,
+                block,
+                scenario: d.c.scenario,
+                seq: d.c.seq,
+                conv_id: d.c.conv_id,
+                turn: d.c.turn,
+                gaps: d.gaps.iter().collect(),
+                text: d.text.to_vec(),
+            });
+            return;
+        }
+        let gaps: GapsRef<'_> = GapsRef::Record(d.gaps);
+        self.finalize_with(s, block, d.c.scenario, d.c.seq, d.c.conv_id, d.c.turn, gaps, d.text, message);
+    }
+
+    /// Applies the scenario's checks, then records the request in its block,
+    /// the live window and the observer.
+    #[allow(clippy::too_many_arguments)]
+    fn finalize_with(
+        &mut self,
+        mut s: RequestSample,
+        block: usize,
+        scenario: u16,
+        seq: u64,
+        conv_id: [u8; 16],
+        turn: u16,
+        gaps: GapsRef<'_>,
+        text: &[u8],
+        mut message: Option<String>,
+    ) {
+        let si = (scenario as usize).min(self.plan.scenarios.len() - 1);
+        let checks = &self.plan.scenarios[si].checks;
+        if s.error.is_none() && !checks.is_empty() {
+            let (out, _) = s.output_tokens();
+            let body = if checks.needs_text() { unescape(text) } else { String::new() };
+            if let Some(why) = checks.failure(s.status, out, &body) {
+                s.error = Some(ErrorClass::CheckFailed);
+                message = Some(why);
+            }
+        }
+        let b = if block == WARMUP {
+            &mut self.warmup
+        } else {
+            &mut self.blocks[block][si]
+        };
+        if let (Some(class), Some(m)) = (s.error, &message) {
+            b.record_message(&class.key(s.status), m);
+        }
+        match gaps {
+            GapsRef::Record(g) => b.record(&s, g.iter()),
+            GapsRef::Slice(g) => b.record(&s, g.iter().copied()),
+        }
+        if block != WARMUP
+            && let Some(live) = &mut self.live
+        {
+            if s.error.is_some() {
+                live.failed += 1;
+            } else {
+                live.completed += 1;
+                live.e2e.record(s.t_end.saturating_sub(s.t_sched));
+                if s.t_first_token != 0 {
+                    live.ttft.record(s.t_first_token.saturating_sub(s.t_send));
+                }
+            }
+        }
+        if let Some(obs) = self.observer.as_deref_mut() {
+            obs.request(&RequestEvent {
+                sample: &s,
+                seq,
+                conv_id,
+                scenario,
+                stage: (block != WARMUP).then_some(block as u16),
+                turn,
+                text,
+                message: message.as_deref(),
+            });
+        }
+    }
+
+    /// Hands the observer the last live interval when it is due.
+    fn tick_live(&mut self) {
+        let Some(live) = &mut self.live else { return };
+        let now = now_ns();
+        if now < live.next_at {
+            return;
+        }
+        let stage = &self.plan.stages[self.current_stage].name;
+        if let Some(obs) = self.observer.as_deref_mut() {
+            obs.interval(&Interval {
+                elapsed_ns: now - self.run_start,
+                interval_ns: now - live.from,
+                stage: if now < self.measure_start { "warmup" } else { stage },
+                completed: live.completed,
+                failed: live.failed,
+                inflight: self.inflight,
+                e2e: &live.e2e,
+                ttft: &live.ttft,
+            });
+        }
+        live.from = now;
+        live.next_at = now + self.plan.live_interval_ns;
+        live.completed = 0;
+        live.failed = 0;
+        live.e2e.clear();
+        live.ttft.clear();
     }
 
     /// Sleeps on the doorbell until `deadline`, a completion, or a signal.
@@ -366,7 +596,11 @@ impl<'a, 's> Parent<'a, 's> {
             bell.cancel_sleep();
             return;
         }
-        bell.wait(Some(Duration::from_nanos(deadline - now)));
+        let until = match &self.live {
+            Some(l) => deadline.min(l.next_at.max(now + 1)),
+            None => deadline,
+        };
+        bell.wait(Some(Duration::from_nanos(until - now)));
     }
 
     /// Notices workers that died; their unreported requests are lost.
@@ -397,7 +631,7 @@ impl<'a, 's> Parent<'a, 's> {
         w.inflight = 0;
         self.inflight -= lost;
         self.incomplete.push(format!(
-            "worker {k} (pid {}) {how}; {lost} request(s) in flight on it were lost",
+            "worker {k} (pid {}) {how}; {lost} conversation(s) in flight on it were lost",
             w.pid
         ));
         self.record_lost(lost);
@@ -413,9 +647,12 @@ impl<'a, 's> Parent<'a, 's> {
             error: Some(ErrorClass::WorkerLost),
             ..Default::default()
         };
-        let block = &mut self.stages[self.current_stage];
+        let block = &mut self.blocks[self.current_stage][0];
         for _ in 0..n {
             block.record(&lost, []);
+        }
+        for i in &mut self.inflight_by_scenario {
+            *i = 0;
         }
     }
 
@@ -435,6 +672,7 @@ impl<'a, 's> Parent<'a, 's> {
         loop {
             self.collect();
             self.check_workers();
+            self.tick_live();
             if self.inflight == 0 {
                 break;
             }
@@ -457,7 +695,7 @@ impl<'a, 's> Parent<'a, 's> {
                 Some(t) if now >= t => {
                     let lost = self.inflight;
                     self.incomplete.push(format!(
-                        "{lost} request(s) were never reported by a worker after the abort"
+                        "{lost} conversation(s) were never reported by a worker after the abort"
                     ));
                     for w in &mut self.workers {
                         w.inflight = 0;
@@ -471,11 +709,10 @@ impl<'a, 's> Parent<'a, 's> {
             self.sleep_until(now + 10_000_000);
         }
         self.shared.set_phase(phase::EXIT);
-        if let Some(lane) = &mut self.lane {
+        if let Some(mut lane) = self.lane.take() {
             lane.close();
             while let Some(p) = lane.take() {
-                block_of(&mut self.stages, &mut self.warmup, p.block)
-                    .record(&p.sample, p.gaps.iter().copied());
+                self.finalize_pending(p);
             }
         }
     }
@@ -484,11 +721,10 @@ impl<'a, 's> Parent<'a, 's> {
         let mut generator = GeneratorStats {
             workers: self.workers.len(),
             ring_full: self.ring_full,
+            held_back: self.held_back,
             ..Default::default()
         };
-        let wall = now_ns()
-            .saturating_sub(self.stage_starts.first().copied().unwrap_or(0))
-            .max(1);
+        let wall = now_ns().saturating_sub(self.run_start).max(1);
         for k in 0..self.workers.len() {
             let c = self.shared.counters(k);
             generator.waited_for_connection += c.waited_for_connection.load(Ordering::Relaxed);
@@ -499,17 +735,36 @@ impl<'a, 's> Parent<'a, 's> {
             let busy = c.busy_ns.load(Ordering::Relaxed) as f64 / wall as f64;
             generator.worker_busy_max = generator.worker_busy_max.max(busy.min(1.0));
         }
+        let names: Vec<String> = self.plan.scenarios.iter().map(|s| s.name.clone()).collect();
         let mut total = Block::default();
-        let mut stages = Vec::with_capacity(self.stages.len());
-        for (i, block) in std::mem::take(&mut self.stages).into_iter().enumerate() {
+        let mut by_scenario: Vec<Block> = names.iter().map(|_| Block::default()).collect();
+        let mut stages = Vec::with_capacity(self.blocks.len());
+        let mut passed = true;
+        for (i, blocks) in std::mem::take(&mut self.blocks).into_iter().enumerate() {
+            if self.stage_starts[i] == 0 {
+                continue;
+            }
+            let mut block = Block::default();
+            for (s, b) in blocks.iter().enumerate() {
+                block.merge(b);
+                by_scenario[s].merge(b);
+            }
             total.merge(&block);
-            let from = self.stage_starts[i];
-            let window_ns = block.last_end.saturating_sub(from);
+            let window_ns = block.last_end.saturating_sub(self.stage_starts[i]);
+            let thresholds = self.plan.thresholds.evaluate(&block, window_ns);
+            passed &= thresholds.iter().all(|v| v.pass);
             stages.push(StageResult {
                 name: self.plan.stages[i].name.clone(),
                 load: self.plan.stages[i].load,
+                scenarios: names
+                    .iter()
+                    .cloned()
+                    .zip(blocks)
+                    .map(|(name, block)| ScenarioResult { name, block })
+                    .collect(),
                 block,
                 window_ns,
+                thresholds,
             });
         }
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
@@ -518,10 +773,20 @@ impl<'a, 's> Parent<'a, 's> {
         if self.interrupted {
             incomplete.insert(0, "interrupted by a signal".to_string());
         }
+        if let Some(why) = &self.threshold_abort {
+            incomplete.push(why.clone());
+        }
         RunResult {
             started_wall_ns: 0,
             stages,
             total,
+            scenarios: names
+                .into_iter()
+                .zip(by_scenario)
+                .map(|(name, block)| ScenarioResult { name, block })
+                .collect(),
+            thresholds_passed: passed,
+            aborted_on_threshold: self.threshold_abort.take(),
             total_window_ns,
             warmup: std::mem::take(&mut self.warmup),
             generator,
@@ -533,11 +798,59 @@ impl<'a, 's> Parent<'a, 's> {
     }
 }
 
+/// Gaps as a record carries them, or as the tokenizer lane kept them.
+enum GapsRef<'a> {
+    Record(record::Gaps<'a>),
+    Slice(&'a [u64]),
+}
+
+/// Splits `total` into shares proportional to `weights`, summing exactly to
+/// `total` (largest remainders get the leftovers).
+pub fn split_by_weight(total: u64, weights: &[f64]) -> Vec<u64> {
+    let sum: f64 = weights.iter().sum();
+    if weights.is_empty() || sum <= 0.0 {
+        return vec![total];
+    }
+    let exact: Vec<f64> = weights.iter().map(|w| total as f64 * w / sum).collect();
+    let mut out: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+    let mut left = total - out.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ra = exact[a] - exact[a].floor();
+        let rb = exact[b] - exact[b].floor();
+        rb.total_cmp(&ra).then(a.cmp(&b))
+    });
+    for &i in order.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        out[i] += 1;
+        left -= 1;
+    }
+    out
+}
+
+/// A scenario index drawn with probability proportional to its weight.
+fn pick_weighted(rng: &mut Rng, weights: &[f64]) -> usize {
+    if weights.len() <= 1 {
+        return 0;
+    }
+    let sum: f64 = weights.iter().sum();
+    let mut x = rng.next_f64() * sum;
+    for (i, w) in weights.iter().enumerate() {
+        if x < *w {
+            return i;
+        }
+        x -= w;
+    }
+    weights.len() - 1
+}
+
 /// An error message as a person should read it: the `message` of a JSON
 /// error object when there is one, else the text, one line, escapes resolved.
 fn readable_message(raw: &[u8]) -> String {
     let inner = crate::protocol::openai_chat::error_message(raw).unwrap_or(raw);
-    let text = super::tokenize::unescape(inner);
+    let text = unescape(inner);
     let line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -545,13 +858,14 @@ fn readable_message(raw: &[u8]) -> String {
     line.trim().chars().take(200).collect()
 }
 
-fn block_of<'b>(stages: &'b mut [Block], warmup: &'b mut Block, i: usize) -> &'b mut Block {
-    if i == WARMUP { warmup } else { &mut stages[i] }
-}
-
 /// Input tokens: known before sending (ids, tokenizer), else the usage.
-fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32) {
-    match requests.input_tokens(sample) {
+fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32, conversation: bool) {
+    let known = if conversation {
+        None
+    } else {
+        requests.input_tokens(sample)
+    };
+    match known {
         Some((n, source)) => {
             s.input_tokens = Some(n);
             s.input_source = match source {
@@ -586,6 +900,12 @@ fn limits(g: &GeneratorStats, total: &Block) -> Vec<String> {
         out.push(format!(
             "{} request(s) waited for a free connection (raise --connections)",
             g.waited_for_connection
+        ));
+    }
+    if g.held_back > 0 {
+        out.push(format!(
+            "{} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)",
+            g.held_back
         ));
     }
     if g.completion_ring_full > 0 {
@@ -623,5 +943,28 @@ fn describe_exit(status: i32) -> String {
         format!("was killed by signal {}", libc::WTERMSIG(status))
     } else {
         format!("exited with status {}", libc::WEXITSTATUS(status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_split_exactly() {
+        assert_eq!(split_by_weight(1000, &[70.0, 20.0, 10.0]), vec![700, 200, 100]);
+        assert_eq!(split_by_weight(8, &[70.0, 30.0]), vec![6, 2]);
+        assert_eq!(split_by_weight(3, &[1.0, 1.0, 1.0, 1.0]).iter().sum::<u64>(), 3);
+        assert_eq!(split_by_weight(5, &[1.0]), vec![5]);
+    }
+
+    #[test]
+    fn weighted_picks_follow_weights() {
+        let mut rng = Rng::seeded(4);
+        let mut counts = [0u32; 2];
+        for _ in 0..10_000 {
+            counts[pick_weighted(&mut rng, &[70.0, 30.0])] += 1;
+        }
+        assert!((6_700..7_300).contains(&counts[0]), "{counts:?}");
     }
 }

@@ -12,19 +12,20 @@ use crate::shm::doorbell::{DOORBELL_BYTES, Doorbell};
 use crate::shm::mapping::{Layout, SharedMapping};
 use crate::shm::ring::{self, ByteConsumer, ByteProducer, RING_ALIGN, SlotConsumer, SlotProducer};
 
-/// One request handed to a worker: which prebuilt request to send, when it
-/// was due, and which stage it belongs to. 24 bytes, `Copy`, pointer-free.
+/// One conversation handed to a worker (a single request when the scenario
+/// has one turn): which scenario, which content sample to start from, when
+/// it was due. 24 bytes, `Copy`, pointer-free.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IssueSlot {
-    /// Run-wide request number, from 0.
+    /// Run-wide conversation number, from 0.
     pub seq: u64,
-    /// When the request was due (CLOCK_MONOTONIC ns).
+    /// When the first request was due (CLOCK_MONOTONIC ns).
     pub t_sched: u64,
-    /// Index into the prebuilt request set.
+    /// Index into the scenario's samples.
     pub sample: u32,
     pub stage: u16,
-    pub flags: u16,
+    pub scenario: u16,
 }
 
 /// Run phases, in order; workers act on each as they see it.

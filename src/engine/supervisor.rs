@@ -12,6 +12,7 @@ use super::tokenize::TokenLane;
 use super::worker::{self, WorkerSetup};
 use super::{Load, Plan, RunResult};
 use crate::clock::now_ns;
+use crate::metrics::observe::Observer;
 
 /// SIGINT and SIGTERM deliveries to the parent.
 pub static SIGNALS: AtomicU32 = AtomicU32::new(0);
@@ -84,7 +85,12 @@ fn tight_timer_slack() {
 }
 
 /// Forks the workers, runs the plan in the parent, reaps the workers.
-pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
+/// `observer` hears of every finished request and each live interval.
+pub fn run(
+    plan: &Plan<'_>,
+    started_ns: u64,
+    observer: Option<&mut dyn Observer>,
+) -> Result<RunResult, String> {
     let shared = Shared::new(plan.workers).map_err(|e| format!("shared memory: {e}"))?;
     let cpus = available_cpus();
     let per_worker = plan.connections.div_ceil(plan.workers).max(1);
@@ -108,15 +114,17 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
             let code = worker::run(WorkerSetup {
                 index: k,
                 shared: &shared,
-                requests: plan.requests,
-                protocol: plan.protocol,
-                addr: plan.addr,
+                scenarios: &plan.scenarios,
+                endpoints: &plan.endpoints,
                 max_conns: per_worker,
                 timeout_ns: plan.timeout_ns,
+                ttft_timeout_ns: plan.ttft_timeout_ns.unwrap_or(u64::MAX),
                 connect_timeout_ns: plan.connect_timeout_ns,
                 max_gaps: plan.max_gaps,
                 warm_conns: warm_per_worker(plan, per_worker),
+                warm_endpoint: plan.scenarios.first().map_or(0, |s| s.endpoint),
                 keep_text: plan.keep_text,
+                seed: plan.seed,
             });
             // SAFETY: leaving the child without running the parent's atexit
             // handlers or flushing its inherited stdio buffers.
@@ -137,7 +145,7 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
     let pids: Vec<i32> = ends.iter().map(|w| w.pid).collect();
     let result = std::thread::scope(|scope| {
         let lane = plan.tokenizer.map(|t| TokenLane::spawn(scope, t));
-        Parent::new(plan, &shared, ends, lane).run(&SIGNALS, started_ns)
+        Parent::new(plan, &shared, ends, lane, observer).run(&SIGNALS, started_ns)
     });
     reap_pids(&pids);
     Ok(result)
@@ -147,7 +155,9 @@ pub fn run(plan: &Plan<'_>, started_ns: u64) -> Result<RunResult, String> {
 /// closed loop (or offline window) will use at once. Open loops connect on
 /// demand, as their clients would.
 fn warm_per_worker(plan: &Plan<'_>, per_worker: usize) -> usize {
+    let single_endpoint = plan.scenarios.iter().all(|s| s.endpoint == 0);
     match plan.stages.first().map(|s| s.load) {
+        _ if !single_endpoint => 0,
         Some(Load::Closed { concurrency }) => concurrency.div_ceil(plan.workers).min(per_worker),
         Some(Load::Offline) => per_worker,
         _ => 0,

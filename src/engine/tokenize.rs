@@ -10,11 +10,16 @@ use std::thread::{Scope, ScopedJoinHandle};
 use crate::metrics::block::RequestSample;
 use crate::tokens::Tokenizer;
 
-/// A request waiting for its output to be counted.
+/// A finished request held back until its output is counted, with all the
+/// collector needs to record it afterwards.
 pub struct Pending {
     pub sample: RequestSample,
     /// Block the request belongs to (stage index, or `usize::MAX` for warmup).
     pub block: usize,
+    pub scenario: u16,
+    pub seq: u64,
+    pub conv_id: [u8; 16],
+    pub turn: u16,
     pub gaps: Vec<u64>,
     /// Output text, raw JSON-escaped as received.
     pub text: Vec<u8>,
@@ -37,7 +42,6 @@ impl<'scope> TokenLane<'scope> {
             for mut p in work {
                 let n = tokenizer.count(&unescape(&p.text));
                 p.sample.tokenized_output = Some(n as u32);
-                p.text = Vec::new();
                 if done.send(p).is_err() {
                     break;
                 }

@@ -1,12 +1,16 @@
 //! A worker process: one mio event loop that takes requests from its issue
-//! ring, writes their prebuilt bytes on keep-alive connections, timestamps
-//! and parses the responses, and pushes one completion record per request to
-//! its completion ring. It never allocates per request (connection buffers
-//! are allocated on a connection's first use and reused), never formats, and
-//! makes no syscall beyond the socket I/O, `epoll_wait`, and a doorbell
-//! write when the parent sleeps.
+//! ring, writes their prebuilt bytes on keep-alive connections (one pool per
+//! endpoint), timestamps and parses the responses, and pushes one completion
+//! record per request to its completion ring. A single-turn request never
+//! allocates (connection buffers are allocated on a connection's first use
+//! and reused; a conversation id is written over a placeholder in a copy),
+//! never formats, and makes no syscall beyond the socket I/O, `epoll_wait`,
+//! and a doorbell write when the parent sleeps. Multi-turn conversations are
+//! the exception DESIGN.md names: the worker owns them and builds each turn
+//! from the history (see `conversation`).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -16,35 +20,44 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
+use super::ScenarioPlan;
 use super::conn::{Rx, Step};
+use super::conversation::{Conv, new_uuid, write_uuid};
 use super::record::{self, Completion};
-use super::requests::RequestSet;
 use super::shared::{IssueSlot, Shared, WorkerCounters, phase};
+use super::tokenize::unescape;
 use crate::clock::now_ns;
 use crate::http::response::{MAX_HEAD_LEN, parse_head};
 use crate::metrics::errors::ErrorClass;
-use crate::protocol::Protocol;
+use crate::protocol::Message;
+use crate::rng::Rng;
 use crate::shm::ring::{ByteProducer, PushError, SlotConsumer};
 
 /// What a worker needs; inherited through `fork()`.
 pub struct WorkerSetup<'a> {
     pub index: usize,
     pub shared: &'a Shared,
-    pub requests: &'a RequestSet,
-    pub protocol: &'a dyn Protocol,
-    pub addr: SocketAddr,
-    /// Connections this worker may open.
+    pub scenarios: &'a [ScenarioPlan<'a>],
+    /// Resolved endpoints; `None` when the name did not resolve.
+    pub endpoints: &'a [Option<SocketAddr>],
+    /// Connections this worker may open (to all endpoints together).
     pub max_conns: usize,
     pub timeout_ns: u64,
+    /// A response with no first token by then fails as `ttft_timeout`.
+    pub ttft_timeout_ns: u64,
     pub connect_timeout_ns: u64,
     /// Inter-token gaps kept per request.
     pub max_gaps: usize,
     /// Connections to open before reporting ready, so a closed loop's first
     /// requests do not queue behind a burst of TCP handshakes.
     pub warm_conns: usize,
-    /// Keep each response's output text and send it with the record (for
-    /// counting tokens in the parent, or recording outputs).
+    /// Endpoint the warm connections go to.
+    pub warm_endpoint: usize,
+    /// Send each response's output text with its record (for counting tokens
+    /// in the parent, or recording outputs); scenarios may ask for it too.
     pub keep_text: bool,
+    /// Seeds conversation ids and turn draws.
+    pub seed: u64,
 }
 
 const BELL: Token = Token(usize::MAX);
@@ -67,17 +80,46 @@ enum Phase {
     Receiving,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// `Job::conv` of a request that is not part of a multi-turn conversation.
+const NO_CONV: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
 struct Job {
+    /// For turns after the first, `t_sched` is when the turn was due.
     slot: IssueSlot,
     t_dispatch: u64,
     retried: bool,
+    /// Conversation slot, or `NO_CONV`.
+    conv: u32,
+    /// Turn number, from 1.
+    turn: u16,
+    /// The conversation id (a single request's own id).
+    id: [u8; 16],
+}
+
+impl Default for Job {
+    fn default() -> Job {
+        Job {
+            slot: IssueSlot::default(),
+            t_dispatch: 0,
+            retried: false,
+            conv: NO_CONV,
+            turn: 1,
+            id: [0; 16],
+        }
+    }
 }
 
 struct Conn {
     phase: Phase,
     /// Connecting ahead of any request (warm-up); no job is attached.
     warm: bool,
+    /// Endpoint index this connection goes to.
+    endpoint: usize,
+    /// Request bytes when they are not sent straight from the prebuilt
+    /// arena: a copy carrying a fresh conversation id, or a built turn.
+    wbuf: Vec<u8>,
+    from_wbuf: bool,
     stream: Option<TcpStream>,
     /// Responses this connection has completed; > 0 means it was reused.
     served: u32,
@@ -106,8 +148,17 @@ struct Worker<'a> {
     poll: Poll,
     conns: Vec<Conn>,
     free: Vec<usize>,
-    idle: Vec<usize>,
+    /// Idle keep-alive connections, per endpoint.
+    idle: Vec<Vec<usize>>,
     pending: VecDeque<Job>,
+    convs: Vec<Conv>,
+    free_convs: Vec<u32>,
+    /// Conversations waiting out their think time: (due, slot).
+    thinking: BinaryHeap<Reverse<(u64, u32)>>,
+    rng: Rng,
+    body_scratch: Vec<u8>,
+    /// No new turns start (the run is draining).
+    draining: bool,
     issue: SlotConsumer<IssueSlot>,
     out: ByteProducer,
     /// Encoded records the completion ring had no room for, in order.
@@ -128,6 +179,9 @@ impl<'a> Worker<'a> {
             .map(|_| Conn {
                 phase: Phase::Empty,
                 warm: false,
+                endpoint: 0,
+                wbuf: Vec::new(),
+                from_wbuf: false,
                 stream: None,
                 served: 0,
                 job: Job::default(),
@@ -141,8 +195,14 @@ impl<'a> Worker<'a> {
         Ok(Worker {
             counters: s.shared.counters(s.index),
             free: (0..s.max_conns).rev().collect(),
-            idle: Vec::with_capacity(s.max_conns),
+            idle: vec![Vec::new(); s.endpoints.len()],
             pending: VecDeque::with_capacity(PENDING_CAP),
+            convs: Vec::new(),
+            free_convs: Vec::new(),
+            thinking: BinaryHeap::new(),
+            rng: Rng::seeded(s.seed ^ (s.index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            body_scratch: Vec::new(),
+            draining: false,
             backlog: Vec::new(),
             busy: 0,
             published: false,
@@ -168,12 +228,17 @@ impl<'a> Worker<'a> {
                 break;
             }
             let now = now_ns();
+            if ph >= phase::DRAIN && !self.draining {
+                self.draining = true;
+                self.end_thinking(now);
+            }
             if ph == phase::ABORT && !aborted {
                 aborted = true;
                 self.abort_all(now);
             }
             if !aborted {
                 self.take_issues(now);
+                self.wake_thinkers(now);
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -188,11 +253,15 @@ impl<'a> Worker<'a> {
                 self.counters.finished.store(1, Ordering::Release);
             }
 
-            let mut timeout = if self.busy > 0 || !self.backlog.is_empty() {
-                Duration::from_nanos(next_sweep.saturating_sub(now_ns()))
+            let mut until = if self.busy > 0 || !self.backlog.is_empty() {
+                next_sweep
             } else {
-                Duration::from_secs(1)
+                now_ns() + 1_000_000_000
             };
+            if let Some(Reverse((due, _))) = self.thinking.peek() {
+                until = until.min(*due);
+            }
+            let mut timeout = Duration::from_nanos(until.saturating_sub(now_ns()));
             let t = now_ns();
             self.counters
                 .busy_ns
@@ -236,10 +305,11 @@ impl<'a> Worker<'a> {
         if n == 0 {
             return;
         }
+        let ep = self.s.warm_endpoint;
         for _ in 0..n {
             let Some(i) = self.free.pop() else { break };
             self.conns[i].warm = true;
-            self.connect(i, Job::default());
+            self.connect(i, ep, Job::default());
         }
         let deadline = now_ns() + self.s.connect_timeout_ns.min(2_000_000_000);
         while self.conns.iter().any(|c| c.warm) && now_ns() < deadline {
@@ -271,20 +341,116 @@ impl<'a> Worker<'a> {
     fn take_issues(&mut self, now: u64) {
         while self.pending.len() < PENDING_CAP {
             let Some(slot) = self.issue.pop() else { break };
-            let job = Job {
-                slot,
-                t_dispatch: now,
-                retried: false,
-            };
-            if self.pending.is_empty() && self.dispatch(job) {
-                continue;
-            }
-            self.counters
-                .waited_for_connection
-                .fetch_add(1, Ordering::Relaxed);
-            self.pending.push_back(job);
+            let job = self.first_job(slot, now);
+            self.enqueue(job);
         }
         self.drain_pending();
+    }
+
+    /// Sends `job` now if a connection is free, else queues it.
+    fn enqueue(&mut self, job: Job) {
+        if self.pending.is_empty() && self.dispatch(job) {
+            return;
+        }
+        self.counters
+            .waited_for_connection
+            .fetch_add(1, Ordering::Relaxed);
+        self.pending.push_back(job);
+    }
+
+    /// The first request of what the parent issued: a single request, or
+    /// the first turn of a new conversation.
+    fn first_job(&mut self, slot: IssueSlot, now: u64) -> Job {
+        let id = new_uuid(&mut self.rng);
+        let sc = &self.s.scenarios[slot.scenario as usize];
+        let mut job = Job {
+            slot,
+            t_dispatch: now,
+            id,
+            ..Job::default()
+        };
+        if let Some(t) = &sc.conversation {
+            let (lo, hi) = sc.turns;
+            let mut turns = lo + self.rng.below((hi - lo) as u64 + 1) as u16;
+            if let Some(max) = t.turns.max_turns(slot.sample) {
+                turns = turns.min(max).max(1);
+            }
+            let conv = Conv {
+                scenario: slot.scenario,
+                stage: slot.stage,
+                sample: slot.sample,
+                seq: slot.seq,
+                id,
+                turn: 0,
+                turns,
+                history: Vec::new(),
+            };
+            job.conv = match self.free_convs.pop() {
+                Some(k) => {
+                    let mut old = std::mem::replace(&mut self.convs[k as usize], conv);
+                    // Keep the history's allocation for the next conversation.
+                    old.history.clear();
+                    self.convs[k as usize].history = old.history;
+                    k
+                }
+                None => {
+                    self.convs.push(conv);
+                    (self.convs.len() - 1) as u32
+                }
+            };
+        }
+        job
+    }
+
+    /// Starts the turns whose think time has passed.
+    fn wake_thinkers(&mut self, now: u64) {
+        while let Some(&Reverse((due, k))) = self.thinking.peek() {
+            if due > now {
+                break;
+            }
+            self.thinking.pop();
+            let c = &self.convs[k as usize];
+            let job = Job {
+                slot: IssueSlot {
+                    seq: c.seq,
+                    t_sched: due,
+                    sample: c.sample,
+                    stage: c.stage,
+                    scenario: c.scenario,
+                },
+                t_dispatch: now,
+                retried: false,
+                conv: k,
+                turn: c.turn + 1,
+                id: c.id,
+            };
+            self.enqueue(job);
+        }
+    }
+
+    /// Draining: conversations waiting to think start no further turns. The
+    /// parent still hears that each has ended (a record with no request).
+    fn end_thinking(&mut self, now: u64) {
+        while let Some(Reverse((_, k))) = self.thinking.pop() {
+            let c = &self.convs[k as usize];
+            let rec = Completion {
+                seq: c.seq,
+                t_sched: now,
+                t_end: now,
+                sample: c.sample,
+                stage: c.stage,
+                scenario: c.scenario,
+                turn: c.turn,
+                conv_id: c.id,
+                flags: record::CONV_END | record::NO_REQUEST,
+                prompt_tokens: Completion::code(None),
+                completion_tokens: Completion::code(None),
+                ..Completion::default()
+            };
+            push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &[], &[], &[]);
+            self.published = true;
+            self.free_convs.push(k);
+        }
     }
 
     fn drain_pending(&mut self) {
@@ -298,28 +464,35 @@ impl<'a> Worker<'a> {
 
     /// Starts `job` on an idle or new connection; false when none is free.
     fn dispatch(&mut self, job: Job) -> bool {
-        if let Some(i) = self.idle.pop() {
+        let ep = self.s.scenarios[job.slot.scenario as usize].endpoint;
+        if let Some(i) = self.idle[ep].pop() {
             self.start(i, job);
             true
         } else if let Some(i) = self.free.pop() {
-            self.connect(i, job);
+            self.connect(i, ep, job);
             true
         } else {
             false
         }
     }
 
-    fn connect(&mut self, i: usize, job: Job) {
+    fn connect(&mut self, i: usize, ep: usize, job: Job) {
         if !self.conns[i].warm {
             self.busy += 1;
         }
         let now = now_ns();
         let c = &mut self.conns[i];
         c.job = job;
+        c.endpoint = ep;
         c.served = 0;
         c.t_connect = now;
         c.rx.reset(0);
-        match TcpStream::connect(self.s.addr) {
+        let Some(addr) = self.s.endpoints[ep] else {
+            c.phase = Phase::Connecting;
+            self.fail(i, ErrorClass::Dns, now);
+            return;
+        };
+        match TcpStream::connect(addr) {
             Ok(mut stream) => {
                 let _ = stream.set_nodelay(true);
                 if let Err(e) = self.poll.registry().register(
@@ -350,12 +523,76 @@ impl<'a> Worker<'a> {
     }
 
     fn begin_send(&mut self, i: usize) {
+        if !self.prepare(i) {
+            return;
+        }
+        let keep_text = self.s.keep_text
+            || self.s.scenarios[self.conns[i].job.slot.scenario as usize].keep_text
+            || self.conns[i].job.conv != NO_CONV;
         let c = &mut self.conns[i];
         c.phase = Phase::Sending;
         c.written = 0;
         c.filled = 0;
         c.rx.reset(now_ns());
+        c.rx.tally.keep_text = keep_text;
         self.write_more(i);
+    }
+
+    /// Puts the request's bytes where `write_more` takes them: straight from
+    /// the prebuilt arena, a copy with this request's id written in, or a
+    /// conversation turn built from its history. False when a conversation
+    /// has no further turn to send (it is ended and the connection freed).
+    fn prepare(&mut self, i: usize) -> bool {
+        let job = self.conns[i].job;
+        let sc = &self.s.scenarios[job.slot.scenario as usize];
+        let c = &mut self.conns[i];
+        if job.conv != NO_CONV {
+            let t = sc.conversation.as_ref().expect("conversation jobs have a template");
+            let conv = &mut self.convs[job.conv as usize];
+            conv.turn = job.turn - 1;
+            if t.next_request(sc.protocol, conv, &mut self.rng, &mut self.body_scratch, &mut c.wbuf) {
+                c.from_wbuf = true;
+                return true;
+            }
+            // The source ran out of turns: the connection goes back to the
+            // pool and the parent hears that the conversation ended.
+            c.phase = Phase::Idle;
+            let ep = c.endpoint;
+            self.idle[ep].push(i);
+            self.busy -= 1;
+            let rec = Completion {
+                seq: job.slot.seq,
+                t_sched: job.slot.t_sched,
+                t_end: now_ns(),
+                sample: job.slot.sample,
+                stage: job.slot.stage,
+                scenario: job.slot.scenario,
+                turn: job.turn,
+                conv_id: job.id,
+                flags: record::CONV_END | record::NO_REQUEST,
+                prompt_tokens: Completion::code(None),
+                completion_tokens: Completion::code(None),
+                ..Completion::default()
+            };
+            push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &[], &[], &[]);
+            self.published = true;
+            self.free_convs.push(job.conv);
+            return false;
+        }
+        if sc.requests.has_id_slots() {
+            let bytes = sc.requests.get(job.slot.sample);
+            c.wbuf.clear();
+            c.wbuf.extend_from_slice(bytes);
+            let mut id = [0u8; 36];
+            write_uuid(&job.id, &mut id);
+            for at in sc.requests.id_slots(job.slot.sample) {
+                c.wbuf[at..at + 36].copy_from_slice(&id);
+            }
+            c.from_wbuf = true;
+        } else {
+            c.from_wbuf = false;
+        }
+        true
     }
 
     fn on_event(&mut self, i: usize, readable: bool, writable: bool) {
@@ -394,7 +631,7 @@ impl<'a> Worker<'a> {
                 if c.warm {
                     c.warm = false;
                     c.phase = Phase::Idle;
-                    self.idle.push(i);
+                    self.idle[c.endpoint].push(i);
                     return;
                 }
                 self.begin_send(i);
@@ -424,9 +661,14 @@ impl<'a> Worker<'a> {
     }
 
     fn write_more(&mut self, i: usize) {
-        let bytes = self.s.requests.get(self.conns[i].job.slot.sample);
+        let sc = &self.s.scenarios[self.conns[i].job.slot.scenario as usize];
         loop {
             let c = &mut self.conns[i];
+            let bytes = if c.from_wbuf {
+                &c.wbuf[..]
+            } else {
+                sc.requests.get(c.job.slot.sample)
+            };
             let stream = c.stream.as_mut().expect("sending has a stream");
             match stream.write(&bytes[c.written..]) {
                 Ok(n) => {
@@ -447,7 +689,7 @@ impl<'a> Worker<'a> {
     }
 
     fn read_more(&mut self, i: usize) {
-        let proto = self.s.protocol;
+        let proto = self.s.scenarios[self.conns[i].job.slot.scenario as usize].protocol;
         loop {
             let c = &mut self.conns[i];
             if c.filled == c.buf.len() {
@@ -567,8 +809,9 @@ impl<'a> Worker<'a> {
     }
 
     fn close_idle(&mut self, i: usize) {
-        if let Some(pos) = self.idle.iter().position(|&x| x == i) {
-            self.idle.swap_remove(pos);
+        let idle = &mut self.idle[self.conns[i].endpoint];
+        if let Some(pos) = idle.iter().position(|&x| x == i) {
+            idle.swap_remove(pos);
         }
         self.close(i);
         self.free.push(i);
@@ -585,7 +828,7 @@ impl<'a> Worker<'a> {
 
     /// A complete response on connection `i`.
     fn complete(&mut self, i: usize, keep_alive: bool, t_end: u64) {
-        let proto = self.s.protocol;
+        let proto = self.s.scenarios[self.conns[i].job.slot.scenario as usize].protocol;
         let c = &mut self.conns[i];
         let status = c.rx.head.map_or(0, |h| h.status);
         let error = if (200..300).contains(&status) {
@@ -604,7 +847,7 @@ impl<'a> Worker<'a> {
         self.busy -= 1;
         if keep_alive && c.phase == Phase::Receiving {
             c.phase = Phase::Idle;
-            self.idle.push(i);
+            self.idle[c.endpoint].push(i);
         } else {
             self.close(i);
             self.free.push(i);
@@ -627,10 +870,16 @@ impl<'a> Worker<'a> {
     }
 
     fn emit(&mut self, i: usize, error: ErrorClass, status: u16, t_end: u64) {
+        let conv_end = self.continue_conversation(i, error, t_end);
         let c = &self.conns[i];
+        let sc = &self.s.scenarios[c.job.slot.scenario as usize];
+        let ship_text = self.s.keep_text || sc.keep_text;
         let rx = &c.rx;
         let tally = &rx.tally;
         let mut flags = 0;
+        if conv_end {
+            flags |= record::CONV_END;
+        }
         if rx.sse_mode {
             flags |= record::STREAMED;
         }
@@ -648,6 +897,9 @@ impl<'a> Worker<'a> {
             t_end,
             sample: c.job.slot.sample,
             stage: c.job.slot.stage,
+            scenario: c.job.slot.scenario,
+            turn: c.job.turn,
+            conv_id: c.job.id,
             status,
             error: error as u8,
             flags,
@@ -657,7 +909,11 @@ impl<'a> Worker<'a> {
             text_bytes: tally.text_bytes,
             n_gaps: tally.gaps.len() as u32,
             finish: tally.finish as u8,
-            text_len: tally.text.len().min(MAX_TEXT) as u32,
+            text_len: if ship_text {
+                tally.text.len().min(MAX_TEXT) as u32
+            } else {
+                0
+            },
             msg_len: tally.error_message().len() as u32,
         };
         push_record(
@@ -672,14 +928,45 @@ impl<'a> Worker<'a> {
         self.published = true;
     }
 
+    /// After turn `c.job.turn` of a conversation ended: feeds the reply back
+    /// and schedules the next turn after the think time, or ends the
+    /// conversation. Returns whether it (or the single request) has ended.
+    fn continue_conversation(&mut self, i: usize, error: ErrorClass, t_end: u64) -> bool {
+        let job = self.conns[i].job;
+        if job.conv == NO_CONV {
+            return true;
+        }
+        let conv = &mut self.convs[job.conv as usize];
+        if error != ErrorClass::None || job.turn >= conv.turns || self.draining {
+            self.free_convs.push(job.conv);
+            return true;
+        }
+        let reply = unescape(&self.conns[i].rx.tally.text);
+        conv.history.push(Message {
+            role: "assistant".to_string(),
+            content: reply,
+        });
+        conv.turn = job.turn;
+        let think = self.s.scenarios[job.slot.scenario as usize].think_time_ns;
+        self.thinking.push(Reverse((t_end + think, job.conv)));
+        false
+    }
+
     /// Records a request that never reached a connection.
     fn emit_unsent(&mut self, job: Job, error: ErrorClass, t_end: u64) {
+        if job.conv != NO_CONV {
+            self.free_convs.push(job.conv);
+        }
         let rec = Completion {
             seq: job.slot.seq,
             t_sched: job.slot.t_sched,
             t_end,
             sample: job.slot.sample,
             stage: job.slot.stage,
+            scenario: job.slot.scenario,
+            turn: job.turn,
+            conv_id: job.id,
+            flags: record::CONV_END,
             error: error as u8,
             prompt_tokens: Completion::code(None),
             completion_tokens: Completion::code(None),
@@ -711,6 +998,12 @@ impl<'a> Worker<'a> {
                 {
                     self.fail(i, ErrorClass::RequestTimeout, now);
                 }
+                Phase::Sending | Phase::Receiving
+                    if c.rx.tally.t_first_token == 0
+                        && now.saturating_sub(c.rx.t_send) > self.s.ttft_timeout_ns =>
+                {
+                    self.fail(i, ErrorClass::TtftTimeout, now);
+                }
                 _ => {}
             }
         }
@@ -729,11 +1022,7 @@ impl<'a> Worker<'a> {
             self.emit_unsent(job, ErrorClass::Aborted, now);
         }
         while let Some(slot) = self.issue.pop() {
-            let job = Job {
-                slot,
-                t_dispatch: now,
-                retried: false,
-            };
+            let job = self.first_job(slot, now);
             self.emit_unsent(job, ErrorClass::Aborted, now);
         }
     }

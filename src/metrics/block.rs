@@ -128,13 +128,9 @@ pub struct Block {
 }
 
 impl Block {
-    /// Counts one request that was handed to a worker.
-    pub fn record_issued(&mut self) {
-        self.issued += 1;
-    }
-
     /// Records a finished request (success or failure) and its ITL gaps.
     pub fn record(&mut self, s: &RequestSample, gaps: impl IntoIterator<Item = u64>) {
+        self.issued += 1;
         if self.first_sched == 0 || s.t_sched < self.first_sched {
             self.first_sched = s.t_sched;
         }
@@ -298,7 +294,6 @@ mod tests {
     #[test]
     fn records_definitions() {
         let mut b = Block::default();
-        b.record_issued();
         b.record(&ok(1000, 2010, 5010, 6000, Some(4), 4), [1000, 1000, 1000]);
         assert_eq!(b.completed, 1);
         assert_eq!(b.e2e.quantile_ns(0.5), Some(5000));

@@ -36,10 +36,16 @@ pub enum ErrorClass {
     /// A success status whose body or stream carried an error (an SSE
     /// `error` event, or a JSON error object).
     InBandError = 13,
+    /// No first token within `ttft_timeout` of the send.
+    TtftTimeout = 14,
+    /// A success whose content failed one of the scenario's checks.
+    CheckFailed = 15,
+    /// The endpoint's host name did not resolve.
+    Dns = 16,
 }
 
 /// Number of `ErrorClass` values, for fixed arrays indexed by class.
-pub const CLASSES: usize = 14;
+pub const CLASSES: usize = 17;
 
 impl ErrorClass {
     pub const ALL: [ErrorClass; CLASSES] = [
@@ -57,6 +63,9 @@ impl ErrorClass {
         ErrorClass::FdExhausted,
         ErrorClass::PortsExhausted,
         ErrorClass::InBandError,
+        ErrorClass::TtftTimeout,
+        ErrorClass::CheckFailed,
+        ErrorClass::Dns,
     ];
 
     /// The class's key in reports; HTTP statuses are named `http_<code>`
@@ -77,6 +86,9 @@ impl ErrorClass {
             ErrorClass::FdExhausted => "fd_exhausted",
             ErrorClass::PortsExhausted => "ports_exhausted",
             ErrorClass::InBandError => "inband_error",
+            ErrorClass::TtftTimeout => "ttft_timeout",
+            ErrorClass::CheckFailed => "check_failed",
+            ErrorClass::Dns => "dns_error",
         }
     }
 

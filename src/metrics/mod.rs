@@ -5,4 +5,6 @@
 
 pub mod block;
 pub mod errors;
+pub mod observe;
 pub mod series;
+pub mod thresholds;

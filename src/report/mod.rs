@@ -4,6 +4,7 @@
 //! the atomic file writes both go through.
 
 pub mod atomic;
+pub mod observer;
 pub mod summary;
 pub mod text;
 
@@ -25,6 +26,8 @@ pub struct RunInfo {
     pub builtin_endpoint: Option<Value>,
     /// Where the prompts came from and how many were loaded or skipped.
     pub dataset: Value,
+    /// The per-request log.
+    pub events: observer::EventsStats,
 }
 
 /// Writes `summary.json` and `report.txt` into `dir` atomically and returns

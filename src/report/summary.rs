@@ -42,6 +42,7 @@ pub fn build(run: &RunResult, info: &RunInfo) -> Value {
         "generator": {
             "send_lateness_us": lateness,
             "ring_full": g.ring_full,
+            "held_back": g.held_back,
             "waited_for_connection": g.waited_for_connection,
             "completion_ring_full": g.completion_ring_full,
             "itl_truncated": g.itl_truncated,
@@ -54,22 +55,50 @@ pub fn build(run: &RunResult, info: &RunInfo) -> Value {
             "limited_by_generator": !g.limits.is_empty(),
             "limits": g.limits,
         },
-        "stages": run.stages.iter().map(|s| json!({
-            "name": s.name,
-            "load": load(&s.load),
-            "requests": requests(&s.block),
-            "window_s": s.window_ns as f64 / 1e9,
-            "throughput": throughput(&s.block, s.window_ns),
-            "tokens": tokens(&s.block),
-            "latency_ms": latency(&s.block),
-            "send_lateness_us": s.block.send_lateness.summary(US),
-            "scenarios": [],
-        })).collect::<Vec<_>>(),
+        "stages": run.stages.iter().map(|s| {
+            let mut v = slice(&s.block, s.window_ns);
+            v["name"] = s.name.clone().into();
+            v["load"] = load(&s.load);
+            v["scenarios"] = s
+                .scenarios
+                .iter()
+                .map(|sc| {
+                    let mut b = slice(&sc.block, s.window_ns);
+                    b["name"] = sc.name.clone().into();
+                    b
+                })
+                .collect::<Vec<_>>()
+                .into();
+            v["thresholds"] = serde_json::to_value(&s.thresholds).expect("verdicts serialize");
+            v["thresholds_passed"] = s.thresholds.iter().all(|t| t.pass).into();
+            v
+        }).collect::<Vec<_>>(),
+        "scenarios": run.scenarios.iter().map(|sc| {
+            let mut b = slice(&sc.block, run.total_window_ns);
+            b["name"] = sc.name.clone().into();
+            b
+        }).collect::<Vec<_>>(),
+        "thresholds_passed": run.thresholds_passed,
+        "aborted_on_threshold": run.aborted_on_threshold,
+        "events": info.events,
     });
     if let Some(stats) = &info.builtin_endpoint {
         doc["builtin_endpoint"] = stats.clone();
     }
     doc
+}
+
+/// The blocks every slice of a run has (a stage, a scenario).
+fn slice(b: &Block, window_ns: u64) -> Value {
+    json!({
+        "requests": requests(b),
+        "error_messages": b.error_messages,
+        "window_s": window_ns as f64 / 1e9,
+        "throughput": throughput(b, window_ns),
+        "tokens": tokens(b),
+        "latency_ms": latency(b),
+        "send_lateness_us": b.send_lateness.summary(US),
+    })
 }
 
 fn requests(b: &Block) -> Value {

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::RunInfo;
-use crate::engine::{Load, RunResult};
+use crate::engine::{Load, RunResult, ScenarioResult};
 use crate::metrics::block::Block;
 use crate::metrics::series::{Series, Summary};
 use crate::protocol::Finish;
@@ -43,13 +43,30 @@ pub fn render(run: &RunResult, info: &RunInfo) -> String {
     }
     o.push('\n');
     block(&mut o, &run.total, run.total_window_ns);
+    if run.scenarios.len() > 1 {
+        o.push('\n');
+        scenario_table(&mut o, &run.scenarios, run.total_window_ns);
+    }
     if run.stages.len() > 1 {
         for s in &run.stages {
             let _ = writeln!(o, "\n== stage {} ({}) ==", s.name, load(&s.load));
             block(&mut o, &s.block, s.window_ns);
+            if s.scenarios.len() > 1 {
+                o.push('\n');
+                scenario_table(&mut o, &s.scenarios, s.window_ns);
+            }
         }
     }
+    thresholds(&mut o, run);
     generator(&mut o, run, info);
+    if info.events.dropped > 0 || info.events.error.is_some() {
+        let _ = writeln!(
+            o,
+            "  WARNING: events.jsonl lost {} line(s){}",
+            info.events.dropped,
+            info.events.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+        );
+    }
     o.push_str(DEFINITIONS);
     o
 }
@@ -129,6 +146,57 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
     row(o, "output (osl)", &b.osl, 1.0);
 }
 
+fn scenario_table(o: &mut String, scenarios: &[ScenarioResult], window_ns: u64) {
+    let secs = window_ns as f64 / 1e9;
+    let _ = writeln!(
+        o,
+        "{:<16}{:>9}{:>9}{:>9}{:>10}{:>10}{:>10}{:>11}{:>11}",
+        "scenario", "issued", "done", "failed", "req/s", "e2e p50", "e2e p99", "ttft p50", "ttft p95"
+    );
+    let ms = |s: &Series, q: f64| s.quantile_ns(q).map_or("-".to_string(), |v| num(v as f64 / 1e6));
+    for sc in scenarios {
+        let b = &sc.block;
+        let _ = writeln!(
+            o,
+            "{:<16}{:>9}{:>9}{:>9}{:>10.2}{:>10}{:>10}{:>11}{:>11}",
+            sc.name,
+            b.issued,
+            b.completed,
+            b.failed,
+            if secs > 0.0 { b.completed as f64 / secs } else { 0.0 },
+            ms(&b.e2e, 0.5),
+            ms(&b.e2e, 0.99),
+            ms(&b.ttft, 0.5),
+            ms(&b.ttft, 0.95),
+        );
+    }
+}
+
+fn thresholds(o: &mut String, run: &RunResult) {
+    if run.stages.iter().all(|s| s.thresholds.is_empty()) {
+        return;
+    }
+    let _ = writeln!(o, "\nthresholds");
+    for s in &run.stages {
+        for t in &s.thresholds {
+            let value = t.value.map_or("no data".to_string(), num);
+            let op = if t.name == "min_rps" { "≥" } else { "≤" };
+            let _ = writeln!(
+                o,
+                "  {:<4} stage {:<12} {:<12} {op} {:<10} measured {:<10}",
+                if t.pass { "PASS" } else { "FAIL" },
+                s.name,
+                t.name,
+                num(t.limit),
+                value
+            );
+        }
+    }
+    if let Some(why) = &run.aborted_on_threshold {
+        let _ = writeln!(o, "  stopped early: {why}");
+    }
+}
+
 fn row(o: &mut String, name: &str, s: &Series, unit: f64) {
     let Summary {
         count,
@@ -182,8 +250,8 @@ fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
     );
     let _ = writeln!(
         o,
-        "  ring full {}  waited for connection {}  completion ring full {}  stale-connection retries {}",
-        g.ring_full, g.waited_for_connection, g.completion_ring_full, g.stale_retries
+        "  ring full {}  waited for connection {}  held back {}  completion ring full {}  stale-connection retries {}",
+        g.ring_full, g.waited_for_connection, g.held_back, g.completion_ring_full, g.stale_retries
     );
     let _ = writeln!(
         o,

@@ -1,0 +1,129 @@
+//! SLO thresholds, evaluated per stage: a handful of limits on a block's
+//! percentiles, error rate and throughput, each giving a pass or fail with
+//! the measured value beside the limit. No data is a failure for a latency
+//! or throughput limit: a stage that completed nothing met no SLO.
+
+use serde::Serialize;
+
+use super::block::Block;
+
+/// Limits; `None` is not checked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Thresholds {
+    pub ttft_p95_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Failed over issued, 0..1.
+    pub error_rate: Option<f64>,
+    pub min_rps: Option<f64>,
+    /// Stop the run after the first stage that breaks one.
+    pub abort_on_fail: bool,
+}
+
+/// One limit's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub name: &'static str,
+    pub limit: f64,
+    pub value: Option<f64>,
+    pub pass: bool,
+}
+
+impl Thresholds {
+    pub fn is_empty(&self) -> bool {
+        self.ttft_p95_ms.is_none()
+            && self.p95_ms.is_none()
+            && self.p99_ms.is_none()
+            && self.error_rate.is_none()
+            && self.min_rps.is_none()
+    }
+
+    /// Every limit set, evaluated on `b` over a window of `window_ns`.
+    pub fn evaluate(&self, b: &Block, window_ns: u64) -> Vec<Verdict> {
+        let ms = |q: f64, s: &super::series::Series| s.quantile_ns(q).map(|v| v as f64 / 1e6);
+        let mut out = Vec::new();
+        let mut upper = |name, limit: Option<f64>, value: Option<f64>| {
+            if let Some(limit) = limit {
+                out.push(Verdict {
+                    name,
+                    limit,
+                    value,
+                    pass: value.is_some_and(|v| v <= limit),
+                });
+            }
+        };
+        upper("ttft_p95_ms", self.ttft_p95_ms, ms(0.95, &b.ttft));
+        upper("p95_ms", self.p95_ms, ms(0.95, &b.e2e));
+        upper("p99_ms", self.p99_ms, ms(0.99, &b.e2e));
+        let rate = (b.issued > 0).then(|| b.failed as f64 / b.issued as f64);
+        if let Some(limit) = self.error_rate {
+            out.push(Verdict {
+                name: "error_rate",
+                limit,
+                value: Some(rate.unwrap_or(0.0)),
+                pass: rate.unwrap_or(0.0) <= limit,
+            });
+        }
+        if let Some(limit) = self.min_rps {
+            let rps = (window_ns > 0).then(|| b.completed as f64 / (window_ns as f64 / 1e9));
+            out.push(Verdict {
+                name: "min_rps",
+                limit,
+                value: rps,
+                pass: rps.is_some_and(|v| v >= limit),
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::block::RequestSample;
+    use crate::metrics::errors::ErrorClass;
+
+    #[test]
+    fn limits_pass_and_fail() {
+        let mut b = Block::default();
+        for i in 0..100u64 {
+            let s = RequestSample {
+                t_sched: 1,
+                t_send: 1,
+                t_end: 1 + (i + 1) * 1_000_000,
+                t_first_token: 1 + 5_000_000,
+                ..Default::default()
+            };
+            b.record(&s, []);
+        }
+        b.record(
+            &RequestSample {
+                error: Some(ErrorClass::Reset),
+                ..Default::default()
+            },
+            [],
+        );
+        let t = Thresholds {
+            p99_ms: Some(50.0),
+            p95_ms: Some(200.0),
+            ttft_p95_ms: Some(10.0),
+            error_rate: Some(0.001),
+            min_rps: Some(10.0),
+            abort_on_fail: false,
+        };
+        let v = t.evaluate(&b, 2_000_000_000);
+        let get = |n: &str| v.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(!get("p99_ms").pass);
+        assert!(get("p95_ms").pass);
+        assert!(get("ttft_p95_ms").pass);
+        assert!(!get("error_rate").pass);
+        assert!(get("min_rps").pass);
+        assert_eq!(get("min_rps").value, Some(50.0));
+        let empty = Thresholds {
+            p99_ms: Some(1.0),
+            ..Thresholds::default()
+        }
+        .evaluate(&Block::default(), 0);
+        assert!(!empty[0].pass);
+    }
+}
