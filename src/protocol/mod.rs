@@ -4,8 +4,13 @@
 //! parsing scans JSON in place (`scan`) instead of building a tree, because
 //! it runs on a worker's hot path for every SSE event.
 
+pub mod anthropic;
 pub mod openai_chat;
+pub mod openai_completions;
 pub mod scan;
+pub mod sglang;
+#[cfg(test)]
+mod tests;
 
 use serde_json::{Map, Value};
 
@@ -190,7 +195,12 @@ pub trait Protocol: Sync {
 }
 
 /// Every wire format, by `--api` name.
-pub static ALL: &[&dyn Protocol] = &[&openai_chat::OpenAiChat];
+pub static ALL: &[&dyn Protocol] = &[
+    &openai_chat::OpenAiChat,
+    &openai_completions::OpenAiCompletions,
+    &sglang::Sglang,
+    &anthropic::Anthropic,
+];
 
 /// The protocol called `name`, or a message listing the known ones.
 pub fn find(name: &str) -> Result<&'static dyn Protocol, String> {

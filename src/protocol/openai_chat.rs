@@ -22,6 +22,7 @@ json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
 json_key!(ERROR = "error");
 json_key!(MESSAGE = "message");
+json_key!(OBJECT = "object");
 
 /// The `openai-chat` wire format.
 pub struct OpenAiChat;
@@ -71,26 +72,29 @@ impl Protocol for OpenAiChat {
         if data == b"[DONE]" {
             return info;
         }
-        // Where the usage search starts: OpenAI-style chunks put `usage` after
-        // `choices`, so on a text chunk only the tail after the text is read.
+        // Where the later searches start: a delta's reasoning follows its
+        // content, and the choice's finish reason and the chunk's usage follow
+        // the delta, so a text chunk only reads the tail after its text.
         let mut rest = data;
         if let Some(V::Str(text)) = scan::find(data, &CONTENT) {
             info.text = text;
             rest = scan::after(data, text);
         }
+        // A reasoning parser can split one chunk into reasoning and content.
+        if let Some(V::Str(r)) =
+            scan::find(rest, &REASONING_CONTENT).or_else(|| scan::find(rest, &REASONING))
+        {
+            info.reasoning = r;
+        }
+        // vLLM puts the last token's text and the finish reason in one chunk.
+        if let Some(V::Str(reason)) = scan::find(rest, &FINISH_REASON) {
+            info.finish = Some(Finish::from_reason(reason));
+        }
         if info.text.is_empty() {
-            // Reasoning and tool calls arrive in chunks without content text,
-            // as do finish reasons and errors: only such chunks pay for these.
-            if let Some(V::Str(r)) =
-                scan::find(data, &REASONING_CONTENT).or_else(|| scan::find(data, &REASONING))
-            {
-                info.reasoning = r;
-            }
+            // Tool calls and errors arrive in chunks without content text:
+            // only such chunks pay for these searches.
             if let Some(V::Array(calls)) = scan::find(data, &TOOL_CALLS) {
                 info.other_output = calls.len() > 2;
-            }
-            if let Some(V::Str(reason)) = scan::find(data, &FINISH_REASON) {
-                info.finish = Some(Finish::from_reason(reason));
             }
             info.error = error_message(data);
         }
@@ -123,15 +127,25 @@ impl Protocol for OpenAiChat {
     }
 }
 
-/// `{"error": {"message": "..."}}` or `{"error": "..."}`: the message.
+/// The message of an error object: `{"error": {"message": "..."}}`,
+/// `{"error": "..."}`, or the flat `{"object": "error", "message": "..."}`
+/// that vLLM and SGLang send. Without a message string, the error value (or
+/// the `"error"` tag) stands for it, so an error is never lost for want of
+/// one.
 pub(crate) fn error_message(json: &[u8]) -> Option<&[u8]> {
-    match scan::find(json, &ERROR)? {
-        V::Object(e) => match scan::find(e, &MESSAGE) {
+    match scan::find(json, &ERROR) {
+        Some(V::Object(e)) => match scan::find(e, &MESSAGE) {
             Some(V::Str(m)) => Some(m),
             _ => Some(e),
         },
-        V::Str(m) => Some(m),
-        _ => None,
+        Some(V::Str(m)) => Some(m),
+        _ => match scan::find(json, &OBJECT)? {
+            V::Str(tag) if tag == b"error" => match scan::find(json, &MESSAGE) {
+                Some(V::Str(m)) => Some(m),
+                _ => Some(tag),
+            },
+            _ => None,
+        },
     }
 }
 
@@ -226,6 +240,27 @@ mod tests {
     }
 
     #[test]
+    fn last_text_chunk_carries_the_finish_reason() {
+        // vLLM's final chunk: the last token's text with the finish reason.
+        let last = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" end"},"logprobs":null,"finish_reason":"length","stop_reason":null}]}"#;
+        let l = event(last);
+        assert_eq!((l.text, l.finish), (&b" end"[..], Some(Finish::Length)));
+        let tools =
+            br#"{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"tool_calls"}]}"#;
+        assert_eq!(event(tools).finish, Some(Finish::ToolCalls));
+        let filtered = br#"{"choices":[{"index":0,"delta":{},"finish_reason":"content_filter"}]}"#;
+        assert_eq!(event(filtered).finish, Some(Finish::ContentFilter));
+    }
+
+    #[test]
+    fn reasoning_and_content_in_one_chunk() {
+        let both = br#"{"choices":[{"index":0,"delta":{"content":"Answer","reasoning_content":" done."},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":1}}}"#;
+        let b = event(both);
+        assert_eq!((b.text, b.reasoning), (&b"Answer"[..], &b" done."[..]));
+        assert_eq!(b.completion_tokens, Some(2));
+    }
+
+    #[test]
     fn reasoning_and_tool_calls_count_as_output() {
         let r = event(br#"{"choices":[{"delta":{"content":null,"reasoning_content":"hmm"}}]}"#);
         assert_eq!(r.reasoning, b"hmm");
@@ -246,6 +281,21 @@ mod tests {
         assert_eq!(e.error, Some(&b"overloaded"[..]));
         let b = OpenAiChat.parse_body(br#"{"error":"bad model"}"#);
         assert_eq!(b.error, Some(&b"bad model"[..]));
+        // vLLM's streamed error wraps its flat error object.
+        let v = event(
+            br#"{"error":{"object":"error","message":"Request exceeds max length","type":"BadRequestError","param":null,"code":400}}"#,
+        );
+        assert_eq!(v.error, Some(&b"Request exceeds max length"[..]));
+        let flat = OpenAiChat.parse_body(
+            br#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+        );
+        assert_eq!(flat.error, Some(&b"The model `x` does not exist."[..]));
+        let untold = OpenAiChat.parse_body(br#"{"object":"error","code":500}"#);
+        assert_eq!(untold.error, Some(&b"error"[..]));
+        let not_error = OpenAiChat.parse_body(
+            br#"{"object":"chat.completion","error":null,"choices":[{"message":{"content":"ok"}}]}"#,
+        );
+        assert_eq!((not_error.error, not_error.text), (None, &b"ok"[..]));
     }
 
     #[test]
