@@ -17,7 +17,9 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 fn fixture_tokenizer(dir: &Path) -> PathBuf {
     let words: Vec<String> = (0..400).map(|i| format!("w{i}")).collect();
     let mut all: Vec<&str> = words.iter().map(String::as_str).collect();
-    all.extend(["the", "a", "of", "and", "hello", "world", "one", "two", "three", "four", "five"]);
+    all.extend([
+        "the", "a", "of", "and", "hello", "world", "one", "two", "three", "four", "five",
+    ]);
     let p = dir.join("tokenizer.json");
     std::fs::write(&p, llmload::tokens::word_level_json(&all)).unwrap();
     p
@@ -26,8 +28,16 @@ fn fixture_tokenizer(dir: &Path) -> PathBuf {
 #[test]
 fn jsonl_json_and_csv_all_load() {
     let dir = temp_dir("formats");
-    let jsonl = write(&dir, "a.jsonl", "{\"prompt\": \"one two\"}\n{\"prompt\": \"three\"}\n");
-    let json = write(&dir, "b.json", "[{\"question\": \"one two\"}, {\"question\": \"three four\"}]");
+    let jsonl = write(
+        &dir,
+        "a.jsonl",
+        "{\"prompt\": \"one two\"}\n{\"prompt\": \"three\"}\n",
+    );
+    let json = write(
+        &dir,
+        "b.json",
+        "[{\"question\": \"one two\"}, {\"question\": \"three four\"}]",
+    );
     let csv = write(&dir, "c.csv", "id,text,max\n1,\"one, two\",3\n2,three,5\n");
     let server = Server::start(&[]);
     for (spec, completed) in [
@@ -37,7 +47,16 @@ fn jsonl_json_and_csv_all_load() {
     ] {
         let run = bench_at(
             &server,
-            &["--dataset", &spec, "--requests", "4", "--concurrency", "1", "--max-tokens", "2"],
+            &[
+                "--dataset",
+                &spec,
+                "--requests",
+                "4",
+                "--concurrency",
+                "1",
+                "--max-tokens",
+                "2",
+            ],
             Duration::from_secs(30),
         );
         run.assert_success();
@@ -49,7 +68,14 @@ fn jsonl_json_and_csv_all_load() {
     // The CSV's per-row max_tokens (3 and 5) override --max-tokens.
     let run = bench_at(
         &server,
-        &["--dataset", &format!("{csv},max_tokens=max"), "--requests", "2", "--concurrency", "1"],
+        &[
+            "--dataset",
+            &format!("{csv},max_tokens=max"),
+            "--requests",
+            "2",
+            "--concurrency",
+            "1",
+        ],
         Duration::from_secs(30),
     );
     assert_eq!(u(&run.summary()["tokens"]["output_total"]), 8);
@@ -65,7 +91,11 @@ fn messages_column_sends_a_conversation() {
 "#,
     );
     let server = Server::start(&[]);
-    let run = bench_at(&server, &["--dataset", &ds, "--requests", "2", "--concurrency", "1"], Duration::from_secs(30));
+    let run = bench_at(
+        &server,
+        &["--dataset", &ds, "--requests", "2", "--concurrency", "1"],
+        Duration::from_secs(30),
+    );
     run.assert_success();
     assert_eq!(u(&run.summary()["requests"]["completed"]), 2);
 }
@@ -73,37 +103,99 @@ fn messages_column_sends_a_conversation() {
 #[test]
 fn malformed_line_is_named_or_skipped() {
     let dir = temp_dir("malformed");
-    let ds = write(&dir, "bad.jsonl", "{\"prompt\": \"ok\"}\n{\"prompt\": 7}\n{\"prompt\": \"fine\"}\n");
+    let ds = write(
+        &dir,
+        "bad.jsonl",
+        "{\"prompt\": \"ok\"}\n{\"prompt\": 7}\n{\"prompt\": \"fine\"}\n",
+    );
     let server = Server::start(&[]);
-    let run = bench_at(&server, &["--dataset", &ds, "--requests", "1"], Duration::from_secs(30));
+    let run = bench_at(
+        &server,
+        &["--dataset", &ds, "--requests", "1"],
+        Duration::from_secs(30),
+    );
     assert_eq!(run.status.code(), Some(1));
     assert!(run.stderr.contains("bad.jsonl:2"), "{}", run.stderr);
     assert!(run.stderr.contains("prompt"), "{}", run.stderr);
     let run = bench_at(
         &server,
-        &["--dataset", &format!("{ds},skip_invalid=true"), "--requests", "4", "--concurrency", "1"],
+        &[
+            "--dataset",
+            &format!("{ds},skip_invalid=true"),
+            "--requests",
+            "4",
+            "--concurrency",
+            "1",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
     let s = run.summary();
     assert_eq!(u(&s["dataset"]["samples"]), 2);
     assert_eq!(u(&s["dataset"]["skipped"]), 1);
-    assert!(s["dataset"]["skip_examples"][0].as_str().unwrap().contains("bad.jsonl:2"));
+    assert!(
+        s["dataset"]["skip_examples"][0]
+            .as_str()
+            .unwrap()
+            .contains("bad.jsonl:2")
+    );
 }
 
 #[test]
 fn missing_prompt_column_lists_the_columns() {
     let dir = temp_dir("nocol");
     let ds = write(&dir, "x.csv", "id,body\n1,hello\n");
-    let run = bench(&["--endpoint", "http://127.0.0.1:9", "--model", "m", "--dataset", &ds], Duration::from_secs(20));
+    let run = bench(
+        &[
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--dataset",
+            &ds,
+        ],
+        Duration::from_secs(20),
+    );
     assert_eq!(run.status.code(), Some(1));
-    assert!(run.stderr.contains("id") && run.stderr.contains("body"), "{}", run.stderr);
-    let two = write(&dir, "y.jsonl", "{\"prompt\": \"a\", \"question\": \"b\"}\n");
-    let run = bench(&["--endpoint", "http://127.0.0.1:9", "--model", "m", "--dataset", &two], Duration::from_secs(20));
+    assert!(
+        run.stderr.contains("id") && run.stderr.contains("body"),
+        "{}",
+        run.stderr
+    );
+    let two = write(
+        &dir,
+        "y.jsonl",
+        "{\"prompt\": \"a\", \"question\": \"b\"}\n",
+    );
+    let run = bench(
+        &[
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--dataset",
+            &two,
+        ],
+        Duration::from_secs(20),
+    );
     assert_eq!(run.status.code(), Some(1));
-    assert!(run.stderr.contains("prompt") && run.stderr.contains("question"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("prompt") && run.stderr.contains("question"),
+        "{}",
+        run.stderr
+    );
     let empty = write(&dir, "z.jsonl", "\n");
-    let run = bench(&["--endpoint", "http://127.0.0.1:9", "--model", "m", "--dataset", &empty], Duration::from_secs(20));
+    let run = bench(
+        &[
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--dataset",
+            &empty,
+        ],
+        Duration::from_secs(20),
+    );
     assert_eq!(run.status.code(), Some(1));
     assert!(!run.stderr.contains("panicked"));
 }
@@ -143,7 +235,14 @@ fn synthetic_without_a_tokenizer_is_close() {
     let server = Server::start(&[]);
     let run = bench_at(
         &server,
-        &["--synthetic", "isl=200,osl=4,isl_std=20,count=50", "--requests", "50", "--concurrency", "4"],
+        &[
+            "--synthetic",
+            "isl=200,osl=4,isl_std=20,count=50",
+            "--requests",
+            "50",
+            "--concurrency",
+            "4",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
@@ -158,12 +257,27 @@ fn synthetic_without_a_tokenizer_is_close() {
 #[test]
 fn order_shuffle_and_random_run() {
     let dir = temp_dir("order");
-    let ds = write(&dir, "p.jsonl", &(0..10).map(|i| format!("{{\"prompt\": \"p{i}\"}}\n")).collect::<String>());
+    let ds = write(
+        &dir,
+        "p.jsonl",
+        &(0..10)
+            .map(|i| format!("{{\"prompt\": \"p{i}\"}}\n"))
+            .collect::<String>(),
+    );
     let server = Server::start(&[]);
     for order in ["sequential", "shuffle", "random"] {
         let run = bench_at(
             &server,
-            &["--dataset", &ds, "--order", order, "--requests", "25", "--concurrency", "2"],
+            &[
+                "--dataset",
+                &ds,
+                "--order",
+                order,
+                "--requests",
+                "25",
+                "--concurrency",
+                "2",
+            ],
             Duration::from_secs(30),
         );
         run.assert_success();
@@ -178,11 +292,24 @@ fn order_shuffle_and_random_run() {
 #[test]
 fn input_token_ids_are_sent_and_counted() {
     let dir = temp_dir("ids");
-    let ds = write(&dir, "ids.jsonl", "{\"input_tokens\": [1, 2, 3, 4, 5]}\n{\"input_tokens\": [7, 8, 9]}\n");
+    let ds = write(
+        &dir,
+        "ids.jsonl",
+        "{\"input_tokens\": [1, 2, 3, 4, 5]}\n{\"input_tokens\": [7, 8, 9]}\n",
+    );
     let server = Server::start(&[]);
     let run = bench_at(
         &server,
-        &["--api", "openai-completions", "--dataset", &format!("{ds},input_tokens=input_tokens"), "--requests", "4", "--concurrency", "1"],
+        &[
+            "--api",
+            "openai-completions",
+            "--dataset",
+            &format!("{ds},input_tokens=input_tokens"),
+            "--requests",
+            "4",
+            "--concurrency",
+            "1",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();

@@ -63,7 +63,12 @@ fn every_api_paces_ttft_like_the_server() {
 fn in_band_errors_are_counted_with_their_message() {
     for api in APIS {
         for stream in [true, false] {
-            let s = run_api(api, stream, &["--inband-error-rate", "0.25"], &["--concurrency", "1"]);
+            let s = run_api(
+                api,
+                stream,
+                &["--inband-error-rate", "0.25"],
+                &["--concurrency", "1"],
+            );
             let what = format!("{api} stream={stream}: {}", s["requests"]);
             assert_eq!(u(&s["requests"]["errors"]["inband_error"]), 10, "{what}");
             assert_eq!(u(&s["requests"]["completed"]), 30, "{what}");
@@ -82,7 +87,12 @@ fn in_band_errors_are_counted_with_their_message() {
 #[test]
 fn reasoning_counts_as_output_and_first_token() {
     for api in ["openai-chat", "anthropic"] {
-        let s = run_api(api, true, &["--reasoning-tokens", "4", "--ttft", "5ms"], &[]);
+        let s = run_api(
+            api,
+            true,
+            &["--reasoning-tokens", "4", "--ttft", "5ms"],
+            &[],
+        );
         assert_eq!(u(&s["tokens"]["output_total"]), 40 * 12, "{api}");
         // Reasoning and text events alike are token events.
         assert_eq!(u(&s["latency_ms"]["itl"]["count"]), 40 * 11, "{api}");
@@ -96,7 +106,18 @@ fn endpoint_without_path_uses_the_api_default() {
     for api in APIS {
         let server = Server::start(&[]);
         let run = bench(
-            &["--endpoint", &server.url(), "--api", api, "--model", "m", "--requests", "3", "--concurrency", "1"],
+            &[
+                "--endpoint",
+                &server.url(),
+                "--api",
+                api,
+                "--model",
+                "m",
+                "--requests",
+                "3",
+                "--concurrency",
+                "1",
+            ],
             Duration::from_secs(30),
         );
         run.assert_success();
@@ -110,12 +131,25 @@ fn anthropic_sends_its_headers_and_key() {
     let server = Server::start(&["--api-key", "sk-ant-test-XYZ"]);
     let run = bench_at(
         &server,
-        &["--api", "anthropic", "--api-key", "sk-ant-test-XYZ", "--requests", "5", "--concurrency", "1"],
+        &[
+            "--api",
+            "anthropic",
+            "--api-key",
+            "sk-ant-test-XYZ",
+            "--requests",
+            "5",
+            "--concurrency",
+            "1",
+        ],
         Duration::from_secs(30),
     );
     run.assert_success();
     assert_eq!(u(&run.summary()["requests"]["completed"]), 5);
-    let bad = bench_at(&server, &["--api", "anthropic", "--requests", "2"], Duration::from_secs(30));
+    let bad = bench_at(
+        &server,
+        &["--api", "anthropic", "--requests", "2"],
+        Duration::from_secs(30),
+    );
     assert_eq!(u(&bad.summary()["requests"]["errors"]["http_401"]), 2);
 }
 
@@ -125,7 +159,19 @@ fn sampling_flags_and_extra_body_are_accepted() {
         "openai-chat",
         true,
         &[],
-        &["--temperature", "0.7", "--top-p", "0.9", "--seed", "7", "--stop", "END", "--ignore-eos", "--extra-body", "{\"top_k\": 20}"],
+        &[
+            "--temperature",
+            "0.7",
+            "--top-p",
+            "0.9",
+            "--seed",
+            "7",
+            "--stop",
+            "END",
+            "--ignore-eos",
+            "--extra-body",
+            "{\"top_k\": 20}",
+        ],
     );
     assert_eq!(u(&s["requests"]["completed"]), 40);
     assert_eq!(s["config"]["temperature"], 0.7);

@@ -5,8 +5,8 @@
 mod util;
 
 mod bench_modes;
-mod failures;
 mod datasets;
+mod failures;
 mod interrupt;
 mod protocols;
 mod report;

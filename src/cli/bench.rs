@@ -18,9 +18,9 @@ use crate::engine::{
     Checks, Load, Plan, ScenarioPlan, StagePlan, arrival::ArrivalKind, supervisor,
 };
 use crate::metrics::thresholds::Thresholds;
-use crate::report::observer::RunObserver;
 use crate::protocol;
 use crate::protocol::Sampling;
+use crate::report::observer::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server::{self, ServerConfig};
 use crate::tokens::Tokenizer;
@@ -579,8 +579,16 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
     let mut observer = RunObserver::start(
         &cfg.out,
-        &plan.scenarios.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
-        &plan.stages.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        &plan
+            .scenarios
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>(),
+        &plan
+            .stages
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>(),
         cfg.record_output,
         started_wall,
         started_ns,

@@ -84,12 +84,16 @@ impl Checks {
         if let Some(min) = self.min_completion_tokens
             && output_tokens < min
         {
-            return Some(format!("{output_tokens} completion tokens, expected at least {min}"));
+            return Some(format!(
+                "{output_tokens} completion tokens, expected at least {min}"
+            ));
         }
         if let Some(max) = self.max_completion_tokens
             && output_tokens > max
         {
-            return Some(format!("{output_tokens} completion tokens, expected at most {max}"));
+            return Some(format!(
+                "{output_tokens} completion tokens, expected at most {max}"
+            ));
         }
         if let Some(m) = self.contains.iter().find(|m| !text.contains(m.as_str())) {
             return Some(format!("output does not contain {m:?}"));

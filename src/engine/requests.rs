@@ -130,7 +130,10 @@ impl RequestSet {
         let finder = memchr::memmem::Finder::new(UUID_PLACEHOLDER);
         let mut slots = [u32::MAX; 2];
         let mut from = 0;
-        for (slot, wanted) in slots.iter_mut().zip([t.correlation_header.is_some(), t.bust]) {
+        for (slot, wanted) in slots
+            .iter_mut()
+            .zip([t.correlation_header.is_some(), t.bust])
+        {
             if !wanted {
                 continue;
             }
@@ -175,7 +178,9 @@ impl RequestSet {
 
     /// Whether any request carries an id to fill in.
     pub fn has_id_slots(&self) -> bool {
-        self.id_slots.iter().any(|s| s.iter().any(|&o| o != u32::MAX))
+        self.id_slots
+            .iter()
+            .any(|s| s.iter().any(|&o| o != u32::MAX))
     }
 
     /// Input tokens of sample `i` and where the count came from, when known

@@ -14,9 +14,7 @@ use super::record::{self, Completion};
 use super::requests::{InputSource, RequestSet};
 use super::shared::{IssueSlot, Shared, phase};
 use super::tokenize::{Pending, TokenLane, unescape};
-use super::{
-    GeneratorStats, Load, Plan, RunResult, ScenarioResult, StageResult,
-};
+use super::{GeneratorStats, Load, Plan, RunResult, ScenarioResult, StageResult};
 use crate::clock::now_ns;
 use crate::dataset::Picker;
 use crate::metrics::block::{Block, InputCount, RequestSample};
@@ -116,7 +114,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 .scenarios
                 .iter()
                 .enumerate()
-                .map(|(i, sc)| Picker::new(sc.order, sc.samples(), plan.seed.wrapping_add(i as u64)))
+                .map(|(i, sc)| {
+                    Picker::new(sc.order, sc.samples(), plan.seed.wrapping_add(i as u64))
+                })
                 .collect(),
             blocks: plan
                 .stages
@@ -276,7 +276,11 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                         // Offline requests are all due when measurement
                         // starts; during warmup they are due when released.
                         let now = now_ns();
-                        let t = if now >= measured_from { measured_from } else { now };
+                        let t = if now >= measured_from {
+                            measured_from
+                        } else {
+                            now
+                        };
                         let s = pick_weighted(&mut self.rng, &weights);
                         if !self.issue(t, si, s) {
                             self.ring_full += 1;
@@ -489,7 +493,17 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             return;
         }
         let gaps: GapsRef<'_> = GapsRef::Record(d.gaps);
-        self.finalize_with(s, block, d.c.scenario, d.c.seq, d.c.conv_id, d.c.turn, gaps, d.text, message);
+        self.finalize_with(
+            s,
+            block,
+            d.c.scenario,
+            d.c.seq,
+            d.c.conv_id,
+            d.c.turn,
+            gaps,
+            d.text,
+            message,
+        );
     }
 
     /// Applies the scenario's checks, then records the request in its block,
@@ -511,7 +525,11 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         let checks = &self.plan.scenarios[si].checks;
         if s.error.is_none() && !checks.is_empty() {
             let (out, _) = s.output_tokens();
-            let body = if checks.needs_text() { unescape(text) } else { String::new() };
+            let body = if checks.needs_text() {
+                unescape(text)
+            } else {
+                String::new()
+            };
             if let Some(why) = checks.failure(s.status, out, &body) {
                 s.error = Some(ErrorClass::CheckFailed);
                 message = Some(why);
@@ -568,7 +586,11 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             obs.interval(&Interval {
                 elapsed_ns: now - self.run_start,
                 interval_ns: now - live.from,
-                stage: if now < self.measure_start { "warmup" } else { stage },
+                stage: if now < self.measure_start {
+                    "warmup"
+                } else {
+                    stage
+                },
                 completed: live.completed,
                 failed: live.failed,
                 inflight: self.inflight,
@@ -952,9 +974,17 @@ mod tests {
 
     #[test]
     fn weights_split_exactly() {
-        assert_eq!(split_by_weight(1000, &[70.0, 20.0, 10.0]), vec![700, 200, 100]);
+        assert_eq!(
+            split_by_weight(1000, &[70.0, 20.0, 10.0]),
+            vec![700, 200, 100]
+        );
         assert_eq!(split_by_weight(8, &[70.0, 30.0]), vec![6, 2]);
-        assert_eq!(split_by_weight(3, &[1.0, 1.0, 1.0, 1.0]).iter().sum::<u64>(), 3);
+        assert_eq!(
+            split_by_weight(3, &[1.0, 1.0, 1.0, 1.0])
+                .iter()
+                .sum::<u64>(),
+            3
+        );
         assert_eq!(split_by_weight(5, &[1.0]), vec![5]);
     }
 

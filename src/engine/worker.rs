@@ -80,6 +80,25 @@ enum Phase {
     Receiving,
 }
 
+/// What an event says about a socket.
+#[derive(Clone, Copy, Debug)]
+struct Ready {
+    readable: bool,
+    writable: bool,
+    /// The peer closed or reset: no further edge will come.
+    closed: bool,
+}
+
+impl Ready {
+    fn of(ev: &mio::event::Event) -> Ready {
+        Ready {
+            readable: ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+            writable: ev.is_writable() || ev.is_error(),
+            closed: ev.is_read_closed() || ev.is_error(),
+        }
+    }
+}
+
 /// `Job::conv` of a request that is not part of a multi-turn conversation.
 const NO_CONV: u32 = u32::MAX;
 
@@ -284,11 +303,7 @@ impl<'a> Worker<'a> {
                 if tok == BELL {
                     continue;
                 }
-                self.on_event(
-                    tok.0,
-                    ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                    ev.is_writable() || ev.is_error(),
-                );
+                self.on_event(tok.0, Ready::of(ev));
             }
             self.drain_pending();
         }
@@ -322,11 +337,7 @@ impl<'a> Worker<'a> {
             }
             for ev in events.iter() {
                 if ev.token() != BELL {
-                    self.on_event(
-                        ev.token().0,
-                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-                        ev.is_writable() || ev.is_error(),
-                    );
+                    self.on_event(ev.token().0, Ready::of(ev));
                 }
             }
         }
@@ -447,18 +458,28 @@ impl<'a> Worker<'a> {
                 completion_tokens: Completion::code(None),
                 ..Completion::default()
             };
-            push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &[], &[], &[]);
+            push_record(
+                &mut self.out,
+                &mut self.backlog,
+                self.counters,
+                &rec,
+                &[],
+                &[],
+                &[],
+            );
             self.published = true;
             self.free_convs.push(k);
         }
     }
 
     fn drain_pending(&mut self) {
-        while let Some(&job) = self.pending.front() {
+        // Popped before dispatching: a dispatch can fail at once and queue a
+        // retry at the front, which must not be mistaken for this job.
+        while let Some(job) = self.pending.pop_front() {
             if !self.dispatch(job) {
+                self.pending.push_front(job);
                 break;
             }
-            self.pending.pop_front();
         }
     }
 
@@ -547,10 +568,19 @@ impl<'a> Worker<'a> {
         let sc = &self.s.scenarios[job.slot.scenario as usize];
         let c = &mut self.conns[i];
         if job.conv != NO_CONV {
-            let t = sc.conversation.as_ref().expect("conversation jobs have a template");
+            let t = sc
+                .conversation
+                .as_ref()
+                .expect("conversation jobs have a template");
             let conv = &mut self.convs[job.conv as usize];
             conv.turn = job.turn - 1;
-            if t.next_request(sc.protocol, conv, &mut self.rng, &mut self.body_scratch, &mut c.wbuf) {
+            if t.next_request(
+                sc.protocol,
+                conv,
+                &mut self.rng,
+                &mut self.body_scratch,
+                &mut c.wbuf,
+            ) {
                 c.from_wbuf = true;
                 return true;
             }
@@ -574,7 +604,15 @@ impl<'a> Worker<'a> {
                 completion_tokens: Completion::code(None),
                 ..Completion::default()
             };
-            push_record(&mut self.out, &mut self.backlog, self.counters, &rec, &[], &[], &[]);
+            push_record(
+                &mut self.out,
+                &mut self.backlog,
+                self.counters,
+                &rec,
+                &[],
+                &[],
+                &[],
+            );
             self.published = true;
             self.free_convs.push(job.conv);
             return false;
@@ -595,7 +633,12 @@ impl<'a> Worker<'a> {
         true
     }
 
-    fn on_event(&mut self, i: usize, readable: bool, writable: bool) {
+    fn on_event(&mut self, i: usize, ready: Ready) {
+        let Ready {
+            readable,
+            writable,
+            closed,
+        } = ready;
         match self.conns[i].phase {
             Phase::Empty => {}
             Phase::Connecting => {
@@ -636,7 +679,7 @@ impl<'a> Worker<'a> {
                 }
                 self.begin_send(i);
                 if readable && self.conns[i].phase == Phase::Receiving {
-                    self.read_more(i);
+                    self.read_more(i, closed);
                 }
             }
             Phase::Sending => {
@@ -644,12 +687,12 @@ impl<'a> Worker<'a> {
                     self.write_more(i);
                 }
                 if readable && matches!(self.conns[i].phase, Phase::Sending | Phase::Receiving) {
-                    self.read_more(i);
+                    self.read_more(i, closed);
                 }
             }
             Phase::Receiving => {
                 if readable {
-                    self.read_more(i);
+                    self.read_more(i, closed);
                 }
             }
             Phase::Idle => {
@@ -688,7 +731,11 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn read_more(&mut self, i: usize) {
+    /// Reads until the socket is drained. A short read means drained, so
+    /// the next bytes bring a new edge — unless the peer has closed or reset
+    /// (`closed`): no edge follows that, so then reading goes on until the
+    /// end or the error is seen.
+    fn read_more(&mut self, i: usize, closed: bool) {
         let proto = self.s.scenarios[self.conns[i].job.slot.scenario as usize].protocol;
         loop {
             let c = &mut self.conns[i];
@@ -742,7 +789,7 @@ impl<'a> Worker<'a> {
                     }
                 }
                 if c.rx.head.is_none() {
-                    if n < space {
+                    if n < space && !closed {
                         return;
                     }
                     continue;
@@ -761,8 +808,7 @@ impl<'a> Worker<'a> {
                     return;
                 }
             }
-            if n < space {
-                // A short read drained the socket; the next edge brings more.
+            if n < space && !closed {
                 return;
             }
         }

@@ -149,7 +149,11 @@ impl Observer for RunObserver {
             "[{:>7.1}s] stage {:<10} {:>8.1} req/s  in-flight {:>5}  p50 {:>7} ms  p99 {:>7} ms  ttft p50 {:>7} ms  p99 {:>7} ms  errors {}",
             i.elapsed_ns as f64 / 1e9,
             i.stage,
-            if secs > 0.0 { i.completed as f64 / secs } else { 0.0 },
+            if secs > 0.0 {
+                i.completed as f64 / secs
+            } else {
+                0.0
+            },
             i.inflight,
             ms(i.e2e, 0.5),
             ms(i.e2e, 0.99),
@@ -173,7 +177,8 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
         match rx.recv_timeout(Duration::from_millis(250)) {
             Ok(Msg::Line(l)) => {
                 line.clear();
-                serde_json::to_writer(&mut line, &event_json(&l, &ctx)).expect("a Value serializes");
+                serde_json::to_writer(&mut line, &event_json(&l, &ctx))
+                    .expect("a Value serializes");
                 line.push(b'\n');
                 match out.write_all(&line) {
                     Ok(()) => stats.written += 1,

@@ -64,7 +64,11 @@ pub fn render(run: &RunResult, info: &RunInfo) -> String {
             o,
             "  WARNING: events.jsonl lost {} line(s){}",
             info.events.dropped,
-            info.events.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+            info.events
+                .error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
         );
     }
     o.push_str(DEFINITIONS);
@@ -151,9 +155,20 @@ fn scenario_table(o: &mut String, scenarios: &[ScenarioResult], window_ns: u64) 
     let _ = writeln!(
         o,
         "{:<16}{:>9}{:>9}{:>9}{:>10}{:>10}{:>10}{:>11}{:>11}",
-        "scenario", "issued", "done", "failed", "req/s", "e2e p50", "e2e p99", "ttft p50", "ttft p95"
+        "scenario",
+        "issued",
+        "done",
+        "failed",
+        "req/s",
+        "e2e p50",
+        "e2e p99",
+        "ttft p50",
+        "ttft p95"
     );
-    let ms = |s: &Series, q: f64| s.quantile_ns(q).map_or("-".to_string(), |v| num(v as f64 / 1e6));
+    let ms = |s: &Series, q: f64| {
+        s.quantile_ns(q)
+            .map_or("-".to_string(), |v| num(v as f64 / 1e6))
+    };
     for sc in scenarios {
         let b = &sc.block;
         let _ = writeln!(
@@ -163,7 +178,11 @@ fn scenario_table(o: &mut String, scenarios: &[ScenarioResult], window_ns: u64) 
             b.issued,
             b.completed,
             b.failed,
-            if secs > 0.0 { b.completed as f64 / secs } else { 0.0 },
+            if secs > 0.0 {
+                b.completed as f64 / secs
+            } else {
+                0.0
+            },
             ms(&b.e2e, 0.5),
             ms(&b.e2e, 0.99),
             ms(&b.ttft, 0.5),
