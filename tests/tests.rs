@@ -10,4 +10,5 @@ mod failures;
 mod interrupt;
 mod protocols;
 mod report;
+mod scenarios;
 mod timing;
