@@ -5,9 +5,10 @@
 mod util;
 
 mod bench_modes;
-mod failures;
 mod datasets;
+mod failures;
 mod interrupt;
+mod profile;
 mod protocols;
 mod report;
 mod timing;
