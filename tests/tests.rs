@@ -8,6 +8,7 @@ mod bench_modes;
 mod datasets;
 mod failures;
 mod interrupt;
+mod profile;
 mod protocols;
 mod report;
 mod scenarios;

@@ -2,8 +2,10 @@
 //! hands it to the library; each returns the process exit status.
 
 pub mod bench;
+pub mod init;
 pub mod models;
 pub mod serve;
+pub mod validate;
 
 use argh::FromArgs;
 
@@ -19,6 +21,8 @@ pub struct Top {
 pub enum Command {
     Bench(Box<bench::BenchArgs>),
     Serve(serve::ServeArgs),
+    Init(init::InitArgs),
+    Validate(validate::ValidateArgs),
 }
 
 /// Runs the chosen subcommand and returns the exit status.
@@ -26,5 +30,7 @@ pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
         Command::Serve(args) => serve::run(args),
+        Command::Init(args) => init::run(args),
+        Command::Validate(args) => validate::run(args),
     }
 }

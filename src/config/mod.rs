@@ -3,6 +3,7 @@
 
 pub mod duration;
 pub mod endpoint;
+pub mod profile;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,0 +1,63 @@
+//! `llmload init`: write a run profile to start from — a short example, or
+//! with `--full` every field at its default — to a file and to stdout, so
+//! both `llmload init` and `llmload init > x.json` give a usable file. An
+//! existing file is never replaced without `--force`; refusing is not a
+//! failure (exit 0), since the profile still reaches stdout. PATH `-` means
+//! stdout only; argh reads a lone `-` as an option, so it must follow `--`
+//! (`llmload init -- -`), and `--stdout` says the same without that.
+
+use std::path::Path;
+
+use argh::FromArgs;
+
+use crate::config::profile::Profile;
+
+/// Write a run profile to start from (then: llmload bench --profile FILE).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "init")]
+pub struct InitArgs {
+    /// every field with its default value, instead of a short example
+    #[argh(switch)]
+    pub full: bool,
+
+    /// replace the file if it exists
+    #[argh(switch)]
+    pub force: bool,
+
+    /// write to stdout only (the same as PATH -, which argh takes after --)
+    #[argh(switch)]
+    pub stdout: bool,
+
+    /// where to write (default run.json)
+    #[argh(positional)]
+    pub path: Option<String>,
+}
+
+/// Writes the profile; returns the exit status.
+pub fn run(args: InitArgs) -> i32 {
+    let json = if args.full {
+        Profile::full().to_json(true)
+    } else {
+        Profile::example().to_json(false)
+    };
+    let name = args.path.as_deref().unwrap_or("run.json");
+    if args.stdout || name == "-" {
+        print!("{json}");
+        return 0;
+    }
+    let path = Path::new(name);
+    if path.exists() && !args.force {
+        eprintln!("llmload init: {name} exists, left unchanged (--force replaces it)");
+        print!("{json}");
+        return 0;
+    }
+    if let Err(e) = crate::report::atomic::write(path, json.as_bytes()) {
+        eprintln!("llmload init: {e}");
+        return 1;
+    }
+    print!("{json}");
+    eprintln!(
+        "wrote {name} — run it with: llmload bench --profile {name} --endpoint http://HOST:PORT"
+    );
+    0
+}
