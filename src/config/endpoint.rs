@@ -63,6 +63,39 @@ impl Endpoint {
         })
     }
 
+    /// As `parse`, but a host name that does not resolve is not an error:
+    /// the endpoint's address is then unspecified (`0.0.0.0`), and its
+    /// requests fail as `dns_error` instead of the run refusing to start.
+    pub fn parse_lenient(url: &str, default_path: &str) -> Result<Endpoint, String> {
+        match Endpoint::parse(url, default_path) {
+            Err(e) if e.contains("cannot resolve") || e.contains("has no address") => {
+                let rest = url.strip_prefix("http://").unwrap_or(url);
+                let authority = rest.split('/').next().unwrap_or(rest);
+                let (host, port) = split_host_port(authority).ok_or(e)?;
+                let path = match rest.find('/') {
+                    Some(i) if &rest[i..] != "/" => rest[i..].to_string(),
+                    _ => default_path.to_string(),
+                };
+                Ok(Endpoint {
+                    url: url.to_string(),
+                    host: if port == 80 {
+                        host.to_string()
+                    } else {
+                        format!("{host}:{port}")
+                    },
+                    path,
+                    addr: SocketAddr::from(([0, 0, 0, 0], port)),
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the host resolved (see `parse_lenient`).
+    pub fn resolved(&self) -> bool {
+        !self.addr.ip().is_unspecified()
+    }
+
     /// The endpoint of a server listening at `addr` (the built-in one).
     pub fn local(addr: SocketAddr, path: &str) -> Endpoint {
         Endpoint {

@@ -1,5 +1,7 @@
-//! Run configuration: flags resolved into one validated value that the
-//! engine and the report read, and its redacted JSON form for reports.
+//! Run configuration: a profile and flags merged (`profile`), resolved into
+//! one validated value that the engine wiring and the report read. Secrets
+//! stay in it only as long as needed to build request headers; the form
+//! reports show has them redacted.
 
 pub mod duration;
 pub mod endpoint;
@@ -8,56 +10,47 @@ pub mod profile;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
+use crate::metrics::thresholds::Thresholds;
 use crate::protocol::{Protocol, Sampling};
-use duration::format_duration;
-use endpoint::Endpoint;
-
-/// The load shape of a single-stage run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Mode {
-    Offline,
-    Poisson { rate: f64 },
-    Uniform { rate: f64 },
-    Concurrency { n: usize },
-}
+use profile::{Arrival, Profile, Scenario, Stage};
 
 /// A validated `bench` configuration.
 pub struct BenchConfig {
-    /// `None`: start and measure the built-in endpoint.
-    pub endpoint: Option<Endpoint>,
+    /// The merged profile, as reports show it (before redaction).
+    pub profile: Profile,
+    /// Top-level endpoint URL; `None` starts the built-in endpoint.
+    pub endpoint: Option<String>,
     pub protocol: &'static dyn Protocol,
     pub model: Option<String>,
     pub max_tokens: u32,
     pub stream: bool,
-    /// `--dataset` as given, and parsed.
-    pub dataset_arg: Option<String>,
+    pub system: Option<String>,
     pub dataset: Option<DatasetSpec>,
-    pub synthetic_arg: Option<String>,
     pub synthetic: Option<SyntheticSpec>,
     pub order: Order,
     pub tokenizer: Option<PathBuf>,
     pub sampling: Sampling,
-    pub extra_body: Option<serde_json::Map<String, Value>>,
-    pub system: Option<String>,
+    pub extra_body: Option<Map<String, Value>>,
     pub headers: Vec<(String, String)>,
     /// Secret: never written anywhere.
     pub api_key: Option<String>,
+    pub stages: Vec<Stage>,
+    pub arrival: Arrival,
+    pub warmup: Duration,
+    pub connections: usize,
+    pub openloop_max_inflight: Option<u64>,
+    pub scenarios: Vec<Scenario>,
+    pub thresholds: Thresholds,
     pub timeout: Duration,
+    pub ttft_timeout: Option<Duration>,
     pub connect_timeout: Duration,
     pub drain_timeout: Duration,
-    pub mode: Mode,
-    pub connections: usize,
-    pub duration: Option<Duration>,
-    pub requests: Option<u64>,
-    pub warmup: Duration,
     pub seed: u64,
-    /// Conversation ids in front of the first user message.
-    pub bust: bool,
     pub correlation_header: Option<String>,
-    pub ttft_timeout: Option<Duration>,
+    pub uuid_in_prompt: bool,
     pub live_interval: Duration,
     pub record_output: bool,
     pub workers: usize,
@@ -81,69 +74,56 @@ pub fn is_secret_header(name: &str) -> bool {
     SECRET_HEADERS.contains(&n.as_str()) || n.contains("token") || n.contains("secret")
 }
 
+/// Replaces credentials in a header object with `"<redacted>"`.
+fn redact_headers(v: &mut Value) {
+    if let Some(h) = v.as_object_mut() {
+        for (k, val) in h.iter_mut() {
+            if is_secret_header(k) {
+                *val = "<redacted>".into();
+            }
+        }
+    }
+}
+
 impl BenchConfig {
-    /// The resolved configuration as reports show it: every setting, with
-    /// credentials replaced by `"<redacted>"`.
-    pub fn to_json(&self, endpoint: &Endpoint, model: &str) -> Value {
-        let (mode, rate, concurrency) = match self.mode {
-            Mode::Offline => ("offline", None, None),
-            Mode::Poisson { rate } => ("poisson", Some(rate), None),
-            Mode::Uniform { rate } => ("uniform", Some(rate), None),
-            Mode::Concurrency { n } => ("concurrency", None, Some(n)),
+    /// The resolved configuration as reports show it: the merged profile
+    /// plus what was resolved at run time, credentials redacted.
+    pub fn to_json(&self, endpoint_url: &str, model: &str, builtin: bool) -> Value {
+        let mut v: Value = serde_json::from_str(&self.profile.to_json(false))
+            .expect("a profile serializes to JSON");
+        let first = self.stages.first();
+        let mode = match first.map(|s| s.load) {
+            Some(profile::StageLoad::Offline) => "offline",
+            Some(profile::StageLoad::Closed { .. }) => "concurrency",
+            _ => self.arrival.name(),
         };
-        let headers: serde_json::Map<String, Value> = self
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                let v = if is_secret_header(k) {
-                    "<redacted>"
-                } else {
-                    v.as_str()
-                };
-                (k.clone(), Value::from(v))
-            })
-            .collect();
-        json!({
-            "endpoint": endpoint.url,
-            "builtin_endpoint": self.endpoint.is_none(),
-            "api": self.protocol.name(),
-            "model": model,
-            "mode": mode,
-            "rate": rate,
-            "concurrency": concurrency,
-            "connections": self.connections,
-            "duration": self.duration.map(format_duration),
-            "requests": self.requests,
-            "warmup": format_duration(self.warmup),
-            "seed": self.seed,
-            "max_tokens": self.max_tokens,
-            "stream": self.stream,
-            "dataset": self.dataset_arg,
-            "synthetic": self.synthetic_arg,
-            "order": self.order.name(),
-            "tokenizer": self.tokenizer.as_ref().map(|p| p.display().to_string()),
-            "temperature": self.sampling.temperature,
-            "top_p": self.sampling.top_p,
-            "sampling_seed": self.sampling.seed,
-            "stop": self.sampling.stop,
-            "ignore_eos": self.sampling.ignore_eos,
-            "min_tokens": self.sampling.min_tokens,
-            "extra_body": self.extra_body,
-            "system": self.system,
-            "headers": headers,
-            "api_key": self.api_key.as_ref().map(|_| "<redacted>"),
-            "timeout": format_duration(self.timeout),
-            "connect_timeout": format_duration(self.connect_timeout),
-            "drain_timeout": format_duration(self.drain_timeout),
-            "cache_mode": if self.bust { "bust" } else { "natural" },
-            "correlation_header": self.correlation_header,
-            "ttft_timeout": self.ttft_timeout.map(format_duration),
-            "live_interval": format_duration(self.live_interval),
-            "record_output": self.record_output,
-            "workers": self.workers,
-            "pin": self.pin,
-            "out": self.out.display().to_string(),
-        })
+        let o = v.as_object_mut().expect("a profile is an object");
+        o.insert("endpoint".into(), endpoint_url.into());
+        o.insert("builtin_endpoint".into(), builtin.into());
+        o.insert("api".into(), self.protocol.name().into());
+        o.insert("model".into(), model.into());
+        o.insert("mode".into(), mode.into());
+        o.insert("stream".into(), self.stream.into());
+        o.insert("max_tokens".into(), self.max_tokens.into());
+        o.insert("order".into(), self.order.name().into());
+        o.insert("workers".into(), self.workers.into());
+        o.insert("connections".into(), self.connections.into());
+        o.insert("seed".into(), self.seed.into());
+        o.insert("out".into(), self.out.display().to_string().into());
+        if o.contains_key("api_key") || self.api_key.is_some() {
+            o.insert("api_key".into(), "<redacted>".into());
+        }
+        if let Some(h) = o.get_mut("headers") {
+            redact_headers(h);
+        }
+        if let Some(Value::Array(scenarios)) = o.get_mut("scenarios") {
+            for s in scenarios {
+                if let Some(h) = s.get_mut("headers") {
+                    redact_headers(h);
+                }
+            }
+        }
+        v
     }
 }
 

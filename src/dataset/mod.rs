@@ -72,6 +72,16 @@ pub fn builtin() -> Vec<Sample> {
         .collect()
 }
 
+/// Loads `spec` and groups its samples into conversations by the
+/// `conversation` column, in file order: each conversation's user turns.
+pub fn load_conversations(
+    spec: &DatasetSpec,
+    conversation: &str,
+) -> Result<Vec<Vec<String>>, String> {
+    let _ = (spec, conversation);
+    Err("conversation datasets are not supported yet".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,280 @@
+//! `llmload bench` flags, and their translation into a `Profile` that holds
+//! only the flags actually given, so that flags override a `--profile` field
+//! by field. Every flag is optional here: defaults live in one place, the
+//! profile's (`config::profile::defaults`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::config::duration::duration_flag;
+use crate::config::profile::{Correlation, HumanDuration, Profile};
+
+/// Benchmark an endpoint (with no --endpoint: the built-in one).
+#[derive(FromArgs, Debug, Default)]
+#[argh(subcommand, name = "bench")]
+pub struct BenchArgs {
+    /// a run profile (JSON): every flag has a field there; flags given here
+    /// override it (llmload init writes one)
+    #[argh(option)]
+    pub profile: Option<PathBuf>,
+
+    /// endpoint URL, http://host:port[/path] (default path from --api); without
+    /// it, a built-in endpoint (ttft 20ms, tpot 2ms) is started and measured
+    #[argh(option)]
+    pub endpoint: Option<String>,
+
+    /// wire format: openai-chat (default), openai-completions, sglang, anthropic
+    #[argh(option)]
+    pub api: Option<String>,
+
+    /// load shape: offline, poisson, uniform or concurrency (default:
+    /// poisson when --rate is given, else concurrency)
+    #[argh(option)]
+    pub mode: Option<String>,
+
+    /// arrivals per second for poisson and uniform modes
+    #[argh(option)]
+    pub rate: Option<f64>,
+
+    /// requests kept in flight in concurrency mode (default 64)
+    #[argh(option)]
+    pub concurrency: Option<usize>,
+
+    /// connections across all workers: the in-flight bound in offline and
+    /// open-loop modes (default 1024; concurrency mode uses --concurrency)
+    #[argh(option)]
+    pub connections: Option<usize>,
+
+    /// measured run length, e.g. 30s (default 10s unless --requests is given)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub duration: Option<Duration>,
+
+    /// measured requests to issue (offline default 1000)
+    #[argh(option)]
+    pub requests: Option<u64>,
+
+    /// run this long before measuring; excluded from statistics (default 0s)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub warmup: Option<Duration>,
+
+    /// open-loop inter-arrival law for stages of a profile: poisson (default)
+    /// or uniform
+    #[argh(option)]
+    pub arrival: Option<String>,
+
+    /// open loop: at most this many requests in flight; later arrivals wait,
+    /// charged from their scheduled time (default: --connections)
+    #[argh(option)]
+    pub openloop_max_inflight: Option<u64>,
+
+    /// seed for arrival times, sample order and synthetic prompts (default
+    /// 0): same seed, same schedule; when given, also sent as the sampling seed
+    #[argh(option)]
+    pub seed: Option<u64>,
+
+    /// model name (default: the first model the endpoint lists at /v1/models)
+    #[argh(option)]
+    pub model: Option<String>,
+
+    /// output tokens to request per response (default 128)
+    #[argh(option)]
+    pub max_tokens: Option<u32>,
+
+    /// stream responses (the default)
+    #[argh(switch)]
+    pub stream: bool,
+
+    /// ask for whole, non-streamed responses
+    #[argh(switch)]
+    pub no_stream: bool,
+
+    /// dataset PATH[,key=value...]: JSONL, JSON array or CSV (by extension or
+    /// format=); columns prompt=, system=, messages=, input_tokens=,
+    /// max_tokens=, expected=; skip_invalid=true (default: built-in prompts)
+    #[argh(option)]
+    pub dataset: Option<String>,
+
+    /// synthetic prompts: isl=N,osl=M[,isl_std=S,osl_std=T,dist=fixed|normal|uniform|lognormal,count=K]
+    #[argh(option)]
+    pub synthetic: Option<String>,
+
+    /// sample order: sequential (default), shuffle (each pass), random
+    #[argh(option)]
+    pub order: Option<String>,
+
+    /// a HuggingFace tokenizer.json (file or directory) for exact token counts
+    #[argh(option)]
+    pub tokenizer: Option<PathBuf>,
+
+    /// system prompt sent with every request
+    #[argh(option)]
+    pub system: Option<String>,
+
+    /// extra request header 'Name: value' (repeatable)
+    #[argh(option)]
+    pub header: Vec<String>,
+
+    /// API key sent as the API's auth header (default: $OPENAI_API_KEY);
+    /// never written to any output
+    #[argh(option)]
+    pub api_key: Option<String>,
+
+    /// sampling temperature
+    #[argh(option)]
+    pub temperature: Option<f64>,
+
+    /// nucleus sampling top_p
+    #[argh(option)]
+    pub top_p: Option<f64>,
+
+    /// stop sequence (repeatable)
+    #[argh(option)]
+    pub stop: Vec<String>,
+
+    /// ask the server to ignore end-of-sequence, so outputs have the
+    /// requested length (vLLM, SGLang, TensorRT-LLM)
+    #[argh(switch)]
+    pub ignore_eos: bool,
+
+    /// minimum output tokens, where the API has it
+    #[argh(option)]
+    pub min_tokens: Option<u32>,
+
+    /// JSON object merged into every request body, e.g. '{"top_k": 20}'
+    #[argh(option)]
+    pub extra_body: Option<String>,
+
+    /// cache busting: bust (default: a per-conversation id in front of the
+    /// first user message) or natural (prompts untouched)
+    #[argh(option)]
+    pub cache_mode: Option<String>,
+
+    /// header carrying each conversation's id (default x-request-id; '' for none)
+    #[argh(option)]
+    pub correlation_header: Option<String>,
+
+    /// per-request timeout from dispatch to the end of the response (default 300s)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub timeout: Option<Duration>,
+
+    /// fail a request with no first token within this time (default: --timeout)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub ttft_timeout: Option<Duration>,
+
+    /// TCP connect timeout (default 10s)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub connect_timeout: Option<Duration>,
+
+    /// after Ctrl-C or SIGTERM, how long in-flight requests may finish (default 10s)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub drain_timeout: Option<Duration>,
+
+    /// worker processes (default: CPUs − 1, at least 1)
+    #[argh(option)]
+    pub workers: Option<usize>,
+
+    /// pin the parent and each worker to distinct CPUs
+    #[argh(switch)]
+    pub pin: bool,
+
+    /// output directory (default results/<UTC timestamp>)
+    #[argh(option)]
+    pub out: Option<PathBuf>,
+
+    /// do not print the report at the end (it is still written)
+    #[argh(switch)]
+    pub quiet: bool,
+
+    /// print a progress line to stderr this often (default 10s; 0 disables)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub live_interval: Option<Duration>,
+
+    /// keep each response's text in events.jsonl
+    #[argh(switch)]
+    pub record_output: bool,
+}
+
+impl BenchArgs {
+    /// The flags given, as a profile (everything else unset).
+    pub fn to_profile(&self) -> Result<Profile, String> {
+        if self.stream && self.no_stream {
+            return Err("--stream and --no-stream contradict each other".into());
+        }
+        let d = |v: Option<Duration>| v.map(HumanDuration);
+        let on = |b: bool| b.then_some(true);
+        let mut headers = BTreeMap::new();
+        for h in &self.header {
+            let (k, v) = h
+                .split_once(':')
+                .ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
+            let (k, v) = (k.trim(), v.trim());
+            if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(format!("--header '{h}': bad header name"));
+            }
+            headers.insert(k.to_string(), v.to_string());
+        }
+        let extra_body = match &self.extra_body {
+            None => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Object(m)) => Some(m),
+                Ok(_) => return Err(format!("--extra-body '{text}': expected a JSON object")),
+                Err(e) => return Err(format!("--extra-body '{text}': not valid JSON: {e}")),
+            },
+        };
+        Ok(Profile {
+            endpoint: self.endpoint.clone(),
+            api: self.api.clone(),
+            model: self.model.clone(),
+            mode: self.mode.clone(),
+            rate: self.rate,
+            concurrency: self.concurrency,
+            duration: d(self.duration),
+            requests: self.requests,
+            warmup: d(self.warmup),
+            arrival: self.arrival.clone(),
+            connections: self.connections,
+            openloop_max_inflight: self.openloop_max_inflight,
+            max_tokens: self.max_tokens,
+            stream: match (self.stream, self.no_stream) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            system: self.system.clone(),
+            dataset: self.dataset.clone(),
+            synthetic: self.synthetic.clone(),
+            order: self.order.clone(),
+            tokenizer: self.tokenizer.clone(),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            stop: (!self.stop.is_empty()).then(|| self.stop.clone()),
+            ignore_eos: on(self.ignore_eos),
+            min_tokens: self.min_tokens,
+            extra_body,
+            headers: (!headers.is_empty()).then_some(headers),
+            api_key: self.api_key.clone(),
+            cache_mode: self.cache_mode.clone(),
+            correlation: self.correlation_header.as_ref().map(|h| Correlation {
+                header: Some(h.clone()),
+                uuid_in_prompt: None,
+            }),
+            timeout: d(self.timeout),
+            ttft_timeout: d(self.ttft_timeout),
+            connect_timeout: d(self.connect_timeout),
+            drain_timeout: d(self.drain_timeout),
+            seed: self.seed,
+            workers: self.workers,
+            pin: on(self.pin),
+            out: self.out.clone(),
+            quiet: on(self.quiet),
+            live_interval: d(self.live_interval),
+            record_output: on(self.record_output),
+            stages: None,
+            scenarios: None,
+            thresholds: None,
+        })
+    }
+}
