@@ -7,5 +7,6 @@ mod util;
 mod bench_modes;
 mod failures;
 mod interrupt;
+mod probe;
 mod report;
 mod timing;

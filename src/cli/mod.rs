@@ -2,7 +2,9 @@
 //! hands it to the library; each returns the process exit status.
 
 pub mod bench;
+pub mod http_client;
 pub mod models;
+pub mod probe;
 pub mod serve;
 
 use argh::FromArgs;
@@ -19,6 +21,7 @@ pub struct Top {
 pub enum Command {
     Bench(Box<bench::BenchArgs>),
     Serve(serve::ServeArgs),
+    Probe(probe::ProbeArgs),
 }
 
 /// Runs the chosen subcommand and returns the exit status.
@@ -26,5 +29,6 @@ pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
         Command::Serve(args) => serve::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }
