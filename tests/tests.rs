@@ -8,6 +8,7 @@ mod bench_modes;
 mod datasets;
 mod failures;
 mod interrupt;
+mod probe;
 mod profile;
 mod protocols;
 mod report;

@@ -3,7 +3,9 @@
 
 pub mod bench;
 pub mod init;
+pub mod http_client;
 pub mod models;
+pub mod probe;
 pub mod serve;
 pub mod validate;
 
@@ -23,6 +25,7 @@ pub enum Command {
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
+    Probe(probe::ProbeArgs),
 }
 
 /// Runs the chosen subcommand and returns the exit status.
@@ -32,5 +35,6 @@ pub fn run(top: Top) -> i32 {
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }

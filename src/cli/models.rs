@@ -1,65 +1,53 @@
 //! A one-off blocking `GET /v1/models`, to find the model to benchmark when
-//! none is named. Setup code, not the hot path: std sockets and serde_json.
+//! none is named (bench) and to list what an endpoint serves (probe). Setup
+//! code, not the hot path: the blocking client in `http_client` and
+//! serde_json.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
+use crate::cli::http_client;
 use crate::config::endpoint::Endpoint;
-use crate::http::response::{BodyKind, parse_head};
 
 /// The first model id the endpoint lists.
 pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
     let timeout = timeout.min(Duration::from_secs(5));
-    let mut s = TcpStream::connect_timeout(&endpoint.addr, timeout).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let req = format!(
-        "GET /v1/models HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
-        endpoint.host
-    );
-    s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(e.to_string()),
-        }
-        if buf.len() > 4 << 20 {
-            return Err("response too large".into());
-        }
+    let resp = http_client::get(
+        endpoint,
+        "/v1/models",
+        &[("Accept", "application/json")],
+        timeout,
+    )
+    .map_err(|e| e.to_string())?;
+    if resp.status != 200 {
+        return Err(format!("HTTP {}", resp.status));
     }
-    let head = parse_head(&buf)
-        .map_err(|e| format!("bad response: {e:?}"))?
-        .ok_or("incomplete response")?;
-    if head.status != 200 {
-        return Err(format!("HTTP {}", head.status));
-    }
-    let body = &buf[head.len..];
-    let body = match head.body {
-        BodyKind::Chunked => dechunk(body)?,
-        _ => body.to_vec(),
-    };
-    let v: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| format!("bad JSON: {e}"))?;
-    v["data"][0]["id"]
-        .as_str()
-        .map(str::to_string)
+    model_ids(&resp.body)?
+        .into_iter()
+        .next()
         .ok_or_else(|| "no model listed".to_string())
 }
 
-fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
-    let mut d = crate::http::chunked::ChunkedDecoder::default();
-    let mut out = Vec::new();
-    while !body.is_empty() {
-        let step = d.decode(body).map_err(|e| format!("bad chunking: {e:?}"))?;
-        out.extend_from_slice(step.data);
-        body = &body[step.consumed..];
-        if step.done || step.consumed == 0 {
-            break;
-        }
+/// The ids of a `/v1/models` body (`{"data": [{"id": ...}, ...]}`), in order.
+pub fn model_ids(body: &[u8]) -> Result<Vec<String>, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("bad JSON: {e}"))?;
+    let data = v["data"].as_array().ok_or("no \"data\" array of models")?;
+    Ok(data
+        .iter()
+        .filter_map(|m| m["id"].as_str().map(str::to_string))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_in_order() {
+        let body = br#"{"object":"list","data":[{"id":"a","object":"model"},{"id":"b"},{"x":1}]}"#;
+        assert_eq!(model_ids(body).unwrap(), ["a", "b"]);
+        assert_eq!(model_ids(br#"{"data":[]}"#).unwrap(), Vec::<String>::new());
+        assert!(model_ids(b"<html>").is_err());
+        assert!(model_ids(br#"{"models":[]}"#).is_err());
     }
-    Ok(out)
 }

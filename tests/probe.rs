@@ -1,0 +1,471 @@
+//! `llmload probe` against `llmload serve` and against small fake servers
+//! (std `TcpListener` threads answering fixed responses) that imitate what
+//! `serve` cannot: a server that ignores `stream`, one that wants a key,
+//! one that does not know the model, one that never answers.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::util::*;
+
+/// Runs `llmload probe ARGS`, killed after 60 s.
+fn probe(args: &[&str]) -> Run {
+    let child = Command::new(bin())
+        .arg("probe")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload probe");
+    let run = wait_run(child, PathBuf::new(), Duration::from_secs(60));
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    run
+}
+
+fn code(run: &Run) -> Option<i32> {
+    run.status.code()
+}
+
+fn json_of(run: &Run) -> serde_json::Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("--json output is JSON ({e}):\n{}", run.stdout))
+}
+
+/// The check named `name` in a `--json` document.
+fn check<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} check in {doc}"))
+}
+
+/// A request as a fake server saw it.
+struct Seen {
+    method: String,
+    path: String,
+    head: String,
+    body: String,
+}
+
+/// A fake HTTP server: one thread, one connection at a time, each answered
+/// with whatever `answer` returns (the complete response bytes; `None` keeps
+/// the connection open unanswered until the client gives up). Stops on drop.
+struct Fake {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl Fake {
+    fn start(answer: impl Fn(&Seen) -> Option<Vec<u8>> + Send + 'static) -> Fake {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(mut s) = conn else { continue };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let Some(seen) = read_request(&mut s) else {
+                    continue;
+                };
+                match answer(&seen) {
+                    Some(bytes) => {
+                        let _ = s.write_all(&bytes);
+                    }
+                    // Hold the connection until the client closes it.
+                    None => {
+                        let _ = s.read(&mut [0u8; 1]);
+                    }
+                }
+            }
+        });
+        Fake { addr, stop }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept so the thread sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+    }
+}
+
+fn read_request(s: &mut TcpStream) -> Option<Seen> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let mut first = head.split_whitespace();
+    Some(Seen {
+        method: first.next()?.to_string(),
+        path: first.next()?.to_string(),
+        body: String::from_utf8_lossy(&buf[head_end..head_end + len]).into_owned(),
+        head,
+    })
+}
+
+fn respond(status: &str, content_type: &str, body: &str) -> Option<Vec<u8>> {
+    Some(
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+fn models(ids: &[&str]) -> Option<Vec<u8>> {
+    let data: Vec<String> = ids
+        .iter()
+        .map(|id| format!(r#"{{"id":"{id}","object":"model"}}"#))
+        .collect();
+    respond(
+        "200 OK",
+        "application/json",
+        &format!(r#"{{"object":"list","data":[{}]}}"#, data.join(",")),
+    )
+}
+
+#[test]
+fn builtin_server_is_ready() {
+    let server = Server::start(&["--ttft", "30ms", "--tpot", "1ms"]);
+    let run = probe(&["--endpoint", &server.url()]);
+    assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
+    let out = &run.stdout;
+    assert!(
+        out.contains("ok: GET /v1/models lists 1 model: llmload-mock"),
+        "{out}"
+    );
+    assert!(
+        out.contains("using model 'llmload-mock', the first listed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok: non-streamed: 200") && out.contains("16 output tokens (usage)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok: streamed: 200") && out.contains("TTFT "),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok: ready to benchmark: llmload bench"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("warning:") && !out.contains("error:"),
+        "{out}"
+    );
+    let findings = out.rsplit("\n\n").next().unwrap();
+    for line in findings.lines() {
+        assert!(
+            ["ok: ", "warning: ", "error: "]
+                .iter()
+                .any(|p| line.starts_with(p)),
+            "each finding is one line starting with its level: {line}"
+        );
+    }
+}
+
+#[test]
+fn json_has_the_checks() {
+    let server = Server::start(&["--ttft", "30ms", "--tpot", "1ms"]);
+    let run = probe(&["--endpoint", &server.url(), "--json"]);
+    assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
+    let doc = json_of(&run);
+    assert_eq!(doc["result"], "ready");
+    assert_eq!(doc["exit_code"], 0);
+    assert_eq!(doc["model"], "llmload-mock");
+    assert_eq!(doc["model_source"], "listed");
+    assert_eq!(check(&doc, "models")["models"][0], "llmload-mock");
+    for c in doc["checks"].as_array().unwrap() {
+        for key in [
+            "path",
+            "status",
+            "latency_ms",
+            "ttft_ms",
+            "usage",
+            "verdicts",
+        ] {
+            assert!(c.get(key).is_some(), "{key} missing in {c}");
+        }
+    }
+    let stream = check(&doc, "stream");
+    assert_eq!(stream["status"], 200);
+    assert_eq!(stream["path"], "/v1/chat/completions");
+    let ttft = f(&stream["ttft_ms"]);
+    assert!((29.0..1000.0).contains(&ttft), "ttft {ttft}");
+    assert!(f(&stream["latency_ms"]) >= ttft);
+    assert_eq!(stream["events"], 16);
+    assert_eq!(stream["usage"]["completion_tokens"], 16);
+    assert_eq!(stream["finish"], "length");
+    assert_eq!(stream["verdicts"][0]["level"], "ok");
+    let non_stream = check(&doc, "non_stream");
+    assert_eq!(non_stream["status"], 200);
+    assert!(non_stream["ttft_ms"].is_null());
+    assert_eq!(non_stream["usage"]["completion_tokens"], 16);
+    let path = check(&doc, "path");
+    assert_eq!(path["max_tokens"], 8);
+    assert_eq!(path["usage"]["completion_tokens"], 8);
+    let levels: Vec<&str> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["level"].as_str().unwrap())
+        .collect();
+    assert!(levels.iter().all(|l| *l == "ok"), "{levels:?}");
+}
+
+#[test]
+fn closed_port_is_refused() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let run = probe(&["--endpoint", &url]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "error: connection refused at 127.0.0.1:{port}: nothing is listening"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+}
+
+#[test]
+fn wrong_path_is_a_404_with_the_path_that_works() {
+    let server = Server::start(&[]);
+    let url = format!("{}/nope", server.url());
+    let run = probe(&["--endpoint", &url]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    let want = format!(
+        "error: POST /nope → 404: this server does not serve openai-chat at that path; \
+         it answered at /v1/chat/completions (try --endpoint {}/v1/chat/completions)",
+        server.url()
+    );
+    assert!(run.stdout.contains(&want), "{}", run.stdout);
+}
+
+#[test]
+fn a_server_that_does_not_stream_exits_2() {
+    let fake = Fake::start(|r| match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/v1/models") => models(&["fake-model"]),
+        // Whether or not "stream": true was asked, a whole JSON body.
+        ("POST", "/v1/chat/completions") => respond(
+            "200 OK",
+            "application/json",
+            r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":6,"completion_tokens":2,"total_tokens":8}}"#,
+        ),
+        _ => respond(
+            "404 Not Found",
+            "application/json",
+            r#"{"detail":"Not Found"}"#,
+        ),
+    });
+    let run = probe(&["--endpoint", &fake.url()]);
+    assert_eq!(code(&run), Some(2), "{}", run.stdout);
+    let out = &run.stdout;
+    assert!(
+        out.contains(
+            "warning: asked for a stream, got application/json: TTFT cannot be measured; benchmark with --no-stream"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("ok: non-streamed: 200"), "{out}");
+    assert!(
+        out.contains("warning: only non-streamed requests work:") && out.contains("--no-stream"),
+        "{out}"
+    );
+
+    let doc = json_of(&probe(&["--endpoint", &fake.url(), "--json"]));
+    assert_eq!(doc["exit_code"], 2);
+    assert_eq!(doc["result"], "non_stream_only");
+    let stream = check(&doc, "stream");
+    assert_eq!(stream["content_type"], "application/json");
+    assert!(stream["ttft_ms"].is_null());
+}
+
+#[test]
+fn a_server_that_wants_a_key_says_so_and_no_secret_is_printed() {
+    const KEY: &str = "sk-probe-SECRET-4242";
+    const HEADER_SECRET: &str = "hdr-SECRET-7777";
+    // The server echoes the credentials it was sent, as some do.
+    let fake = Fake::start(|r| {
+        let sent: Vec<&str> = r
+            .head
+            .lines()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("authorization:") || l.starts_with("x-team-token:")
+            })
+            .collect();
+        respond(
+            "401 Unauthorized",
+            "application/json",
+            &format!(
+                r#"{{"error":{{"message":"Incorrect API key provided: {}","type":"invalid_request_error"}}}}"#,
+                sent.join(" ")
+            ),
+        )
+    });
+    let run = probe(&["--endpoint", &fake.url(), "--model", "m"]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "error: POST /v1/chat/completions → 401: authentication failed: pass --api-key or --header"
+        ),
+        "{}",
+        run.stdout
+    );
+
+    let header = format!("X-Team-Token: {HEADER_SECRET}");
+    let url = fake.url();
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["--endpoint", &url, "--api-key", KEY, "--header", &header];
+        args.extend_from_slice(extra);
+        let run = probe(&args);
+        assert_eq!(code(&run), Some(1), "{}", run.stdout);
+        assert!(
+            run.stdout
+                .contains("authentication failed with the credentials given"),
+            "{}",
+            run.stdout
+        );
+        assert!(run.stdout.contains("[redacted]"), "{}", run.stdout);
+        for secret in [KEY, HEADER_SECRET, "SECRET"] {
+            assert!(!run.stdout.contains(secret), "{secret} in {}", run.stdout);
+            assert!(!run.stderr.contains(secret), "{secret} in {}", run.stderr);
+        }
+    }
+}
+
+#[test]
+fn the_key_is_not_printed_when_everything_works() {
+    let server = Server::start(&[]);
+    const KEY: &str = "sk-never-printed-1234";
+    let url = server.url();
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["--endpoint", &url, "--api-key", KEY];
+        args.extend_from_slice(extra);
+        let run = probe(&args);
+        assert_eq!(code(&run), Some(0), "{}", run.stdout);
+        assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+        assert!(!run.stdout.contains("never-printed"));
+    }
+}
+
+#[test]
+fn an_unknown_model_is_named_with_the_served_ones() {
+    let fake = Fake::start(|r| match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/v1/models") => models(&["served-a", "served-b"]),
+        ("POST", _) => {
+            let model = serde_json::from_str::<serde_json::Value>(&r.body).unwrap()["model"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            respond(
+                "404 Not Found",
+                "application/json",
+                &format!(
+                    r#"{{"error":{{"message":"The model `{model}` does not exist.","type":"NotFoundError","code":404}}}}"#
+                ),
+            )
+        }
+        _ => respond("404 Not Found", "text/plain", "no"),
+    });
+    let run = probe(&["--endpoint", &fake.url(), "--model", "x"]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("model 'x' is not served; served: served-a, served-b"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("The model `x` does not exist."),
+        "the server's words are shown: {}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout
+            .contains("does not serve openai-chat at that path"),
+        "a model 404 is not a path 404: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_silent_server_times_out_within_the_bound() {
+    let fake = Fake::start(|_| None);
+    let run = probe(&[
+        "--endpoint",
+        &fake.url(),
+        "--model",
+        "m",
+        "--timeout",
+        "200ms",
+    ]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("no response within 200ms (--timeout)"),
+        "{}",
+        run.stdout
+    );
+    // Connect, models, a handful of paths and two requests, 200 ms each at most.
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+}
+
+#[test]
+fn bytes_that_are_not_http_are_malformed() {
+    let fake = Fake::start(|_| Some(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec()));
+    let run = probe(&["--endpoint", &fake.url(), "--model", "m"]);
+    assert_eq!(code(&run), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("malformed HTTP response"),
+        "{}",
+        run.stdout
+    );
+}
