@@ -2,6 +2,7 @@
 //! hands it to the library; each returns the process exit status.
 
 pub mod bench;
+pub mod compare;
 pub mod models;
 pub mod serve;
 
@@ -18,6 +19,7 @@ pub struct Top {
 #[argh(subcommand)]
 pub enum Command {
     Bench(Box<bench::BenchArgs>),
+    Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),
 }
 
@@ -25,6 +27,7 @@ pub enum Command {
 pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
     }
 }

@@ -4,6 +4,9 @@
 //! the atomic file writes both go through.
 
 pub mod atomic;
+pub mod compare;
+pub mod csv;
+pub mod prom;
 pub mod summary;
 pub mod text;
 
