@@ -5,6 +5,7 @@
 mod util;
 
 mod bench_modes;
+mod compare;
 mod datasets;
 mod failures;
 mod interrupt;

@@ -2,8 +2,9 @@
 //! hands it to the library; each returns the process exit status.
 
 pub mod bench;
-pub mod init;
+pub mod compare;
 pub mod http_client;
+pub mod init;
 pub mod models;
 pub mod probe;
 pub mod serve;
@@ -22,6 +23,7 @@ pub struct Top {
 #[argh(subcommand)]
 pub enum Command {
     Bench(Box<bench::BenchArgs>),
+    Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
@@ -32,6 +34,7 @@ pub enum Command {
 pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),

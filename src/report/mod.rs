@@ -1,10 +1,15 @@
 //! Turning a finished run into what people and programs read: `summary.json`
 //! (the machine contract, validated against `docs/summary.schema.json`),
-//! `report.txt` (the same numbers for a person, also printed at the end), and
-//! the atomic file writes both go through.
+//! `report.txt` (the same numbers for a person, also printed at the end),
+//! `report.csv` and `metrics.prom` (renderings of the summary), the
+//! per-request `events.jsonl` and live progress (`observer`), `compare`, and
+//! the atomic file writes they all go through.
 
 pub mod atomic;
+pub mod compare;
+pub mod csv;
 pub mod observer;
+pub mod prom;
 pub mod summary;
 pub mod text;
 
@@ -30,8 +35,10 @@ pub struct RunInfo {
     pub events: observer::EventsStats,
 }
 
-/// Writes `summary.json` and `report.txt` into `dir` atomically and returns
-/// the text report.
+/// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom` into
+/// `dir` atomically and returns the text report. The CSV and Prometheus
+/// files are renderings of the summary document, so they cannot disagree
+/// with it.
 pub fn write_all(dir: &std::path::Path, run: &RunResult, info: &RunInfo) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let summary = summary::build(run, info);
@@ -40,5 +47,7 @@ pub fn write_all(dir: &std::path::Path, run: &RunResult, info: &RunInfo) -> Resu
     atomic::write(&dir.join("summary.json"), &json)?;
     let text = text::render(run, info);
     atomic::write(&dir.join("report.txt"), text.as_bytes())?;
+    atomic::write(&dir.join("report.csv"), csv::render(&summary).as_bytes())?;
+    atomic::write(&dir.join("metrics.prom"), prom::render(&summary).as_bytes())?;
     Ok(text)
 }

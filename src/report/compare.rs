@@ -1,0 +1,963 @@
+//! Regression compare: two `summary.json` documents side by side, for a
+//! person (a table per matched slice) or a CI gate (a verdict, and JSON).
+//! Like the other renderings it reads only summary documents, so any two
+//! runs on disk can be compared, by any later version of the tool that still
+//! reads the schema. The trade-off is in matching: stages pair by name, and a
+//! stage whose name has no partner pairs with the unpaired stage at the same
+//! position in the other run (a renamed stage in an otherwise unchanged
+//! profile); scenarios pair by name only; the whole run always pairs.
+//! Anything unpaired is listed, never an error.
+//!
+//! # What counts as a regression
+//!
+//! With `p` = `--regress-pct` (default 10), a metric of a paired slice has
+//! regressed when
+//!
+//! * requests/s or output tokens/s: `old > 0` and `new < old × (1 − p/100)`;
+//! * e2e latency or TTFT at p50, p95 or p99: `new > old × (1 + p/100)` and
+//!   `new − old ≥ 1 ms` — the absolute floor keeps a 0.3 → 0.4 ms wobble on
+//!   a fast endpoint from failing a build;
+//! * error rate (failed / issued): `new − old > p/100`, i.e. up by more than
+//!   `p` percentage points (a relative change means nothing near zero).
+//!
+//! A metric missing on either side — an empty histogram, TTFT of a
+//! non-streaming run, an error rate with nothing issued — is shown and never
+//! a regression.
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use super::csv::error_rate;
+
+/// Latency changes smaller than this (ms) are never regressions.
+pub const LATENCY_FLOOR_MS: f64 = 1.0;
+
+/// Which of the two documents.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    Old,
+    New,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Old => "old",
+            Side::New => "new",
+        }
+    }
+}
+
+/// Why two documents could not be compared.
+#[derive(Debug, PartialEq)]
+pub enum Error {
+    /// The document on `side` is not an llmload summary.
+    NotASummary { side: Side, reason: String },
+    /// No stage of one run pairs with a stage of the other.
+    NoStageInCommon,
+    /// The threshold is negative or not a number.
+    BadRegressPct(f64),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NotASummary { side, reason } => {
+                write!(
+                    f,
+                    "{} document: not an llmload summary.json: {reason}",
+                    side.name()
+                )
+            }
+            Error::NoStageInCommon => write!(f, "the two runs have no stage in common"),
+            Error::BadRegressPct(p) => {
+                write!(f, "--regress-pct {p}: must be a number ≥ 0")
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Throughput,
+    Latency,
+    ErrorRate,
+}
+
+/// One compared metric.
+#[derive(Debug)]
+pub struct Metric {
+    /// The JSON key, e.g. `ttft_p99_ms`.
+    pub key: &'static str,
+    /// The table label, e.g. `ttft p99 ms`.
+    pub label: &'static str,
+    kind: Kind,
+    /// Where it lives in a block; empty for the error rate, which is derived.
+    path: &'static [&'static str],
+}
+
+/// The compared metrics, in table order.
+pub const METRICS: [Metric; 9] = [
+    Metric {
+        key: "requests_per_s",
+        label: "requests/s",
+        kind: Kind::Throughput,
+        path: &["throughput", "requests_per_s"],
+    },
+    Metric {
+        key: "output_tokens_per_s",
+        label: "output tok/s",
+        kind: Kind::Throughput,
+        path: &["throughput", "output_tokens_per_s"],
+    },
+    Metric {
+        key: "e2e_p50_ms",
+        label: "e2e p50 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "e2e", "p50"],
+    },
+    Metric {
+        key: "e2e_p95_ms",
+        label: "e2e p95 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "e2e", "p95"],
+    },
+    Metric {
+        key: "e2e_p99_ms",
+        label: "e2e p99 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "e2e", "p99"],
+    },
+    Metric {
+        key: "ttft_p50_ms",
+        label: "ttft p50 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "ttft", "p50"],
+    },
+    Metric {
+        key: "ttft_p95_ms",
+        label: "ttft p95 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "ttft", "p95"],
+    },
+    Metric {
+        key: "ttft_p99_ms",
+        label: "ttft p99 ms",
+        kind: Kind::Latency,
+        path: &["latency_ms", "ttft", "p99"],
+    },
+    Metric {
+        key: "error_rate",
+        label: "error rate",
+        kind: Kind::ErrorRate,
+        path: &[],
+    },
+];
+
+impl Metric {
+    fn get(&self, block: &Value) -> Option<f64> {
+        if self.kind == Kind::ErrorRate {
+            return error_rate(&block["requests"]);
+        }
+        self.path.iter().fold(block, |v, k| &v[k]).as_f64()
+    }
+
+    fn regressed(&self, old: Option<f64>, new: Option<f64>, pct: f64) -> bool {
+        let (Some(o), Some(n)) = (old, new) else {
+            return false;
+        };
+        match self.kind {
+            Kind::Throughput => o > 0.0 && n < o * (1.0 - pct / 100.0),
+            Kind::Latency => n - o >= LATENCY_FLOOR_MS && n > o * (1.0 + pct / 100.0),
+            Kind::ErrorRate => n - o > pct / 100.0,
+        }
+    }
+}
+
+/// One metric of one paired slice.
+#[derive(Debug)]
+pub struct Row {
+    pub metric: &'static Metric,
+    pub old: Option<f64>,
+    pub new: Option<f64>,
+    pub regression: bool,
+}
+
+impl Row {
+    pub fn delta(&self) -> Option<f64> {
+        Some(self.new? - self.old?)
+    }
+
+    /// The change relative to the old value, in percent.
+    pub fn delta_pct(&self) -> Option<f64> {
+        let (old, new) = (self.old?, self.new?);
+        (old != 0.0).then(|| (new - old) / old * 100.0)
+    }
+}
+
+/// How two stages were paired.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PairedBy {
+    Name,
+    Position,
+}
+
+/// A stage of the old run and its partner in the new one.
+#[derive(Clone, Debug)]
+pub struct StagePair {
+    pub old: String,
+    pub new: String,
+    pub by: PairedBy,
+}
+
+/// One paired slice: the whole run or a stage, optionally one scenario of it.
+#[derive(Debug)]
+pub struct Match {
+    /// `None` for run-wide slices.
+    pub stage: Option<StagePair>,
+    pub scenario: Option<String>,
+    pub rows: Vec<Row>,
+}
+
+impl Match {
+    /// How the slice is named in the text output.
+    pub fn title(&self) -> String {
+        let mut t = match &self.stage {
+            None => "run".to_string(),
+            Some(p) if p.old == p.new => format!("stage {}", p.old),
+            Some(p) => format!(
+                "stage {} → {} (paired by {})",
+                p.old,
+                p.new,
+                match p.by {
+                    PairedBy::Name => "name",
+                    PairedBy::Position => "position",
+                }
+            ),
+        };
+        if let Some(s) = &self.scenario {
+            let _ = write!(t, ", scenario {s}");
+        }
+        t
+    }
+}
+
+/// A stage or scenario present in only one run.
+#[derive(Debug, PartialEq)]
+pub struct Unmatched {
+    pub only_in: Side,
+    /// `None` for a run-wide scenario.
+    pub stage: Option<String>,
+    pub scenario: Option<String>,
+}
+
+/// The result of comparing two summaries.
+#[derive(Debug)]
+pub struct Comparison {
+    pub regress_pct: f64,
+    pub matches: Vec<Match>,
+    pub unmatched: Vec<Unmatched>,
+    /// What a reader should know before trusting the deltas: incomplete or
+    /// generator-limited runs, different loads or models.
+    pub notes: Vec<String>,
+    /// One line describing each run: version, start time, target.
+    pub old_run: String,
+    pub new_run: String,
+}
+
+/// Compares two summary documents.
+pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison, Error> {
+    if !(regress_pct.is_finite() && regress_pct >= 0.0) {
+        return Err(Error::BadRegressPct(regress_pct));
+    }
+    check(old, Side::Old)?;
+    check(new, Side::New)?;
+    let mut c = Comparison {
+        regress_pct,
+        matches: Vec::new(),
+        unmatched: Vec::new(),
+        notes: notes(old, new),
+        old_run: describe(old),
+        new_run: describe(new),
+    };
+    let rows = |o: &Value, n: &Value| -> Vec<Row> {
+        METRICS
+            .iter()
+            .map(|m| {
+                let (old, new) = (m.get(o), m.get(n));
+                Row {
+                    metric: m,
+                    old,
+                    new,
+                    regression: m.regressed(old, new, regress_pct),
+                }
+            })
+            .collect()
+    };
+
+    c.matches.push(Match {
+        stage: None,
+        scenario: None,
+        rows: rows(old, new),
+    });
+    scenarios(&mut c, None, old, new, &rows);
+
+    let (os, ns) = (stages(old), stages(new));
+    let pairs = pair_stages(os, ns);
+    if pairs.iter().all(|p| p.is_none()) {
+        return Err(Error::NoStageInCommon);
+    }
+    let mut new_paired = vec![false; ns.len()];
+    for (i, pair) in pairs.iter().enumerate() {
+        let old_label = label(&os[i], i);
+        let Some((j, by)) = *pair else {
+            c.unmatched.push(Unmatched {
+                only_in: Side::Old,
+                stage: Some(old_label),
+                scenario: None,
+            });
+            continue;
+        };
+        new_paired[j] = true;
+        let new_label = label(&ns[j], j);
+        if os[i]["load"] != ns[j]["load"] {
+            c.notes.push(format!(
+                "stage {old_label}: the load differs: old {}, new {}",
+                os[i]["load"], ns[j]["load"]
+            ));
+        }
+        let stage = StagePair {
+            old: old_label,
+            new: new_label,
+            by,
+        };
+        c.matches.push(Match {
+            stage: Some(stage.clone()),
+            scenario: None,
+            rows: rows(&os[i], &ns[j]),
+        });
+        scenarios(&mut c, Some(stage), &os[i], &ns[j], &rows);
+    }
+    for (j, s) in ns.iter().enumerate() {
+        if !new_paired[j] {
+            c.unmatched.push(Unmatched {
+                only_in: Side::New,
+                stage: Some(label(s, j)),
+                scenario: None,
+            });
+        }
+    }
+    Ok(c)
+}
+
+/// The structural minimum compare relies on; everything below it is read
+/// leniently (a missing number shows as `-`).
+fn check(doc: &Value, side: Side) -> Result<(), Error> {
+    let fail = |reason: &str| {
+        Err(Error::NotASummary {
+            side,
+            reason: reason.to_string(),
+        })
+    };
+    if !doc.is_object() {
+        return fail("not a JSON object");
+    }
+    if doc["tool"] != "llmload" {
+        return fail("no \"tool\": \"llmload\"");
+    }
+    let Some(stages) = doc["stages"].as_array() else {
+        return fail("no \"stages\" array");
+    };
+    if let Some(i) = stages.iter().position(|s| !s.is_object()) {
+        return fail(&format!("stages[{i}] is not an object"));
+    }
+    Ok(())
+}
+
+fn stages(doc: &Value) -> &[Value] {
+    doc["stages"].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// A stage's or scenario's name, or `#<position>` when it has none.
+fn label(v: &Value, i: usize) -> String {
+    match v["name"].as_str() {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => format!("#{}", i + 1),
+    }
+}
+
+/// For each old stage, its partner in `new` and how it was found.
+fn pair_stages(old: &[Value], new: &[Value]) -> Vec<Option<(usize, PairedBy)>> {
+    let mut taken = vec![false; new.len()];
+    let mut pairs = vec![None; old.len()];
+    for (i, o) in old.iter().enumerate() {
+        let Some(name) = o["name"].as_str() else {
+            continue;
+        };
+        if let Some(j) =
+            (0..new.len()).find(|&j| !taken[j] && new[j]["name"].as_str() == Some(name))
+        {
+            taken[j] = true;
+            pairs[i] = Some((j, PairedBy::Name));
+        }
+    }
+    for (i, pair) in pairs.iter_mut().enumerate() {
+        if pair.is_none() && i < new.len() && !taken[i] {
+            taken[i] = true;
+            *pair = Some((i, PairedBy::Position));
+        }
+    }
+    pairs
+}
+
+/// Pairs the scenarios of two paired blocks by name.
+fn scenarios(
+    c: &mut Comparison,
+    stage: Option<StagePair>,
+    old: &Value,
+    new: &Value,
+    rows: &dyn Fn(&Value, &Value) -> Vec<Row>,
+) {
+    fn list(v: &Value) -> Vec<(String, &Value)> {
+        v["scenarios"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (label(s, i), s))
+            .collect()
+    }
+    let (os, ns) = (list(old), list(new));
+    let mut taken = vec![false; ns.len()];
+    let stage_label = stage.as_ref().map(|p| p.old.clone());
+    for (name, o) in &os {
+        match (0..ns.len()).find(|&j| !taken[j] && ns[j].0 == *name) {
+            Some(j) => {
+                taken[j] = true;
+                c.matches.push(Match {
+                    stage: stage.clone(),
+                    scenario: Some(name.clone()),
+                    rows: rows(o, ns[j].1),
+                });
+            }
+            None => c.unmatched.push(Unmatched {
+                only_in: Side::Old,
+                stage: stage_label.clone(),
+                scenario: Some(name.clone()),
+            }),
+        }
+    }
+    for (j, (name, _)) in ns.iter().enumerate() {
+        if !taken[j] {
+            c.unmatched.push(Unmatched {
+                only_in: Side::New,
+                stage: stage.as_ref().map(|p| p.new.clone()),
+                scenario: Some(name.clone()),
+            });
+        }
+    }
+}
+
+fn describe(doc: &Value) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
+    format!(
+        "llmload {}, started {}, {}",
+        s(&doc["version"]),
+        s(&doc["started_at"]),
+        s(&doc["target"])
+    )
+}
+
+fn notes(old: &Value, new: &Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (side, doc) in [(Side::Old, old), (Side::New, new)] {
+        let reasons = |key: &str| -> String {
+            doc[key]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default()
+        };
+        if doc["complete"] == false {
+            notes.push(format!(
+                "the {} run is incomplete: {}",
+                side.name(),
+                reasons("incomplete_reasons")
+            ));
+        }
+        if doc["generator"]["limited_by_generator"] == true {
+            let limits = doc["generator"]["limits"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            notes.push(format!(
+                "the load generator limited the {} run ({limits}): its numbers may describe the generator, not the endpoint",
+                side.name()
+            ));
+        }
+        if doc["thresholds_passed"] == false {
+            notes.push(format!(
+                "the {} run did not pass its thresholds",
+                side.name()
+            ));
+        }
+    }
+    for key in ["api", "model", "stream", "max_tokens"] {
+        let (o, n) = (&old["config"][key], &new["config"][key]);
+        if o != n {
+            notes.push(format!("config {key} differs: old {o}, new {n}"));
+        }
+    }
+    notes
+}
+
+impl Comparison {
+    /// The number of regressed metrics over all paired slices.
+    pub fn regressions(&self) -> usize {
+        self.matches
+            .iter()
+            .flat_map(|m| &m.rows)
+            .filter(|r| r.regression)
+            .count()
+    }
+
+    /// The side-by-side tables and the verdict, for a person.
+    pub fn render_text(&self, old_name: &str, new_name: &str) -> String {
+        let mut o = String::new();
+        let p = self.regress_pct;
+        let _ = writeln!(o, "llmload compare");
+        let _ = writeln!(o, "  old  {old_name}  ({})", self.old_run);
+        let _ = writeln!(o, "  new  {new_name}  ({})", self.new_run);
+        let _ = writeln!(
+            o,
+            "  regression: requests/s or output tok/s down more than {p}%; e2e or ttft percentile\n  \
+             up more than {p}% and by at least {LATENCY_FLOOR_MS} ms; error rate up more than {p} points"
+        );
+        for m in &self.matches {
+            let _ = writeln!(o, "\n== {} ==", m.title());
+            let _ = writeln!(
+                o,
+                "{:<14}{:>12}{:>12}{:>12}{:>10}",
+                "", "old", "new", "delta", "delta %"
+            );
+            for r in &m.rows {
+                let show = |v: Option<f64>| v.map_or("-".to_string(), |v| value(r.metric, v));
+                let delta = match (r.delta(), r.metric.kind) {
+                    (None, _) => "-".to_string(),
+                    (Some(d), Kind::ErrorRate) => format!("{:+.2} pt", d * 100.0),
+                    (Some(d), _) => signed(d),
+                };
+                let pct = match (r.delta_pct(), r.metric.kind) {
+                    (Some(d), k) if k != Kind::ErrorRate => format!("{d:+.1}%"),
+                    _ => String::new(),
+                };
+                let line = format!(
+                    "{:<14}{:>12}{:>12}{:>12}{:>10}{}",
+                    r.metric.label,
+                    show(r.old),
+                    show(r.new),
+                    delta,
+                    pct,
+                    if r.regression { "  REGRESSION" } else { "" }
+                );
+                let _ = writeln!(o, "{}", line.trim_end());
+            }
+        }
+        if !self.unmatched.is_empty() {
+            let _ = writeln!(o, "\nnot compared (in one run only)");
+            for u in &self.unmatched {
+                let what = match (&u.stage, &u.scenario) {
+                    (Some(st), Some(sc)) => format!("stage {st}, scenario {sc}"),
+                    (Some(st), None) => format!("stage {st}"),
+                    (None, Some(sc)) => format!("run-wide scenario {sc}"),
+                    (None, None) => "run".to_string(),
+                };
+                let _ = writeln!(o, "  {what}: only in {}", u.only_in.name());
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\nnotes");
+            for n in &self.notes {
+                let _ = writeln!(o, "  {n}");
+            }
+        }
+        let n = self.regressions();
+        if n == 0 {
+            let _ = writeln!(o, "\nno regression (threshold {p}%)");
+        } else {
+            let _ = writeln!(
+                o,
+                "\nREGRESSION: {n} metric{} regressed (threshold {p}%)",
+                if n == 1 { "" } else { "s" }
+            );
+            for m in &self.matches {
+                for r in m.rows.iter().filter(|r| r.regression) {
+                    let (Some(old), Some(new)) = (r.old, r.new) else {
+                        continue;
+                    };
+                    let change = match (r.metric.kind, r.delta_pct()) {
+                        (Kind::ErrorRate, _) => format!("{:+.2} pt", (new - old) * 100.0),
+                        (_, Some(pct)) => format!("{pct:+.1}%"),
+                        (_, None) => signed(new - old),
+                    };
+                    let _ = writeln!(
+                        o,
+                        "  {}: {} {} → {} ({change})",
+                        m.title(),
+                        r.metric.label,
+                        value(r.metric, old),
+                        value(r.metric, new)
+                    );
+                }
+            }
+        }
+        o
+    }
+
+    /// The comparison as JSON: every paired slice's metrics with old, new,
+    /// delta, delta_pct and regression; the unpaired; notes; the verdict.
+    pub fn to_json(&self, old_name: &str, new_name: &str) -> Value {
+        let matches: Vec<Value> = self
+            .matches
+            .iter()
+            .map(|m| {
+                let stage = m.stage.as_ref().map(|p| {
+                    json!({
+                        "old": p.old,
+                        "new": p.new,
+                        "paired_by": match p.by { PairedBy::Name => "name", PairedBy::Position => "position" },
+                    })
+                });
+                let metrics: serde_json::Map<String, Value> = m
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.metric.key.to_string(),
+                            json!({
+                                "old": r.old,
+                                "new": r.new,
+                                "delta": r.delta(),
+                                "delta_pct": r.delta_pct(),
+                                "regression": r.regression,
+                            }),
+                        )
+                    })
+                    .collect();
+                json!({"stage": stage, "scenario": m.scenario, "metrics": metrics})
+            })
+            .collect();
+        let unmatched: Vec<Value> = self
+            .unmatched
+            .iter()
+            .map(|u| json!({"only_in": u.only_in.name(), "stage": u.stage, "scenario": u.scenario}))
+            .collect();
+        json!({
+            "old": old_name,
+            "new": new_name,
+            "regress_pct": self.regress_pct,
+            "latency_floor_ms": LATENCY_FLOOR_MS,
+            "regression": self.regressions() > 0,
+            "regressions": self.regressions(),
+            "matches": matches,
+            "unmatched": unmatched,
+            "notes": self.notes,
+        })
+    }
+}
+
+fn value(m: &Metric, v: f64) -> String {
+    if m.kind == Kind::ErrorRate {
+        format!("{:.2}%", v * 100.0)
+    } else {
+        num(v)
+    }
+}
+
+fn signed(v: f64) -> String {
+    let s = num(v.abs());
+    if v < 0.0 {
+        format!("-{s}")
+    } else {
+        format!("+{s}")
+    }
+}
+
+/// Four significant digits at most; the histograms hold three.
+fn num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::csv::fixture;
+
+    fn regressed(c: &Comparison) -> Vec<(String, &'static str)> {
+        c.matches
+            .iter()
+            .flat_map(|m| {
+                m.rows
+                    .iter()
+                    .filter(|r| r.regression)
+                    .map(move |r| (m.title(), r.metric.key))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn identical_runs_pass() {
+        let s = fixture::summary();
+        let c = compare(&s, &s, 10.0).unwrap();
+        assert_eq!(c.regressions(), 0);
+        assert!(c.unmatched.is_empty());
+        // run, 2 run-wide scenarios, 2 stages × (stage + 2 scenarios)
+        assert_eq!(c.matches.len(), 3 + 2 * 3);
+        assert!(c.render_text("a", "b").contains("no regression"));
+        assert_eq!(c.to_json("a", "b")["regression"], false);
+        // With a zero threshold, too: nothing changed.
+        assert_eq!(compare(&s, &s, 0.0).unwrap().regressions(), 0);
+    }
+
+    /// Each metric kind, moved just past and just short of the threshold in
+    /// one scenario of one stage.
+    #[test]
+    fn each_metric_kind_is_flagged_past_the_threshold() {
+        let at = |doc: &mut Value, path: &[&str], v: Value| {
+            let mut p = &mut doc["stages"][1]["scenarios"][0];
+            for k in path {
+                p = &mut p[*k];
+            }
+            *p = v;
+        };
+        let old = fixture::summary();
+        // stage "high", scenario "chat": 12 req/s, 1536 tok/s, e2e p99 50 ms,
+        // ttft p50 2 ms, 15 of 135 failed.
+        let cases: [(&[&str], Value, Value, &str); 5] = [
+            (
+                &["throughput", "requests_per_s"],
+                json!(10.7),
+                json!(10.9),
+                "requests_per_s",
+            ),
+            (
+                &["throughput", "output_tokens_per_s"],
+                json!(1380.0),
+                json!(1390.0),
+                "output_tokens_per_s",
+            ),
+            (
+                &["latency_ms", "e2e", "p99"],
+                json!(55.1),
+                json!(54.9),
+                "e2e_p99_ms",
+            ),
+            // 2 → 3.1 ms is +55% and ≥ 1 ms; 2 → 2.9 ms is +45% but under the floor.
+            (
+                &["latency_ms", "ttft", "p50"],
+                json!(3.1),
+                json!(2.9),
+                "ttft_p50_ms",
+            ),
+            (&["requests", "failed"], json!(29), json!(28), "error_rate"),
+        ];
+        for (path, bad, fine, key) in cases {
+            let mut new = old.clone();
+            at(&mut new, path, bad);
+            let c = compare(&old, &new, 10.0).unwrap();
+            assert_eq!(
+                regressed(&c),
+                [("stage high, scenario chat".to_string(), key)],
+                "{key}"
+            );
+            assert!(
+                c.render_text("o", "n")
+                    .contains("REGRESSION: 1 metric regressed")
+            );
+            let j = c.to_json("o", "n");
+            assert_eq!(j["regression"], true);
+            let m = j["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["scenario"] == "chat" && m["stage"]["old"] == "high")
+                .unwrap();
+            assert_eq!(m["metrics"][key]["regression"], true, "{j}");
+
+            let mut new = old.clone();
+            at(&mut new, path, fine);
+            assert_eq!(regressed(&compare(&old, &new, 10.0).unwrap()), [], "{key}");
+        }
+    }
+
+    #[test]
+    fn improvements_and_missing_values_are_not_regressions() {
+        let old = fixture::summary();
+        let mut new = old.clone();
+        new["throughput"]["requests_per_s"] = json!(1000.0);
+        new["latency_ms"]["e2e"]["p99"] = json!(0.1);
+        // TTFT gone (e.g. a non-streaming run): shown as -, not compared.
+        new["latency_ms"]["ttft"] = fixture::empty_hist();
+        let c = compare(&old, &new, 10.0).unwrap();
+        assert_eq!(c.regressions(), 0);
+        let text = c.render_text("o", "n");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ttft p50 ms") && l.contains(" - ")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn stages_pair_by_name_then_position() {
+        let old = fixture::summary();
+        let mut new = old.clone();
+        // Swapped order: still paired by name.
+        new["stages"] = json!([old["stages"][1], old["stages"][0]]);
+        let c = compare(&old, &new, 10.0).unwrap();
+        assert_eq!(c.regressions(), 0);
+        assert!(c.unmatched.is_empty());
+        assert!(
+            c.matches
+                .iter()
+                .flat_map(|m| &m.stage)
+                .all(|p| p.by == PairedBy::Name)
+        );
+
+        // Renamed: paired by position; a regression there is still found.
+        let mut new = old.clone();
+        new["stages"][1]["name"] = json!("high-v2");
+        new["stages"][1]["latency_ms"]["e2e"]["p50"] = json!(100.0);
+        let c = compare(&old, &new, 10.0).unwrap();
+        let p = c
+            .matches
+            .iter()
+            .flat_map(|m| &m.stage)
+            .find(|p| p.old == "high")
+            .unwrap();
+        assert_eq!((p.new.as_str(), p.by), ("high-v2", PairedBy::Position));
+        assert_eq!(
+            regressed(&c),
+            [(
+                "stage high → high-v2 (paired by position)".to_string(),
+                "e2e_p50_ms"
+            )]
+        );
+
+        // An extra stage and a missing scenario are listed, not errors.
+        let mut new = old.clone();
+        let mut extra = old["stages"][0].clone();
+        extra["name"] = json!("extra");
+        new["stages"].as_array_mut().unwrap().push(extra);
+        new["stages"][0]["scenarios"].as_array_mut().unwrap().pop();
+        let c = compare(&old, &new, 10.0).unwrap();
+        assert_eq!(
+            c.unmatched,
+            [
+                Unmatched {
+                    only_in: Side::Old,
+                    stage: Some("low".into()),
+                    scenario: Some("summarize".into())
+                },
+                Unmatched {
+                    only_in: Side::New,
+                    stage: Some("extra".into()),
+                    scenario: None
+                },
+            ]
+        );
+        assert!(c.render_text("o", "n").contains("stage extra: only in new"));
+    }
+
+    #[test]
+    fn today_summaries_without_scenarios() {
+        let mut old = fixture::summary();
+        for st in old["stages"].as_array_mut().unwrap() {
+            st["scenarios"] = json!([]);
+        }
+        old.as_object_mut().unwrap().remove("scenarios");
+        let c = compare(&old, &old, 10.0).unwrap();
+        assert_eq!(c.matches.len(), 3);
+    }
+
+    #[test]
+    fn not_a_summary() {
+        let s = fixture::summary();
+        for (bad, reason) in [
+            (json!([1]), "not a JSON object"),
+            (json!({"tool": "oha"}), "no \"tool\": \"llmload\""),
+            (json!({"tool": "llmload"}), "no \"stages\" array"),
+            (
+                json!({"tool": "llmload", "stages": [3]}),
+                "stages[0] is not an object",
+            ),
+        ] {
+            let e = compare(&s, &bad, 10.0).unwrap_err();
+            assert_eq!(
+                e,
+                Error::NotASummary {
+                    side: Side::New,
+                    reason: reason.into()
+                }
+            );
+            let e = compare(&bad, &s, 10.0).unwrap_err();
+            assert!(matches!(
+                e,
+                Error::NotASummary {
+                    side: Side::Old,
+                    ..
+                }
+            ));
+        }
+        let none = json!({"tool": "llmload", "stages": []});
+        assert_eq!(
+            compare(&s, &none, 10.0).unwrap_err(),
+            Error::NoStageInCommon
+        );
+        assert_eq!(
+            compare(&s, &s, -1.0).unwrap_err(),
+            Error::BadRegressPct(-1.0)
+        );
+        assert!(compare(&s, &s, f64::NAN).is_err());
+    }
+
+    #[test]
+    fn notes_say_what_weakens_the_comparison() {
+        let old = fixture::summary();
+        let mut new = old.clone();
+        new["complete"] = json!(false);
+        new["incomplete_reasons"] = json!(["interrupted by SIGINT"]);
+        new["generator"]["limited_by_generator"] = json!(true);
+        new["config"]["model"] = json!("other");
+        new["stages"][0]["load"]["concurrency"] = json!(8);
+        let c = compare(&old, &new, 10.0).unwrap();
+        let all = c.notes.join("\n");
+        for want in [
+            "new run is incomplete: interrupted by SIGINT",
+            "limited the new run",
+            "config model differs",
+            "stage low: the load differs",
+        ] {
+            assert!(all.contains(want), "{want} not in\n{all}");
+        }
+    }
+}

@@ -1,0 +1,776 @@
+//! `metrics.prom`: the summary in the Prometheus text exposition format
+//! 0.0.4, for node_exporter's textfile collector or a Pushgateway. Like
+//! `report.csv` it is rendered from the summary document, over the same
+//! slices: labels `stage` and `scenario`, with `"all"` marking an aggregate
+//! (`stage="all",scenario="all"` is the whole run). Values are in base
+//! units — seconds, ratios in 0..1, `_total` counters — so the summary's
+//! milliseconds and microseconds are converted here. A stage or scenario
+//! literally named `all`, or named twice, gets `#<position>` appended so
+//! that every series stays distinct.
+//!
+//! Latency distributions are `summary` families: the HDR percentiles as
+//! `quantile` 0.5 … 0.999, the exact maximum as `quantile="1"`, and `_sum`
+//! (mean × count) and `_count`. A run is a finished measurement, not a live
+//! process, so these are the run's totals, not a sliding window; a null in
+//! the summary (an empty histogram) is left out rather than written as NaN.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::csv::{LATENCIES, Slice, error_rate, slices};
+
+/// The aggregate marker in `stage` and `scenario` labels.
+const ALL: &str = "all";
+
+/// A label name and its unescaped value.
+type Label = (&'static str, String);
+
+/// Renders `metrics.prom`.
+pub fn render(summary: &Value) -> String {
+    let slices = slices(summary, ALL);
+    let mut fams = Families::default();
+    run_families(&mut fams, summary);
+    for s in &slices {
+        slice_families(&mut fams, s);
+    }
+    threshold_families(&mut fams, summary, &slices);
+    fams.render()
+}
+
+fn run_families(f: &mut Families, summary: &Value) {
+    let cfg = &summary["config"];
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    f.get(
+        "llmload_info",
+        Kind::Gauge,
+        "The run: llmload version, wire format and model.",
+    )
+    .push(
+        "",
+        &[
+            ("version", text(&summary["version"])),
+            ("api", text(&cfg["api"])),
+            ("model", text(&cfg["model"])),
+        ],
+        Some("1".into()),
+    );
+    let flags = [
+        (
+            "llmload_run_complete",
+            &summary["complete"],
+            "1 when every issued request was accounted for, no worker was lost and the run was not interrupted.",
+        ),
+        (
+            "llmload_run_interrupted",
+            &summary["interrupted"],
+            "1 when the run was stopped by SIGINT or SIGTERM.",
+        ),
+        (
+            "llmload_generator_limited",
+            &summary["generator"]["limited_by_generator"],
+            "1 when the load generator, not the endpoint, limited the run.",
+        ),
+        (
+            "llmload_thresholds_passed",
+            &summary["thresholds_passed"],
+            "1 when every stage met its thresholds.",
+        ),
+    ];
+    for (name, v, help) in flags {
+        f.get(name, Kind::Gauge, help).push("", &[], bool01(v));
+    }
+    for (name, key, help) in [
+        (
+            "llmload_generator_ring_full_total",
+            "ring_full",
+            "Times the scheduler found a worker's issue ring full.",
+        ),
+        (
+            "llmload_generator_waited_for_connection_total",
+            "waited_for_connection",
+            "Requests that waited for a free connection.",
+        ),
+    ] {
+        f.get(name, Kind::Counter, help)
+            .push("", &[], int(&summary["generator"][key]));
+    }
+}
+
+fn slice_families(f: &mut Families, s: &Slice) {
+    let stage = s.stage.clone().unwrap_or_else(|| ALL.into());
+    let scenario = s.scenario.clone().unwrap_or_else(|| ALL.into());
+    let at = |extra: Option<Label>| {
+        let mut l = vec![("stage", stage.clone()), ("scenario", scenario.clone())];
+        l.extend(extra);
+        l
+    };
+    let b = s.block;
+    let req = &b["requests"];
+
+    let requests = f.get(
+        "llmload_requests_total",
+        Kind::Counter,
+        "Measured requests by outcome (warmup excluded).",
+    );
+    for outcome in ["completed", "failed"] {
+        requests.push(
+            "",
+            &at(Some(("outcome", outcome.into()))),
+            int(&req[outcome]),
+        );
+    }
+    if let Some(errors) = req["errors"].as_object() {
+        let fam = f.get(
+            "llmload_errors_total",
+            Kind::Counter,
+            "Failed requests by error class (connect_refused, reset, http_503, ...).",
+        );
+        for (class, n) in errors {
+            fam.push("", &at(Some(("class", class.clone()))), int(n));
+        }
+    }
+    f.get(
+        "llmload_error_ratio",
+        Kind::Gauge,
+        "Failed over issued measured requests.",
+    )
+    .push("", &at(None), error_rate(req).map(float));
+
+    let tp = &b["throughput"];
+    for (name, key, help) in [
+        (
+            "llmload_window_seconds",
+            &b["window_s"],
+            "Measured window: from the end of warmup to the last measured completion.",
+        ),
+        (
+            "llmload_requests_per_second",
+            &tp["requests_per_s"],
+            "Completed requests per second over the measured window.",
+        ),
+        (
+            "llmload_output_tokens_per_second",
+            &tp["output_tokens_per_s"],
+            "Output tokens per second over the measured window.",
+        ),
+        (
+            "llmload_input_tokens_per_second",
+            &tp["input_tokens_per_s"],
+            "Input tokens per second over the measured window.",
+        ),
+    ] {
+        f.get(name, Kind::Gauge, help)
+            .push("", &at(None), key.as_f64().map(float));
+    }
+    for (name, key, help) in [
+        (
+            "llmload_output_tokens_total",
+            "output_total",
+            "Output tokens of completed requests.",
+        ),
+        (
+            "llmload_input_tokens_total",
+            "input_total",
+            "Input tokens of completed requests.",
+        ),
+    ] {
+        f.get(name, Kind::Counter, help)
+            .push("", &at(None), int(&b["tokens"][key]));
+    }
+
+    for (latency, family) in LATENCIES.iter().zip(LATENCY_FAMILIES) {
+        summary_family(f, family, &b["latency_ms"][latency], 1e-3, &at);
+    }
+    summary_family(
+        f,
+        (
+            "llmload_send_lateness_seconds",
+            "How late each request left the generator after it was due.",
+        ),
+        s.lateness,
+        1e-6,
+        &at,
+    );
+}
+
+/// Names and help of the `latency_ms` histograms, in `LATENCIES` order.
+const LATENCY_FAMILIES: [(&str, &str); 5] = [
+    (
+        "llmload_e2e_latency_seconds",
+        "End-to-end latency, t_end - t_sched (coordinated-omission corrected).",
+    ),
+    (
+        "llmload_service_latency_seconds",
+        "Service latency, t_end - t_send.",
+    ),
+    (
+        "llmload_ttft_seconds",
+        "Time to first token: the first SSE event with output text - t_send.",
+    ),
+    (
+        "llmload_tpot_seconds",
+        "Time per output token after the first, per request with at least 2 output tokens.",
+    ),
+    (
+        "llmload_itl_seconds",
+        "Inter-token latency: each gap between consecutive text-bearing events.",
+    ),
+];
+
+/// Quantile labels and the histogram fields they come from.
+const QUANTILES: [(&str, &str); 6] = [
+    ("0.5", "p50"),
+    ("0.9", "p90"),
+    ("0.95", "p95"),
+    ("0.99", "p99"),
+    ("0.999", "p999"),
+    ("1", "max"),
+];
+
+fn summary_family(
+    f: &mut Families,
+    (name, help): (&'static str, &'static str),
+    h: &Value,
+    to_seconds: f64,
+    at: &dyn Fn(Option<Label>) -> Vec<Label>,
+) {
+    let fam = f.get(name, Kind::Summary, help);
+    for (q, key) in QUANTILES {
+        let v = h[key].as_f64().map(|v| float(v * to_seconds));
+        fam.push("", &at(Some(("quantile", q.into()))), v);
+    }
+    let count = h["count"].as_u64();
+    let sum = match (count, h["mean"].as_f64()) {
+        (Some(0), _) => Some(0.0),
+        (Some(n), Some(mean)) => Some(mean * n as f64 * to_seconds),
+        _ => None,
+    };
+    // A summary's _sum and _count describe the same observations: write both or neither.
+    if let (Some(sum), Some(count)) = (sum, count) {
+        fam.push("_sum", &at(None), Some(float(sum)));
+        fam.push("_count", &at(None), Some(count.to_string()));
+    }
+}
+
+fn threshold_families(f: &mut Families, summary: &Value, slices: &[Slice]) {
+    // Stage labels come from the slice walk so they match the other series.
+    let stage_labels = slices
+        .iter()
+        .filter(|s| s.stage.is_some() && s.scenario.is_none());
+    let stages = summary["stages"].as_array().map_or(&[][..], Vec::as_slice);
+    for (stage, s) in stages.iter().zip(stage_labels) {
+        let Some(list) = stage["thresholds"].as_array() else {
+            continue;
+        };
+        let fam = f.get(
+            "llmload_threshold_passed",
+            Kind::Gauge,
+            "1 when the stage met the threshold.",
+        );
+        let label = s.stage.clone().unwrap_or_default();
+        let mut seen = std::collections::BTreeSet::new();
+        for t in list {
+            let name = t["name"].as_str().unwrap_or("").to_string();
+            // Two thresholds of one name would be one series twice; keep the first.
+            if seen.insert(name.clone()) {
+                fam.push(
+                    "",
+                    &[("stage", label.clone()), ("threshold", name)],
+                    bool01(&t["pass"]),
+                );
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Counter,
+    Gauge,
+    Summary,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Summary => "summary",
+        }
+    }
+}
+
+/// Families in first-use order; the format needs each family's samples
+/// together after its HELP and TYPE, while the slices visit every family
+/// once each, so samples are gathered here and written at the end.
+#[derive(Default)]
+struct Families(Vec<Family>);
+
+struct Family {
+    name: &'static str,
+    kind: Kind,
+    help: &'static str,
+    /// Rendered `name{labels} value` lines.
+    samples: Vec<String>,
+}
+
+impl Families {
+    fn get(&mut self, name: &'static str, kind: Kind, help: &'static str) -> &mut Family {
+        match self.0.iter().position(|f| f.name == name) {
+            Some(i) => &mut self.0[i],
+            None => {
+                self.0.push(Family {
+                    name,
+                    kind,
+                    help,
+                    samples: Vec::new(),
+                });
+                self.0.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut o = String::new();
+        for f in self.0.iter().filter(|f| !f.samples.is_empty()) {
+            let _ = writeln!(o, "# HELP {} {}", f.name, escape_help(f.help));
+            let _ = writeln!(o, "# TYPE {} {}", f.name, f.kind.name());
+            for s in &f.samples {
+                o.push_str(s);
+                o.push('\n');
+            }
+        }
+        o
+    }
+}
+
+impl Family {
+    /// Adds `name<suffix>{labels} value`; a missing value adds nothing.
+    fn push(&mut self, suffix: &str, labels: &[(&str, String)], value: Option<String>) {
+        let Some(value) = value else { return };
+        let mut line = format!("{}{suffix}", self.name);
+        if !labels.is_empty() {
+            line.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                let _ = write!(line, "{k}=\"{}\"", escape_label(v));
+            }
+            line.push('}');
+        }
+        line.push(' ');
+        line.push_str(&value);
+        self.samples.push(line);
+    }
+}
+
+fn escape_label(v: &str) -> String {
+    let mut o = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn escape_help(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn bool01(v: &Value) -> Option<String> {
+    v.as_bool().map(|b| if b { "1" } else { "0" }.into())
+}
+
+fn int(v: &Value) -> Option<String> {
+    v.as_u64().map(|n| n.to_string())
+}
+
+/// A float in the format's syntax (which Go's ParseFloat reads). Rounded to
+/// 15 significant digits first so that a unit conversion does not print the
+/// binary noise of the division (0.1234 ms → 0.0001234 s, not
+/// 0.00012339999999999999).
+fn float(v: f64) -> String {
+    if !v.is_finite() {
+        return if v.is_nan() {
+            "NaN".into()
+        } else if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    let rounded: f64 = format!("{v:.14e}").parse().unwrap_or(v);
+    rounded.to_string()
+}
+
+#[doc(hidden)]
+pub mod check {
+    //! A deliberately naive reader of the exposition format, independent of
+    //! the writer above: enough to catch a malformed line, a sample before
+    //! its family's HELP and TYPE, a family split in two, or a series twice.
+    //! Public only so the integration tests can hold real output to it too.
+
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// One sample: metric name, labels in order, value.
+    pub type Sample = (String, Vec<(String, String)>, f64);
+
+    /// Parses `text` or says what is wrong with which line.
+    pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
+        if !text.is_empty() && !text.ends_with('\n') {
+            return Err("the last line must end with a line feed".into());
+        }
+        let mut help = BTreeSet::new();
+        let mut types: BTreeMap<String, String> = BTreeMap::new();
+        let mut started = BTreeSet::new();
+        let mut current: Option<String> = None;
+        let mut series = BTreeSet::new();
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let err = |m: &str| Err(format!("line {}: {m}: {line:?}", i + 1));
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# ") {
+                let mut it = rest.splitn(3, ' ');
+                let (kw, name) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
+                if !valid_name(name) {
+                    return err("bad metric name");
+                }
+                if current.as_deref() != Some(name) {
+                    if !started.insert(name.to_string()) {
+                        return err("family appears twice");
+                    }
+                    current = Some(name.to_string());
+                }
+                match kw {
+                    "HELP" => {
+                        if !help.insert(name.to_string()) {
+                            return err("second HELP");
+                        }
+                    }
+                    "TYPE" => {
+                        let t = it.next().unwrap_or("");
+                        if !["counter", "gauge", "summary", "histogram", "untyped"].contains(&t) {
+                            return err("bad type");
+                        }
+                        if types.insert(name.to_string(), t.to_string()).is_some() {
+                            return err("second TYPE");
+                        }
+                    }
+                    _ => return err("unknown comment keyword"),
+                }
+                continue;
+            }
+            let (name, labels, value) = match sample(line) {
+                Ok(s) => s,
+                Err(m) => return err(&m),
+            };
+            let family = family_of(&name, &types);
+            if current.as_deref() != Some(family.as_str()) {
+                return err("sample outside its family's block");
+            }
+            if !help.contains(&family) || !types.contains_key(&family) {
+                return err("sample before its family's HELP and TYPE");
+            }
+            if types[&family] == "summary" {
+                let has_q = labels.iter().any(|(k, _)| k == "quantile");
+                if has_q == (name != family) {
+                    return err("summary: quantile only on the bare name, not on _sum/_count");
+                }
+            }
+            let mut key = labels.clone();
+            key.sort();
+            if !series.insert((name.clone(), key)) {
+                return err("duplicate series");
+            }
+            out.push((name, labels, value));
+        }
+        Ok(out)
+    }
+
+    fn family_of(name: &str, types: &BTreeMap<String, String>) -> String {
+        for suffix in ["_sum", "_count"] {
+            if let Some(base) = name.strip_suffix(suffix)
+                && types.get(base).is_some_and(|t| t == "summary")
+            {
+                return base.to_string();
+            }
+        }
+        name.to_string()
+    }
+
+    pub fn valid_name(n: &str) -> bool {
+        let mut c = n.chars();
+        matches!(c.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && c.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+
+    fn valid_label(n: &str) -> bool {
+        valid_name(n) && !n.contains(':')
+    }
+
+    fn sample(line: &str) -> Result<Sample, String> {
+        let name_end = line.find(['{', ' ']).ok_or("no value")?;
+        let name = &line[..name_end];
+        if !valid_name(name) {
+            return Err("bad metric name".into());
+        }
+        let mut rest = &line[name_end..];
+        let mut labels = Vec::new();
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            loop {
+                if let Some(r) = rest.strip_prefix('}') {
+                    rest = r;
+                    break;
+                }
+                let eq = rest.find("=\"").ok_or("label without =\"")?;
+                let key = &rest[..eq];
+                if !valid_label(key) {
+                    return Err(format!("bad label name {key:?}"));
+                }
+                let mut value = String::new();
+                let mut chars = rest[eq + 2..].char_indices();
+                let end = loop {
+                    match chars.next().ok_or("unterminated label value")? {
+                        (i, '"') => break eq + 2 + i + 1,
+                        (_, '\\') => match chars.next().ok_or("dangling backslash")?.1 {
+                            '\\' => value.push('\\'),
+                            '"' => value.push('"'),
+                            'n' => value.push('\n'),
+                            c => return Err(format!("bad escape \\{c}")),
+                        },
+                        (_, '\n') => return Err("raw line feed in label value".into()),
+                        (_, c) => value.push(c),
+                    }
+                };
+                if labels.iter().any(|(k, _): &(String, String)| k == key) {
+                    return Err(format!("label {key} twice"));
+                }
+                labels.push((key.to_string(), value));
+                rest = &rest[end..];
+                rest = rest.strip_prefix(',').unwrap_or(rest);
+            }
+        }
+        let rest = rest.strip_prefix(' ').ok_or("no space before the value")?;
+        let mut parts = rest.split(' ');
+        let v = parts.next().unwrap_or("");
+        let value = match v {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            "NaN" => f64::NAN,
+            v => v.parse().map_err(|_| format!("bad value {v:?}"))?,
+        };
+        if let Some(ts) = parts.next()
+            && ts.parse::<i64>().is_err()
+        {
+            return Err("bad timestamp".into());
+        }
+        if parts.next().is_some() {
+            return Err("trailing tokens".into());
+        }
+        Ok((name.to_string(), labels, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check::{Sample, parse};
+    use super::*;
+    use crate::report::csv::fixture;
+    use serde_json::json;
+
+    fn find(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        samples
+            .iter()
+            .find(|(n, l, _)| {
+                n == name
+                    && labels.len() == l.len()
+                    && labels
+                        .iter()
+                        .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+            })
+            .map(|s| s.2)
+    }
+
+    fn rendered(doc: &Value) -> (String, Vec<Sample>) {
+        let text = render(doc);
+        let samples = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (text, samples)
+    }
+
+    #[test]
+    fn passes_the_format_check_with_values_in_base_units() {
+        let (text, s) = rendered(&fixture::summary());
+        let v = |name, labels: &[(&str, &str)]| {
+            find(&s, name, labels).unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"))
+        };
+        let q = |stage, scenario, quantile| {
+            [
+                ("stage", stage),
+                ("scenario", scenario),
+                ("quantile", quantile),
+            ]
+        };
+        // p99 of the "high"/"chat" e2e block: 2.5 × 20 ms.
+        assert_eq!(
+            v("llmload_e2e_latency_seconds", &q("high", "chat", "0.99")),
+            0.05
+        );
+        assert!(text.contains("quantile=\"0.99\"} 0.05\n"), "{text}");
+        assert_eq!(v("llmload_ttft_seconds", &q("low", "all", "1")), 0.0032);
+        assert_eq!(
+            v("llmload_send_lateness_seconds", &q("all", "all", "0.99")),
+            0.000125
+        );
+        let run = [("stage", "all"), ("scenario", "all")];
+        assert_eq!(v("llmload_e2e_latency_seconds_count", &run), 280.0);
+        assert!((v("llmload_e2e_latency_seconds_sum", &run) - 280.0 * 0.0165).abs() < 1e-9);
+        let hs = [("stage", "high"), ("scenario", "all")];
+        assert_eq!(v("llmload_error_ratio", &hs), 0.1);
+        assert_eq!(v("llmload_requests_per_second", &hs), 18.0);
+        let with = |k, val| [("stage", "high"), ("scenario", "all"), (k, val)];
+        assert_eq!(
+            v("llmload_requests_total", &with("outcome", "failed")),
+            20.0
+        );
+        assert_eq!(
+            v("llmload_requests_total", &with("outcome", "completed")),
+            180.0
+        );
+        assert_eq!(v("llmload_errors_total", &with("class", "http_503")), 15.0);
+        assert_eq!(
+            v(
+                "llmload_errors_total",
+                &[
+                    ("stage", "all"),
+                    ("scenario", "summarize"),
+                    ("class", "reset")
+                ]
+            ),
+            5.0
+        );
+        assert_eq!(v("llmload_run_complete", &[]), 1.0);
+        assert_eq!(v("llmload_generator_limited", &[]), 0.0);
+        assert_eq!(v("llmload_thresholds_passed", &[]), 0.0);
+        assert_eq!(
+            v(
+                "llmload_threshold_passed",
+                &[("stage", "high"), ("threshold", "p99_ms")]
+            ),
+            0.0
+        );
+        assert_eq!(v("llmload_generator_waited_for_connection_total", &[]), 3.0);
+        // Label values are escaped and read back intact.
+        assert_eq!(
+            v(
+                "llmload_info",
+                &[
+                    ("version", "0.1.0"),
+                    ("api", "openai-chat"),
+                    ("model", "m\"1\\x\ny")
+                ]
+            ),
+            1.0
+        );
+        // Empty histograms: no quantile samples, a zero count and sum.
+        let empty = [("stage", "low"), ("scenario", "summarize")];
+        assert_eq!(
+            find(&s, "llmload_ttft_seconds", &q("low", "summarize", "0.5")),
+            None
+        );
+        assert_eq!(v("llmload_ttft_seconds_count", &empty), 0.0);
+        assert_eq!(v("llmload_ttft_seconds_sum", &empty), 0.0);
+        for (name, _, _) in &s {
+            assert!(!name.contains("_ms"), "{name}: not a base unit");
+        }
+        assert_eq!(
+            text.matches("# TYPE llmload_e2e_latency_seconds summary\n")
+                .count(),
+            1
+        );
+        assert_eq!(
+            text.matches("# TYPE llmload_requests_total counter\n")
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn empty_scenarios_leave_stage_and_run_series() {
+        let mut doc = fixture::summary();
+        for st in doc["stages"].as_array_mut().unwrap() {
+            st["scenarios"] = json!([]);
+        }
+        doc["scenarios"] = json!([]);
+        let (_, s) = rendered(&doc);
+        let mut pairs: Vec<(String, String)> = s
+            .iter()
+            .filter(|(n, _, _)| n == "llmload_requests_per_second")
+            .map(|(_, l, _)| (l[0].1.clone(), l[1].1.clone()))
+            .collect();
+        pairs.sort();
+        let want = [("all", "all"), ("high", "all"), ("low", "all")];
+        assert_eq!(pairs, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    }
+
+    #[test]
+    fn colliding_names_stay_distinct_series() {
+        let mut doc = fixture::summary();
+        doc["stages"][0]["name"] = json!("all");
+        doc["stages"][1]["name"] = json!("all");
+        doc["stages"][1]["scenarios"][0]["name"] = json!("all");
+        doc["stages"][1]["thresholds"] = json!([
+            {"name": "p99_ms", "pass": true}, {"name": "p99_ms", "pass": false}
+        ]);
+        let (text, _) = rendered(&doc);
+        assert!(text.contains("stage=\"all#1\""), "{text}");
+        assert!(
+            text.contains("stage=\"all#2\",scenario=\"all#1\""),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn malformed_summary_still_renders_valid_text() {
+        for doc in [
+            json!(null),
+            json!({"stages": [1, {"latency_ms": 3}]}),
+            json!([]),
+        ] {
+            rendered(&doc);
+        }
+    }
+
+    #[test]
+    fn the_checker_rejects_what_it_should() {
+        let ok = "# HELP a x\n# TYPE a gauge\na{b=\"1\"} 2\n";
+        assert!(parse(ok).is_ok());
+        for bad in [
+            "a 1\n",
+            "# HELP a x\n# TYPE a gauge\na{b=\"1\"} 2\na{b=\"1\"} 3\n",
+            "# HELP a x\n# TYPE a gauge\n# HELP c x\n# TYPE c gauge\nc 1\na 2\n",
+            "# HELP 1a x\n# TYPE 1a gauge\n1a 2\n",
+            "# HELP a x\n# TYPE a gauge\na{b=\"x\\q\"} 2\n",
+            "# HELP a x\n# TYPE a gauge\na 2",
+            "# HELP a x\n# TYPE a summary\na_sum{quantile=\"0.5\"} 2\n",
+        ] {
+            assert!(parse(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn float_spelling() {
+        assert_eq!(float(0.1234 * 1e-3), "0.0001234");
+        assert_eq!(float(281.664419 * 1e-3), "0.281664419");
+        assert_eq!(float(2.0), "2");
+        assert_eq!(float(f64::NAN), "NaN");
+    }
+}
