@@ -167,7 +167,7 @@ fn checks_fail_when_they_should() {
         &dir,
         &serde_json::json!({
             "model": "m", "max_tokens": 4, "live_interval": "0",
-            "stages": [{"concurrency": 2, "requests": 20}],
+            "stages": [{"concurrency": 3, "requests": 30}],
             "scenarios": [
                 {"name": "never", "weight": 1, "content": {"mode": "pool", "prompts": ["x"]},
                  "checks": {"contains": ["this text is never generated"]}},

@@ -849,6 +849,16 @@ pub fn split_by_weight(total: u64, weights: &[f64]) -> Vec<u64> {
         out[i] += 1;
         left -= 1;
     }
+    // A scenario with weight gets at least one slot while another has two.
+    for i in 0..out.len() {
+        if out[i] == 0 && weights[i] > 0.0 {
+            let (j, &most) = out.iter().enumerate().max_by_key(|(_, n)| **n).expect("non-empty");
+            if most > 1 {
+                out[j] -= 1;
+                out[i] = 1;
+            }
+        }
+    }
     out
 }
 
@@ -986,6 +996,8 @@ mod tests {
             3
         );
         assert_eq!(split_by_weight(5, &[1.0]), vec![5]);
+        assert_eq!(split_by_weight(4, &[98.0, 1.0, 1.0]), vec![2, 1, 1]);
+        assert_eq!(split_by_weight(2, &[1.0, 1.0, 1.0]), vec![1, 1, 0]);
     }
 
     #[test]

@@ -43,6 +43,17 @@ pub fn resolve(p: Profile, started_wall: u64) -> Result<BenchConfig, String> {
         (None, Some(n)) => n.max(defaults::CONNECTIONS),
         (None, None) => defaults::CONNECTIONS,
     };
+    for s in &stages {
+        if let StageLoad::Closed { concurrency } = s.load
+            && concurrency < scenarios.len()
+        {
+            eprintln!(
+                "llmload bench: warning: stage '{}' has {concurrency} virtual user(s) for {} scenarios; some scenarios get none",
+                s.name,
+                scenarios.len()
+            );
+        }
+    }
     if connections == 0 {
         return Err("connections must be at least 1".into());
     }
