@@ -9,11 +9,10 @@
 use std::fmt;
 use std::io::BufReader;
 
-use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
-use serde_json::Value;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
-use super::columns::{MESSAGE_NAMES, ResolvedColumns};
-use super::object::RowSeed;
+use super::columns::ResolvedColumns;
+use super::object::{FirstRow, RowSeed};
 use super::sink::{Loc, Sink};
 use super::spec::DatasetSpec;
 use super::{LoadStats, READ_BUF, Sample, open};
@@ -25,23 +24,6 @@ pub(crate) fn message(e: &serde_json::Error) -> String {
     match s.strip_suffix(&suffix) {
         Some(m) => m.to_string(),
         None => s,
-    }
-}
-
-/// An object's keys, each with whether it holds an array (which is what
-/// lets `messages` / `conversations` count as a prompt source).
-pub(crate) fn columns_of(v: &Value) -> Vec<(String, bool)> {
-    match v {
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    v.is_array() && MESSAGE_NAMES.contains(&k.as_str()),
-                )
-            })
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -76,24 +58,23 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_, '_> {
                     Some(r) => Ok(r),
                     None => break,
                 },
-                None => match seq.next_element::<Value>()? {
+                None => match seq.next_element::<FirstRow>()? {
                     None => break,
-                    Some(v @ Value::Object(_)) => {
-                        let found = columns_of(&v);
+                    Some(FirstRow::Other(found)) => {
+                        Err(format!("expected a JSON object, found {found}"))
+                    }
+                    Some(first) => {
+                        let found = first.columns();
                         st.first_columns = found.iter().map(|(c, _)| c.clone()).collect();
                         match ResolvedColumns::detect(&st.spec.columns, &found, st.sink.file()) {
                             Ok(c) => {
-                                let row = RowSeed(&c).deserialize(v).map_err(|e| e.to_string());
+                                let row = first.into_row(&c);
                                 st.cols = Some(c);
-                                row
+                                Ok(row)
                             }
                             Err(e) => return Err(stop(st, e)),
                         }
                     }
-                    Some(other) => Err(format!(
-                        "expected a JSON object, found {}",
-                        super::messages::kind(&other)
-                    )),
                 },
             };
             let result = match row {
@@ -219,10 +200,10 @@ mod tests {
         let (got, _) = load_all(p.to_str().unwrap()).unwrap();
         assert_eq!(got[0], Sample::prompt("hi"));
         assert_eq!(got[1].system.as_deref(), Some("s"));
-        let p = d.file("n.json", r#"[{"body": "x", "id": 1}]"#);
+        let p = d.file("n.json", r#"[{"id": 1, "body": "x"}]"#);
         let e = load_all(p.to_str().unwrap()).unwrap_err();
         assert!(
-            e.contains("n.json: no prompt column") && e.contains("columns found: body, id"),
+            e.contains("n.json: no prompt column") && e.contains("columns found: id, body"),
             "{e}"
         );
     }

@@ -1,16 +1,15 @@
 //! JSONL: one object per line, read into one reused line buffer and parsed
 //! in place (`object::RowSeed`), so memory stays at one line however large
-//! the file. The first object line is also built as a `Value` once, to see
+//! the file. The first object line is also kept whole once, to see
 //! its keys when the prompt column must be found by name. Blank lines are
 //! skipped silently; line numbers count every line, blank ones included.
 
 use std::io::{BufRead, BufReader};
 
 use serde::de::DeserializeSeed;
-use serde_json::Value;
 
 use super::columns::ResolvedColumns;
-use super::object::{Row, RowSeed};
+use super::object::{FirstRow, Row, RowSeed};
 use super::sink::{Loc, Sink};
 use super::spec::DatasetSpec;
 use super::{LoadStats, READ_BUF, Sample, open};
@@ -20,6 +19,13 @@ use super::{LoadStats, READ_BUF, Sample, open};
 /// what is wrong, without the file and line.
 pub fn parse_line(line: &[u8], cols: &ResolvedColumns) -> Result<Sample, String> {
     parse(line, cols).and_then(|r| r.sample)
+}
+
+/// Parses one line the way the loader reads the first object line (kept
+/// whole so its keys can be seen, then mapped). Exposed so the fuzz target
+/// can check that both paths read every line alike.
+pub fn parse_first_line(line: &[u8], cols: &ResolvedColumns) -> Result<Sample, String> {
+    first_object(line).and_then(|f| f.into_row(cols).sample)
 }
 
 fn parse(line: &[u8], cols: &ResolvedColumns) -> Result<Row, String> {
@@ -46,15 +52,11 @@ fn invalid_json(e: &serde_json::Error) -> String {
     )
 }
 
-/// The first object line as a `Value`, or why it is not one.
-fn first_object(line: &[u8]) -> Result<Value, String> {
-    let v: Value = serde_json::from_str(utf8(line)?).map_err(|e| invalid_json(&e))?;
-    match v {
-        Value::Object(_) => Ok(v),
-        other => Err(format!(
-            "expected a JSON object, found {}",
-            super::messages::kind(&other)
-        )),
+/// The first object line whole, or why it is not one.
+fn first_object(line: &[u8]) -> Result<FirstRow, String> {
+    match serde_json::from_str(utf8(line)?).map_err(|e| invalid_json(&e))? {
+        FirstRow::Other(found) => Err(format!("expected a JSON object, found {found}")),
+        row => Ok(row),
     }
 }
 
@@ -90,13 +92,13 @@ pub(crate) fn load(
         let row = match &cols {
             Some(c) => parse(line, c),
             None => match first_object(line) {
-                Ok(v) => {
-                    let found = super::json::columns_of(&v);
+                Ok(first) => {
+                    let found = first.columns();
                     first_columns = found.iter().map(|(c, _)| c.clone()).collect();
                     let c = ResolvedColumns::detect(&spec.columns, &found, sink.file())?;
-                    let row = RowSeed(&c).deserialize(v).map_err(|e| e.to_string());
+                    let row = first.into_row(&c);
                     cols = Some(c);
-                    row
+                    Ok(row)
                 }
                 Err(reason) => Err(reason),
             },
@@ -239,7 +241,7 @@ mod tests {
             e.contains("none.jsonl: no prompt column among prompt, text, text_input, input, question, query, instruction"),
             "{e}"
         );
-        assert!(e.contains("columns found: body, id"), "{e}");
+        assert!(e.contains("columns found: id, body"), "{e}");
         let p = d.file("two.jsonl", "{\"prompt\": \"a\", \"query\": \"b\"}\n");
         let e = load_all(p.to_str().unwrap()).unwrap_err();
         assert!(
@@ -382,7 +384,7 @@ mod tests {
         let p = d.file("t.jsonl", "{\"prompt\": \"a\", \"max_tokens\": 5}\n");
         let e = load_all(&format!("{},max_tokens=max_token", p.display())).unwrap_err();
         assert!(
-            e.contains("max_tokens=max_token: no row has a field 'max_token' (the first row has: max_tokens, prompt)"),
+            e.contains("max_tokens=max_token: no row has a field 'max_token' (the first row has: prompt, max_tokens)"),
             "{e}"
         );
     }
@@ -412,6 +414,10 @@ mod tests {
             parse_line(b"{\"prompt\": \"x\"}", &c).unwrap(),
             Sample::prompt("x")
         );
+        assert_eq!(
+            parse_first_line(b"{\"prompt\": \"x\"}", &c).unwrap(),
+            Sample::prompt("x")
+        );
         for bad in [
             &b""[..],
             b"{",
@@ -421,6 +427,7 @@ mod tests {
             b"{}{}",
         ] {
             assert!(parse_line(bad, &c).is_err(), "{bad:?}");
+            assert!(parse_first_line(bad, &c).is_err(), "{bad:?}");
         }
     }
 }

@@ -4,17 +4,20 @@
 //! line costs one parse and one allocation per kept string instead of a
 //! `serde_json::Value` tree. A wrong type is not a serde error but a value
 //! (`Row::sample` is `Err`), so the parser still consumes the whole object
-//! and a JSON array can carry on to the next element.
+//! and a JSON array can carry on to the next element. The first row is the
+//! exception: it is kept whole (`FirstRow`, keys in file order) because the
+//! prompt column must be found among its keys before it can be read.
 
 use std::fmt;
 
+use serde::de::value::MapDeserializer;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
 use serde_json::Value;
 
 use super::Sample;
-use super::columns::{Field, Parts, ResolvedColumns, is_blank, max_tokens_from_f64};
+use super::columns::{Field, MESSAGE_NAMES, Parts, ResolvedColumns, is_blank, max_tokens_from_f64};
 use super::messages::{self, kind};
 
 /// A parsed object: its sample or what is wrong with it, and which mapped
@@ -156,6 +159,102 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
 
     fn visit_unit<E: de::Error>(self) -> Result<Row, E> {
         Ok(Row::not_object("null"))
+    }
+}
+
+/// The first object of a file, whole and in file order, or what was found
+/// instead of an object.
+#[derive(Debug)]
+pub(crate) enum FirstRow {
+    Object(Vec<(String, Value)>),
+    Other(String),
+}
+
+impl FirstRow {
+    /// Its keys, each with whether it holds an array (which is what lets
+    /// `messages` / `conversations` count as a prompt source).
+    pub fn columns(&self) -> Vec<(String, bool)> {
+        match self {
+            FirstRow::Object(entries) => entries
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.is_array() && MESSAGE_NAMES.contains(&k.as_str()),
+                    )
+                })
+                .collect(),
+            FirstRow::Other(_) => Vec::new(),
+        }
+    }
+
+    /// Reads it as any other row, once the mapping is known.
+    pub fn into_row(self, cols: &ResolvedColumns) -> Row {
+        match self {
+            FirstRow::Object(entries) => {
+                let map = MapDeserializer::<_, serde_json::Error>::new(entries.into_iter());
+                // A built map cannot fail to deserialize: every value is
+                // already a Value.
+                RowSeed(cols).deserialize(map).unwrap_or_else(|e| Row {
+                    sample: Err(e.to_string()),
+                    seen: 0,
+                })
+            }
+            FirstRow::Other(found) => Row::not_object(&found),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FirstRow {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FirstRow, D::Error> {
+        d.deserialize_any(FirstRowVisitor)
+    }
+}
+
+struct FirstRowVisitor;
+
+impl<'de> Visitor<'de> for FirstRowVisitor {
+    type Value = FirstRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FirstRow, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(entry) = map.next_entry::<String, Value>()? {
+            entries.push(entry);
+        }
+        Ok(FirstRow::Object(entries))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstRow, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(FirstRow::Other("an array".to_string()))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other("a boolean".to_string()))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other(format!("a number ({n})")))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other(format!("a number ({n})")))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other(format!("a number ({n})")))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other("a string".to_string()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<FirstRow, E> {
+        Ok(FirstRow::Other("null".to_string()))
     }
 }
 
@@ -303,9 +402,8 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         let r = RowSeed(c).deserialize(&mut de).unwrap();
         de.end().unwrap();
-        // The same seed over a built Value (how the first row is read) agrees.
-        let v: Value = serde_json::from_str(text).unwrap();
-        let r2 = RowSeed(c).deserialize(v).unwrap();
+        // Reading it as a first row (kept whole, then mapped) agrees.
+        let r2 = serde_json::from_str::<FirstRow>(text).unwrap().into_row(c);
         assert_eq!(r.sample, r2.sample, "{text}");
         assert_eq!(r.seen, r2.seen);
         r
@@ -395,6 +493,30 @@ mod tests {
             let e = row(text, &c).sample.unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn first_row_keeps_key_order() {
+        let f: FirstRow =
+            serde_json::from_str(r#"{"z": 1, "messages": [], "a": "x", "conversations": "no"}"#)
+                .unwrap();
+        assert_eq!(
+            f.columns(),
+            vec![
+                ("z".to_string(), false),
+                ("messages".to_string(), true),
+                ("a".to_string(), false),
+                ("conversations".to_string(), false),
+            ]
+        );
+        let f: FirstRow = serde_json::from_str("[1, {}]").unwrap();
+        assert!(f.columns().is_empty());
+        let c = cols(ColumnMap {
+            prompt: Some("a".into()),
+            ..ColumnMap::default()
+        });
+        let e = f.into_row(&c).sample.unwrap_err();
+        assert_eq!(e, "expected a JSON object, found an array");
     }
 
     #[test]
