@@ -6,14 +6,54 @@
 //! (or row) and the field.
 
 mod builtin;
+pub mod columns;
+pub mod csv;
+mod json;
+pub mod jsonl;
+mod messages;
+mod object;
 pub mod order;
+mod sink;
 pub mod spec;
 pub mod synthetic;
+#[cfg(test)]
+mod testutil;
+mod words;
+
+use std::fs::File;
+use std::io::{Cursor, Read};
+use std::path::Path;
 
 use crate::protocol::Message;
+pub use columns::ResolvedColumns;
 pub use order::{Order, Picker};
 pub use spec::{ColumnMap, DatasetSpec, Format};
 pub use synthetic::SyntheticSpec;
+
+/// A UTF-8 byte order mark, which editors on Windows put at the start of
+/// text files; it is skipped wherever a file starts.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Read buffer per loader: large enough that reads are few, small enough
+/// not to matter next to the request arena.
+const READ_BUF: usize = 1 << 20;
+
+/// The bytes of `path` after a byte order mark, if it starts with one.
+/// Only reads forward, so a pipe works too
+/// (`--dataset <(zcat big.jsonl.gz),format=jsonl`).
+fn open(path: &Path, file: &str) -> Result<impl Read + use<>, String> {
+    let err = |e: std::io::Error| format!("{file}: {e}");
+    let mut f = File::open(path).map_err(err)?;
+    let mut head = Vec::with_capacity(BOM.len());
+    (&mut f)
+        .take(BOM.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(err)?;
+    if head == BOM {
+        head.clear();
+    }
+    Ok(Cursor::new(head).chain(f))
+}
 
 /// One dataset entry, normalized.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,12 +95,22 @@ pub struct LoadStats {
 /// Loads `spec`, calling `on_sample` for each valid sample in file order.
 /// An invalid line or row is an error naming `file:line` and the reason, or
 /// with `skip_invalid` is skipped and counted; an empty dataset is an error.
+/// Memory stays at one line or element (plus what `on_sample` keeps).
+///
+/// Without a prompt, messages or input_tokens mapping, the prompt column is
+/// the one of `prompt`, `text`, `text_input`, `input`, `question`, `query`,
+/// `instruction` — or `messages` / `conversations` holding message arrays —
+/// present in the first valid row; none or several is an error listing the
+/// columns found.
 pub fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
 ) -> Result<LoadStats, String> {
-    let _ = (spec, on_sample);
-    todo!("dataset helper")
+    match spec.format {
+        Format::Jsonl => jsonl::load(spec, on_sample),
+        Format::Json => json::load(spec, on_sample),
+        Format::Csv => csv::load(spec, on_sample),
+    }
 }
 
 /// The built-in prompt set: varied short instructions, so a default run
