@@ -409,16 +409,11 @@ fn default_out_dir(wall: u64) -> PathBuf {
 
 /// The built-in endpoint's settings when bench starts it.
 fn builtin_server() -> ServerConfig {
+    // One worker on an ephemeral loopback port, no faults (the default).
     ServerConfig {
-        listen: "127.0.0.1:0".parse().expect("literal address"),
-        workers: 1,
         ttft: Duration::from_millis(20),
         tpot: Duration::from_millis(2),
-        output_tokens: None,
-        error_rate: 0.0,
-        malformed_rate: 0.0,
-        reset_rate: 0.0,
-        pin: None,
+        ..ServerConfig::default()
     }
 }
 
