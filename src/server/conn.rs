@@ -12,19 +12,27 @@
 //! so a slow or stalled reader costs memory in proportion to the socket, not
 //! to the response. Input is bounded the same way (`IN_SOFT` bytes of
 //! pipelined requests, or the current request's own size).
+//!
+//! The wire format of a request (chat, text completions, SGLang, Anthropic)
+//! decides only the bytes, through `formats`; the pacing, the fault
+//! schedule and the access checks here are one code path for all of them.
 
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 
 use mio::net::TcpStream;
 
+use super::access::Access;
 use super::faults::{Fault, FaultPlan};
+use super::formats::{
+    self, DEFAULT_OUTPUT_TOKENS, Events, Format, Identity, MAX_OUTPUT_TOKENS, Problem, Reply,
+    openai,
+};
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
-use super::openai::{self, Identity, Usage, event};
 use super::socket;
 use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
-use crate::http::chunked::{write_chunk, write_last_chunk};
+use crate::http::chunked::write_last_chunk;
 
 /// Initial read buffer per connection.
 const IN_MIN: usize = 8 * 1024;
@@ -50,6 +58,11 @@ pub struct Settings {
     pub tpot_ns: u64,
     /// Fixed output length, overriding the request's.
     pub output_tokens: Option<u32>,
+    /// The first this many output tokens are reasoning (where the format
+    /// has reasoning).
+    pub reasoning: u32,
+    /// Answer `"stream": true` requests with one JSON body anyway.
+    pub ignore_stream: bool,
     /// This worker's index, part of every response id.
     pub worker: u32,
     /// Unix seconds when the worker started (the model's `created`).
@@ -61,6 +74,7 @@ pub struct Ctx<'a> {
     pub settings: Settings,
     pub counters: &'a WorkerCounters,
     pub faults: FaultPlan,
+    pub access: Access,
     pub timers: TimerQueue,
     /// Responses started by this worker, for unique ids.
     pub seq: u64,
@@ -80,7 +94,7 @@ pub enum Outcome {
 enum Kind {
     /// Server-sent events; `chunked` is false only for HTTP/1.0 clients,
     /// whose stream ends when the connection closes.
-    Stream { chunked: bool, include_usage: bool },
+    Stream { chunked: bool },
     /// One JSON body, prebuilt in `deferred`.
     Full,
 }
@@ -89,25 +103,29 @@ enum Kind {
 #[derive(Clone, Copy, Debug)]
 struct Response {
     kind: Kind,
+    reply: Reply,
     arrival: u64,
-    /// Content tokens in total.
-    n: u32,
-    /// Next content token to send (streams).
+    /// Next output token to send (streams).
     next: u32,
     /// Reset the connection instead of sending token `next == reset_at`
     /// (streams), or instead of the body (`Some(0)`, non-streamed).
     reset_at: Option<u32>,
-    prompt: u64,
+    /// Send the in-band error instead of token `next == inband_at` and end
+    /// the stream (streams); the body is the error and comes at that token's
+    /// time (non-streamed).
+    inband_at: Option<u32>,
 }
 
 impl Response {
     /// When the next action is due.
     fn due(&self, s: &Settings) -> u64 {
+        let n = self.reply.n;
         let k = match self.kind {
-            Kind::Stream { .. } if self.next < self.n => self.next,
-            // The finish events follow the last token at once; with no
-            // tokens they come at the first-token time.
-            _ => self.n.saturating_sub(1),
+            Kind::Stream { .. } if self.next < n => self.next,
+            // A body, like a stream's finish events, comes with the last
+            // token (with no tokens, at the first-token time).
+            Kind::Stream { .. } => n.saturating_sub(1),
+            Kind::Full => self.inband_at.unwrap_or(n.saturating_sub(1)),
         };
         self.arrival
             .saturating_add(s.ttft_ns)
@@ -400,7 +418,7 @@ impl Conn {
                 if buffered.is_empty() {
                     return Next::NeedMore;
                 }
-                match head::parse(buffered) {
+                match head::parse(buffered, ctx.access.key.as_ref()) {
                     Ok(Some(h)) => {
                         self.head = Some(h);
                         self.continue_sent = false;
@@ -462,40 +480,43 @@ impl Conn {
 
     fn dispatch(&mut self, ctx: &mut Ctx<'_>, now: u64, head: &Head, body: &[u8]) -> Next {
         match (head.route, head.method) {
-            (Route::ChatCompletions, Method::Post) => {
-                if head.body == Body::None {
-                    WorkerCounters::bump(&ctx.counters.requests, 1);
+            (Route::Generate(format), Method::Post) => self.generate(ctx, now, head, body, format),
+            (Route::Models, Method::Get) => {
+                if !head.authorized {
+                    WorkerCounters::bump(&ctx.counters.unauthorized, 1);
                     self.error(
                         head,
-                        Status::LengthRequired,
-                        "Content-Length required",
+                        None,
+                        Failure::of(Status::Unauthorized, NO_KEY),
                         0,
                         b"",
                     );
                     return Next::Handled;
                 }
-                self.chat(ctx, now, head, body)
-            }
-            (Route::Models, Method::Get) => {
                 self.scratch.clear();
-                openai::models_body(&mut self.scratch, ctx.settings.started_unix);
+                openai::models_body(
+                    &mut self.scratch,
+                    &ctx.access.listed(),
+                    ctx.settings.started_unix,
+                );
                 self.simple(head, Status::Ok, 0, b"");
                 Next::Handled
             }
-            (Route::ChatCompletions, _) => {
-                let msg = "method not allowed; use POST";
-                self.error(head, Status::MethodNotAllowed, msg, 0, b"allow: POST\r\n");
+            (Route::Generate(format), _) => {
+                let fail = Failure::of(Status::MethodNotAllowed, "method not allowed; use POST");
+                self.error(head, Some(format), fail, 0, b"allow: POST\r\n");
                 Next::Handled
             }
             (Route::Models, _) => {
-                let msg = "method not allowed; use GET";
-                self.error(head, Status::MethodNotAllowed, msg, 0, b"allow: GET\r\n");
+                let fail = Failure::of(Status::MethodNotAllowed, "method not allowed; use GET");
+                self.error(head, None, fail, 0, b"allow: GET\r\n");
                 Next::Handled
             }
             (Route::Unknown, _) => {
-                let msg =
-                    "unknown path; this server has POST /v1/chat/completions and GET /v1/models";
-                self.error(head, Status::NotFound, msg, 0, b"");
+                let msg = "unknown path; this server has POST /v1/chat/completions, \
+                           POST /v1/completions, POST /generate, POST /v1/messages \
+                           and GET /v1/models";
+                self.error(head, None, Failure::of(Status::NotFound, msg), 0, b"");
                 Next::Handled
             }
         }
@@ -521,15 +542,24 @@ impl Conn {
         }
     }
 
-    fn error(&mut self, head: &Head, status: Status, message: &str, messages: u32, extra: &[u8]) {
-        let kind = match status {
-            Status::Unavailable => "server_error",
-            Status::NotFound => "not_found_error",
-            _ => "invalid_request_error",
-        };
+    /// An error response in `format`'s error shape (OpenAI's when `None`).
+    fn error(
+        &mut self,
+        head: &Head,
+        format: Option<Format>,
+        fail: Failure<'_>,
+        messages: u32,
+        extra: &[u8],
+    ) {
         self.scratch.clear();
-        openai::error_body(&mut self.scratch, message, kind, status.code());
-        self.simple(head, status, messages, extra);
+        formats::error_body(
+            format,
+            &mut self.scratch,
+            fail.problem,
+            fail.status.code(),
+            fail.message,
+        );
+        self.simple(head, fail.status, messages, extra);
     }
 
     /// An error after which the input cannot be trusted to be in step with
@@ -543,42 +573,69 @@ impl Conn {
             keep_alive: false,
             body: Body::None,
             expect_continue: false,
+            authorized: true,
         };
-        self.error(&head, status, message, 0, b"");
+        self.error(&head, None, Failure::of(status, message), 0, b"");
         self.head = None;
         self.in_start = self.in_end;
         self.close_after = true;
     }
 
-    fn chat(&mut self, ctx: &mut Ctx<'_>, now: u64, head: &Head, body: &[u8]) -> Next {
+    /// A generation request in any format: decides its fault, then answers
+    /// at once (errors) or starts a paced response.
+    fn generate(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        now: u64,
+        head: &Head,
+        body: &[u8],
+        format: Format,
+    ) -> Next {
         let c = ctx.counters;
         WorkerCounters::bump(&c.requests, 1);
-        let parsed = openai::parse_chat(body).and_then(|req| {
-            let n = match (ctx.settings.output_tokens, req.max_tokens) {
-                (Some(n), _) => n,
-                (None, Some(m)) if m > u64::from(openai::MAX_OUTPUT_TOKENS) => {
-                    return Err(format!(
-                        "max_tokens {m} is over this mock's limit of {}",
-                        openai::MAX_OUTPUT_TOKENS
-                    ));
+        WorkerCounters::bump(c.format_requests(format), 1);
+        // A missing key is refused before anything else, and outside the
+        // fault schedule: the request never reaches the "model".
+        if !head.authorized {
+            WorkerCounters::bump(&c.unauthorized, 1);
+            let fail = Failure::of(Status::Unauthorized, NO_KEY);
+            self.error(head, Some(format), fail, 0, b"");
+            return Next::Handled;
+        }
+        if head.body == Body::None {
+            let fail = Failure::of(Status::LengthRequired, "Content-Length required");
+            self.error(head, Some(format), fail, 0, b"");
+            return Next::Handled;
+        }
+        let parsed = format
+            .parse(body)
+            .map_err(|m| Rejection::new(Status::BadRequest, Problem::Invalid, m))
+            .and_then(|req| {
+                if let Some(m) = req.model.as_deref() {
+                    if !ctx.access.serves(m) {
+                        return Err(Rejection::new(
+                            Status::NotFound,
+                            Problem::UnknownModel,
+                            format!("The model `{m}` does not exist."),
+                        ));
+                    }
                 }
-                (None, Some(m)) => m as u32,
-                (None, None) => openai::DEFAULT_OUTPUT_TOKENS,
-            };
-            Ok((req, n))
-        });
+                let n = output_tokens(&ctx.settings, format, req.max_tokens)?;
+                Ok((req, n))
+            });
         if parsed.as_ref().is_ok_and(|(req, _)| req.stream) {
             WorkerCounters::bump(&c.streams, 1);
         }
-        // Every chat completion request takes its turn in the fault schedule,
-        // valid or not, so the counts stay exact; a fault replaces whatever
-        // the answer would have been.
+        // Every generation request with a body takes its turn in the fault
+        // schedule, valid or not, so the counts stay exact; a fault replaces
+        // whatever the answer would have been.
         let fault = ctx.faults.next();
         let messages = parsed.as_ref().map_or(0, |(req, _)| req.messages);
         match fault {
             Fault::Error => {
                 WorkerCounters::bump(&c.errors_injected, 1);
-                self.error(head, Status::Unavailable, "injected error", messages, b"");
+                let fail = Failure::of(Status::Unavailable, "injected error");
+                self.error(head, Some(format), fail, messages, b"");
                 return Next::Handled;
             }
             Fault::Malformed => {
@@ -587,7 +644,7 @@ impl Conn {
                 self.close_after = true;
                 return Next::Handled;
             }
-            Fault::Reset | Fault::None => {}
+            Fault::Reset | Fault::Inband | Fault::None => {}
         }
         let (req, n) = match parsed {
             Ok(p) => p,
@@ -595,29 +652,54 @@ impl Conn {
                 WorkerCounters::bump(&c.resets_injected, 1);
                 return Next::End(Outcome::Reset);
             }
-            Err(msg) => {
-                self.error(head, Status::BadRequest, &msg, 0, b"");
+            Err(_) if fault == Fault::Inband => {
+                // Whether it wanted a stream is unknown: the error comes as
+                // the body.
+                WorkerCounters::bump(&c.inband_errors_injected, 1);
+                self.scratch.clear();
+                self.scratch.extend_from_slice(formats::inband_body(format));
+                self.simple(head, Status::Ok, 0, b"");
+                return Next::Handled;
+            }
+            Err(r) => {
+                if r.problem == Problem::UnknownModel {
+                    WorkerCounters::bump(&c.unknown_model, 1);
+                }
+                let fail = Failure {
+                    status: r.status,
+                    problem: r.problem,
+                    message: &r.message,
+                };
+                self.error(head, Some(format), fail, 0, b"");
                 return Next::Handled;
             }
         };
+        let settings = ctx.settings;
         ctx.seq += 1;
         let id = Identity {
-            worker: ctx.settings.worker,
+            worker: settings.worker,
             seq: ctx.seq,
             created: crate::clock::wall_ns() / 1_000_000_000,
-            model: req.model.as_deref().unwrap_or(openai::MODEL),
+            model: req
+                .model
+                .as_deref()
+                .unwrap_or_else(|| ctx.access.default_model()),
         };
-        let usage = Usage {
-            prompt: req.prompt_tokens,
-            completion: u64::from(n),
-        };
+        let reply = Reply::new(
+            format,
+            n,
+            settings.reasoning,
+            req.prompt_tokens,
+            req.include_usage,
+        );
+        let stream = req.stream && !settings.ignore_stream;
         // Chunked framing does not exist in HTTP/1.0: a stream to such a
         // client ends by closing the connection.
-        let keep_alive = head.keep_alive && !(req.stream && head.http10);
+        let keep_alive = head.keep_alive && !(stream && head.http10);
         if !keep_alive {
             self.close_after = true;
         }
-        let kind = if req.stream {
+        let kind = if stream {
             let chunked = !head.http10;
             head::write(
                 &mut self.out,
@@ -635,18 +717,16 @@ impl Conn {
                     extra: b"",
                 },
             );
-            openai::stream_prefix(&mut self.prefix, &id);
-            let prefix = &self.prefix;
-            emit(&mut self.out, &mut self.scratch, chunked, |b| {
-                event::role(b, prefix)
-            });
-            Kind::Stream {
-                chunked,
-                include_usage: req.include_usage,
-            }
+            let mut ev = Events::new(&mut self.out, &mut self.scratch, chunked);
+            formats::start(&reply, &id, &mut self.prefix, &mut ev);
+            Kind::Stream { chunked }
         } else {
             self.scratch.clear();
-            openai::completion_body(&mut self.scratch, &id, usage);
+            if fault == Fault::Inband {
+                self.scratch.extend_from_slice(formats::inband_body(format));
+            } else {
+                formats::body(&reply, &id, &mut self.prefix, &mut self.scratch);
+            }
             self.deferred.clear();
             head::write(
                 &mut self.deferred,
@@ -663,18 +743,22 @@ impl Conn {
             self.deferred.extend_from_slice(&self.scratch);
             Kind::Full
         };
+        // Both faults strike about halfway through the tokens; a reset
+        // replaces a whole body, while an in-band error body simply comes
+        // when the stream's error event would have.
         let reset_at = match (fault, kind) {
             (Fault::Reset, Kind::Stream { .. }) => Some(n / 2),
             (Fault::Reset, Kind::Full) => Some(0),
             _ => None,
         };
+        let inband_at = (fault == Fault::Inband).then_some(n / 2);
         self.resp = Some(Response {
             kind,
+            reply,
             arrival: now,
-            n,
             next: 0,
             reset_at,
-            prompt: req.prompt_tokens,
+            inband_at,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -716,56 +800,112 @@ impl Conn {
                 return Step::Waiting;
             }
             budget -= 1;
+            let c = ctx.counters;
             match r.kind {
                 Kind::Full => {
                     self.out.extend_from_slice(&self.deferred);
+                    if r.inband_at.is_some() {
+                        WorkerCounters::bump(&c.inband_errors_injected, 1);
+                        self.resp = None;
+                        return Step::Finished;
+                    }
                 }
-                Kind::Stream {
-                    chunked,
-                    include_usage,
-                } => {
-                    let prefix = &self.prefix;
-                    let (out, scratch) = (&mut self.out, &mut self.scratch);
-                    if r.next < r.n {
-                        let k = r.next;
-                        emit(out, scratch, chunked, |b| event::content(b, prefix, k));
+                Kind::Stream { chunked } => {
+                    let mut ev = Events::new(&mut self.out, &mut self.scratch, chunked);
+                    if r.inband_at == Some(r.next) {
+                        formats::inband(r.reply.format, &mut ev);
+                        if chunked {
+                            write_last_chunk(&mut self.out);
+                        }
+                        WorkerCounters::bump(&c.inband_errors_injected, 1);
+                        self.resp = None;
+                        return Step::Finished;
+                    }
+                    if r.next < r.reply.n {
+                        formats::token(&r.reply, &self.prefix, r.next, &mut ev);
                         r.next += 1;
-                        if r.next < r.n {
+                        if r.next < r.reply.n {
                             self.resp = Some(r);
                             continue;
                         }
                     }
-                    emit(out, scratch, chunked, |b| event::finish(b, prefix));
-                    if include_usage {
-                        let u = Usage {
-                            prompt: r.prompt,
-                            completion: u64::from(r.n),
-                        };
-                        emit(out, scratch, chunked, |b| event::usage(b, prefix, u));
-                    }
-                    emit(out, scratch, chunked, event::done);
+                    formats::finish(&r.reply, &self.prefix, &mut ev);
                     if chunked {
-                        write_last_chunk(out);
+                        write_last_chunk(&mut self.out);
                     }
                 }
             }
-            let c = ctx.counters;
             WorkerCounters::bump(&c.completed, 1);
-            WorkerCounters::bump(&c.output_tokens, u64::from(r.n));
-            WorkerCounters::bump(&c.prompt_tokens, r.prompt);
+            WorkerCounters::bump(&c.output_tokens, u64::from(r.reply.n));
+            WorkerCounters::bump(&c.prompt_tokens, r.reply.prompt);
             self.resp = None;
             return Step::Finished;
         }
     }
 }
 
-/// Appends one server-sent event, as its own chunk when `chunked`.
-fn emit(out: &mut Vec<u8>, scratch: &mut Vec<u8>, chunked: bool, f: impl FnOnce(&mut Vec<u8>)) {
-    if chunked {
-        scratch.clear();
-        f(scratch);
-        write_chunk(out, scratch);
-    } else {
-        f(out);
+/// What a 401 says, in every format.
+const NO_KEY: &str =
+    "invalid or missing API key; send 'Authorization: Bearer <key>' or 'x-api-key: <key>'";
+
+/// An error to answer: its status, its kind, its message.
+#[derive(Clone, Copy, Debug)]
+struct Failure<'m> {
+    status: Status,
+    problem: Problem,
+    message: &'m str,
+}
+
+impl<'m> Failure<'m> {
+    /// The kind follows from the status for every error but the unknown
+    /// model, which is built apart.
+    fn of(status: Status, message: &'m str) -> Self {
+        let problem = match status {
+            Status::Unauthorized => Problem::Unauthorized,
+            Status::NotFound => Problem::NotFound,
+            Status::Unavailable => Problem::Unavailable,
+            _ => Problem::Invalid,
+        };
+        Failure {
+            status,
+            problem,
+            message,
+        }
+    }
+}
+
+/// A request refused after parsing, with a message naming the cause.
+#[derive(Debug)]
+struct Rejection {
+    status: Status,
+    problem: Problem,
+    message: String,
+}
+
+impl Rejection {
+    fn new(status: Status, problem: Problem, message: String) -> Self {
+        Rejection {
+            status,
+            problem,
+            message,
+        }
+    }
+}
+
+/// Output tokens of a response: the server's fixed number, else the
+/// request's, else the default.
+fn output_tokens(s: &Settings, format: Format, asked: Option<u64>) -> Result<u32, Rejection> {
+    match (s.output_tokens, asked) {
+        (Some(n), _) => Ok(n),
+        (None, Some(m)) if m > u64::from(MAX_OUTPUT_TOKENS) => Err(Rejection::new(
+            Status::BadRequest,
+            Problem::Invalid,
+            format!(
+                "{} is {m}, over this mock's limit of {MAX_OUTPUT_TOKENS}",
+                format.max_tokens_field()
+            ),
+        )),
+        (None, Some(m)) => Ok(m as u32),
+        (None, None) => Ok(DEFAULT_OUTPUT_TOKENS),
     }
 }

@@ -1,7 +1,9 @@
-//! Unsigned integers as ASCII decimal, appended to a byte buffer. Response
-//! heads and bodies carry a handful of numbers each (lengths, counts, ids);
-//! formatting them with `fmt` machinery costs more than the rest of a small
-//! response, so this writes digits straight into the caller's buffer.
+//! Unsigned integers as ASCII digits, appended to a byte buffer: decimal for
+//! the numbers in heads and bodies (lengths, counts, ids), hex for chunk
+//! sizes, and the decimal width of a number so an event's length can be
+//! known before it is written. Formatting a handful of numbers with `fmt`
+//! machinery costs more than the rest of a small response, so this writes
+//! digits straight into the caller's buffer.
 
 /// Appends `n` in decimal, without leading zeros.
 #[inline]
@@ -19,6 +21,28 @@ pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// How many bytes `push_u64(n)` appends.
+#[inline]
+pub fn len_u64(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Appends `n` in lowercase hex, without leading zeros.
+#[inline]
+pub fn push_hex(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[n & 0xf];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -29,6 +53,10 @@ mod tests {
             let mut out = Vec::new();
             push_u64(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());
+            assert_eq!(len_u64(n), out.len());
+            out.clear();
+            push_hex(&mut out, n as usize);
+            assert_eq!(out, format!("{:x}", n as usize).as_bytes());
         }
     }
 }

@@ -1,10 +1,13 @@
 //! HTTP/1.1 framing on the server side: a request head parsed with httparse
 //! into the few owned facts the connection needs (route, keep-alive, body
-//! length), and response heads written as fixed byte strings. The parsed
-//! head is kept while its body arrives, so a large body is not re-parsed on
-//! every read.
+//! length, whether it carries the API key), and response heads written as
+//! fixed byte strings. The parsed head is kept while its body arrives, so a
+//! large body is not re-parsed on every read, and no header value outlives
+//! the parse.
 
+use super::access::{self, ApiKey};
 use super::decimal::push_u64;
+use super::formats::Format;
 
 /// Most bytes a request head may take.
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -21,7 +24,8 @@ pub enum Method {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
-    ChatCompletions,
+    /// One of the generation endpoints.
+    Generate(Format),
     Models,
     Unknown,
 }
@@ -48,6 +52,8 @@ pub struct Head {
     pub keep_alive: bool,
     pub body: Body,
     pub expect_continue: bool,
+    /// Carries the configured API key, or none is configured.
+    pub authorized: bool,
 }
 
 /// Why a request head was rejected, each answered with its own status.
@@ -79,8 +85,8 @@ impl HeadError {
 }
 
 /// Parses a request head from the start of `buf`: `Ok(None)` when more bytes
-/// are needed.
-pub fn parse(buf: &[u8]) -> Result<Option<Head>, HeadError> {
+/// are needed. `key` is the API key requests must carry, if any.
+pub fn parse(buf: &[u8], key: Option<&ApiKey>) -> Result<Option<Head>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
@@ -97,7 +103,10 @@ pub fn parse(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     let path = req.path.unwrap_or("");
     let path = path.split_once('?').map_or(path, |(p, _)| p);
     let route = match path {
-        "/v1/chat/completions" => Route::ChatCompletions,
+        "/v1/chat/completions" => Route::Generate(Format::Chat),
+        "/v1/completions" => Route::Generate(Format::Completions),
+        "/generate" => Route::Generate(Format::Generate),
+        "/v1/messages" => Route::Generate(Format::Messages),
         "/v1/models" => Route::Models,
         _ => Route::Unknown,
     };
@@ -106,6 +115,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<Head>, HeadError> {
     let mut length: Option<u64> = None;
     let mut encoded = false;
     let mut expect_continue = false;
+    let mut authorized = key.is_none();
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -127,6 +137,8 @@ pub fn parse(buf: &[u8]) -> Result<Option<Head>, HeadError> {
             }
         } else if name.eq_ignore_ascii_case(b"expect") {
             expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        } else if let Some(key) = key {
+            authorized |= access::header_carries(key, h.name, h.value);
         }
     }
     let body = if encoded {
@@ -142,6 +154,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<Head>, HeadError> {
         keep_alive,
         body,
         expect_continue,
+        authorized,
     }))
 }
 
@@ -160,6 +173,7 @@ fn parse_length(v: &[u8]) -> Option<u64> {
 pub enum Status {
     Ok,
     BadRequest,
+    Unauthorized,
     NotFound,
     MethodNotAllowed,
     LengthRequired,
@@ -173,6 +187,7 @@ impl Status {
         match self {
             Status::Ok => 200,
             Status::BadRequest => 400,
+            Status::Unauthorized => 401,
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
             Status::LengthRequired => 411,
@@ -186,6 +201,7 @@ impl Status {
         match self {
             Status::Ok => b"HTTP/1.1 200 OK\r\n",
             Status::BadRequest => b"HTTP/1.1 400 Bad Request\r\n",
+            Status::Unauthorized => b"HTTP/1.1 401 Unauthorized\r\n",
             Status::NotFound => b"HTTP/1.1 404 Not Found\r\n",
             Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
             Status::LengthRequired => b"HTTP/1.1 411 Length Required\r\n",
@@ -259,7 +275,7 @@ mod tests {
     use super::*;
 
     fn head(text: &str) -> Result<Option<Head>, HeadError> {
-        parse(text.as_bytes())
+        parse(text.as_bytes(), None)
     }
 
     #[test]
@@ -269,7 +285,8 @@ mod tests {
                 .unwrap()
                 .unwrap();
         assert_eq!(h.method, Method::Post);
-        assert_eq!(h.route, Route::ChatCompletions);
+        assert_eq!(h.route, Route::Generate(Format::Chat));
+        assert!(h.authorized);
         assert_eq!(h.body, Body::Length(12));
         assert!(h.keep_alive && !h.http10 && !h.expect_continue);
         assert_eq!(
@@ -292,6 +309,35 @@ mod tests {
             (h.method, h.route, h.body),
             (Method::Other, Route::Unknown, Body::Encoded)
         );
+    }
+
+    #[test]
+    fn every_generation_route() {
+        for f in Format::ALL {
+            let h = head(&format!("POST {}?x HTTP/1.1\r\n\r\n", f.path()))
+                .unwrap()
+                .unwrap();
+            assert_eq!(h.route, Route::Generate(f));
+        }
+        let h = head("POST /v1/generate HTTP/1.1\r\n\r\n").unwrap().unwrap();
+        assert_eq!(h.route, Route::Unknown);
+    }
+
+    #[test]
+    fn api_key_in_either_header() {
+        let key = ApiKey::new("sekret".to_string()).unwrap();
+        let auth = |t: &str| parse(t.as_bytes(), Some(&key)).unwrap().unwrap().authorized;
+        assert!(!auth("GET /v1/models HTTP/1.1\r\n\r\n"));
+        assert!(auth(
+            "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sekret\r\n\r\n"
+        ));
+        assert!(auth("GET /v1/models HTTP/1.1\r\nx-api-key: sekret\r\n\r\n"));
+        assert!(auth(
+            "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer nope\r\nX-API-Key: sekret\r\n\r\n"
+        ));
+        assert!(!auth(
+            "GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sekret2\r\n\r\n"
+        ));
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! The built-in mock LLM endpoint (`llmload serve`, the default benchmark
-//! target, and the peer of every integration test): OpenAI-compatible
-//! `POST /v1/chat/completions` (streamed and not) and `GET /v1/models`, with
-//! exact token timing and deterministic fault injection.
+//! target, and the peer of every integration test): OpenAI chat
+//! (`POST /v1/chat/completions`) and text completions (`POST
+//! /v1/completions`), SGLang's `POST /generate`, Anthropic's `POST
+//! /v1/messages` — each streamed or not — and `GET /v1/models`, with exact
+//! token timing, deterministic fault injection (error statuses, malformed
+//! bytes, resets, in-band errors), reasoning tokens, an optional API key and
+//! an optional list of served models.
 //!
 //! Each of `workers` forked processes runs one mio event loop on its own
 //! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
@@ -12,15 +16,17 @@
 //!
 //! Modules: `supervisor` (bind, fork, stop), `worker` (event loop), `conn`
 //! (one connection's state machine), `timer` (deadline heap and timerfd),
-//! `openai` (request parsing, response bytes), `head` (HTTP heads),
+//! `formats` (request parsing and response bytes, one module per wire
+//! format), `head` (HTTP heads), `access` (API key, served models),
 //! `faults` (which requests fail), `stats` (shared counters), `socket` (raw
 //! socket options), `decimal` (number formatting).
 
+mod access;
 mod conn;
 mod decimal;
 mod faults;
+pub mod formats;
 mod head;
-pub mod openai;
 mod socket;
 mod stats;
 mod supervisor;
@@ -36,6 +42,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
+pub use access::ApiKey;
 pub use stats::ServerStats;
 
 /// Most worker processes one server may fork.
@@ -52,11 +59,22 @@ pub struct ServerConfig {
     pub error_rate: f64,
     pub malformed_rate: f64,
     pub reset_rate: f64,
+    /// Share of requests answered 200 with an in-band error object.
+    pub inband_error_rate: f64,
+    /// The first this many output tokens are reasoning (chat, Anthropic).
+    pub reasoning_tokens: u32,
+    /// Answer streaming requests with one JSON body anyway.
+    pub ignore_stream: bool,
+    /// Model names requests may ask for; empty means any.
+    pub served_models: Vec<String>,
+    /// The key every request must carry, if any.
+    pub api_key: Option<ApiKey>,
     pub pin: Option<usize>,
 }
 
 impl Default for ServerConfig {
-    /// One worker on an ephemeral loopback port, no delays, no faults.
+    /// One worker on an ephemeral loopback port, no delays, no faults, no
+    /// reasoning, no key, any model.
     fn default() -> Self {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -67,6 +85,11 @@ impl Default for ServerConfig {
             error_rate: 0.0,
             malformed_rate: 0.0,
             reset_rate: 0.0,
+            inband_error_rate: 0.0,
+            reasoning_tokens: 0,
+            ignore_stream: false,
+            served_models: Vec::new(),
+            api_key: None,
             pin: None,
         }
     }
@@ -88,17 +111,40 @@ impl ServerConfig {
             ("--error-rate", self.error_rate),
             ("--malformed-rate", self.malformed_rate),
             ("--reset-rate", self.reset_rate),
+            ("--inband-error-rate", self.inband_error_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(format!("{flag} must be between 0 and 1, got {rate}"));
             }
         }
         if let Some(n) = self.output_tokens {
-            if n > openai::MAX_OUTPUT_TOKENS {
+            if n > formats::MAX_OUTPUT_TOKENS {
                 return Err(format!(
                     "--output-tokens {n} is more than the limit of {}",
-                    openai::MAX_OUTPUT_TOKENS
+                    formats::MAX_OUTPUT_TOKENS
                 ));
+            }
+        }
+        match self.output_tokens {
+            Some(n) if self.reasoning_tokens > n => {
+                return Err(format!(
+                    "--reasoning-tokens {} is more than --output-tokens {n}; \
+                     reasoning tokens are part of the output",
+                    self.reasoning_tokens
+                ));
+            }
+            _ if self.reasoning_tokens > formats::MAX_OUTPUT_TOKENS => {
+                return Err(format!(
+                    "--reasoning-tokens {} is more than the limit of {}",
+                    self.reasoning_tokens,
+                    formats::MAX_OUTPUT_TOKENS
+                ));
+            }
+            _ => {}
+        }
+        for name in &self.served_models {
+            if name.is_empty() {
+                return Err("--served-model must not be empty".to_string());
             }
         }
         if let Some(first) = self.pin {

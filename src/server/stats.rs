@@ -1,24 +1,26 @@
-//! Counters each worker keeps and the parent reads: one cache line of
-//! atomics per worker inside a `MAP_SHARED` mapping made before `fork()`.
-//! Each worker writes only its own line (no sharing, no contention); the
-//! parent sums the lines when asked. Relaxed ordering is enough: the numbers
-//! are statistics, and the final read after `waitpid` is ordered by the
-//! kernel anyway.
+//! Counters each worker keeps and the parent reads: a block of atomics per
+//! worker, whole cache lines, inside a `MAP_SHARED` mapping made before
+//! `fork()`. Each worker writes only its own lines (no sharing, no
+//! contention); the parent sums the blocks when asked. Relaxed ordering is
+//! enough: the numbers are statistics, and the final read after `waitpid` is
+//! ordered by the kernel anyway.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use super::formats::Format;
 use crate::shm::mapping::SharedMapping;
 
 /// What the server did, summed over its workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ServerStats {
-    /// `POST /v1/chat/completions` requests received in full, including
-    /// those rejected (400) or given an injected fault.
+    /// Generation requests (every format) received in full, including those
+    /// rejected (400, 401, 404) or given an injected fault.
     pub requests: u64,
-    /// Chat completions answered in full with status 200.
+    /// Generation requests answered in full with status 200 (an in-band
+    /// error is not an answer in full).
     pub completed: u64,
     /// Requests answered with an injected 503.
     pub errors_injected: u64,
@@ -26,59 +28,89 @@ pub struct ServerStats {
     pub malformed_injected: u64,
     /// Connections reset on purpose (mid-stream, or instead of a body).
     pub resets_injected: u64,
-    /// Content tokens of the completed responses.
+    /// Output tokens of the completed responses.
     pub output_tokens: u64,
-    /// Prompt tokens (whitespace-separated words) of the completed responses.
+    /// Prompt tokens (words, or token ids) of the completed responses.
     pub prompt_tokens: u64,
-    /// Chat completion requests that asked for `"stream": true`.
+    /// Generation requests that asked for `"stream": true`.
     pub streams: u64,
+    /// Requests answered 200 with an injected in-band error object.
+    pub inband_errors_injected: u64,
+    /// Requests refused 401 for want of the API key (any path).
+    pub unauthorized: u64,
+    /// Requests refused 404 for naming a model not served.
+    pub unknown_model: u64,
+    /// `requests` by format: `POST /v1/chat/completions`.
+    pub requests_chat: u64,
+    /// `POST /v1/completions`.
+    pub requests_completions: u64,
+    /// `POST /generate`.
+    pub requests_generate: u64,
+    /// `POST /v1/messages`.
+    pub requests_messages: u64,
 }
 
-impl ServerStats {
-    fn add(&mut self, o: &ServerStats) {
-        self.requests += o.requests;
-        self.completed += o.completed;
-        self.errors_injected += o.errors_injected;
-        self.malformed_injected += o.malformed_injected;
-        self.resets_injected += o.resets_injected;
-        self.output_tokens += o.output_tokens;
-        self.prompt_tokens += o.prompt_tokens;
-        self.streams += o.streams;
-    }
+/// Declares the shared per-worker counter block and its snapshot, one
+/// atomic per `ServerStats` field, so the two can never drift apart.
+macro_rules! counters {
+    ($($field:ident),* $(,)?) => {
+        /// One worker's counters: whole cache lines, so neighbours never
+        /// share one.
+        #[repr(C, align(64))]
+        #[derive(Debug, Default)]
+        pub struct WorkerCounters {
+            $(pub $field: AtomicU64,)*
+        }
+
+        impl WorkerCounters {
+            pub fn snapshot(&self) -> ServerStats {
+                ServerStats {
+                    $($field: self.$field.load(Relaxed),)*
+                }
+            }
+        }
+
+        impl ServerStats {
+            fn add(&mut self, o: &ServerStats) {
+                $(self.$field += o.$field;)*
+            }
+        }
+    };
 }
 
-/// One worker's counters: exactly one cache line, so neighbours never share.
-#[repr(C, align(64))]
-#[derive(Debug, Default)]
-pub struct WorkerCounters {
-    pub requests: AtomicU64,
-    pub completed: AtomicU64,
-    pub errors_injected: AtomicU64,
-    pub malformed_injected: AtomicU64,
-    pub resets_injected: AtomicU64,
-    pub output_tokens: AtomicU64,
-    pub prompt_tokens: AtomicU64,
-    pub streams: AtomicU64,
-}
+counters!(
+    requests,
+    completed,
+    errors_injected,
+    malformed_injected,
+    resets_injected,
+    output_tokens,
+    prompt_tokens,
+    streams,
+    inband_errors_injected,
+    unauthorized,
+    unknown_model,
+    requests_chat,
+    requests_completions,
+    requests_generate,
+    requests_messages,
+);
 
 impl WorkerCounters {
-    /// Adds `n` to one counter. Only this worker writes the line, so a plain
-    /// relaxed add never contends.
+    /// Adds `n` to one counter. Only this worker writes the block, so a
+    /// plain relaxed add never contends.
     #[inline]
     pub fn bump(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Relaxed);
     }
 
-    pub fn snapshot(&self) -> ServerStats {
-        ServerStats {
-            requests: self.requests.load(Relaxed),
-            completed: self.completed.load(Relaxed),
-            errors_injected: self.errors_injected.load(Relaxed),
-            malformed_injected: self.malformed_injected.load(Relaxed),
-            resets_injected: self.resets_injected.load(Relaxed),
-            output_tokens: self.output_tokens.load(Relaxed),
-            prompt_tokens: self.prompt_tokens.load(Relaxed),
-            streams: self.streams.load(Relaxed),
+    /// The per-format request counter.
+    pub fn format_requests(&self, f: Format) -> &AtomicU64 {
+        match f {
+            Format::Chat => &self.requests_chat,
+            Format::Completions => &self.requests_completions,
+            Format::Generate => &self.requests_generate,
+            Format::Messages => &self.requests_messages,
         }
     }
 }
@@ -131,8 +163,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_per_worker() {
-        assert_eq!(size_of::<WorkerCounters>(), 64);
+    fn whole_lines_per_worker() {
+        assert_eq!(size_of::<WorkerCounters>() % 64, 0);
+        assert_eq!(size_of::<WorkerCounters>(), 128);
     }
 
     #[test]

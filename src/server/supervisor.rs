@@ -26,8 +26,9 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpid, getppid, pipe2};
 
 use super::ServerConfig;
+use super::access::Access;
 use super::conn::Settings;
-use super::faults::FaultPlan;
+use super::faults::{FaultPlan, FaultRates};
 use super::socket;
 use super::stats::{CounterBlock, WorkerCounters};
 use super::worker::Worker;
@@ -269,11 +270,23 @@ fn prepare<'a>(
         ttft_ns: cfg.ttft.as_nanos().min(u64::MAX as u128) as u64,
         tpot_ns: cfg.tpot.as_nanos().min(u64::MAX as u128) as u64,
         output_tokens: cfg.output_tokens,
+        reasoning: cfg.reasoning_tokens,
+        ignore_stream: cfg.ignore_stream,
         worker: k as u32,
         started_unix: crate::clock::wall_ns() / 1_000_000_000,
     };
-    let faults = FaultPlan::new(cfg.error_rate, cfg.malformed_rate, cfg.reset_rate);
-    Worker::new(listener, settings, faults, counters).map_err(|e| format!("event loop: {e}"))
+    let faults = FaultPlan::new(FaultRates {
+        error: cfg.error_rate,
+        malformed: cfg.malformed_rate,
+        reset: cfg.reset_rate,
+        inband: cfg.inband_error_rate,
+    });
+    let access = Access {
+        key: cfg.api_key.clone(),
+        models: cfg.served_models.clone(),
+    };
+    Worker::new(listener, settings, faults, access, counters)
+        .map_err(|e| format!("event loop: {e}"))
 }
 
 /// Closes every descriptor from 3 up except those in `keep`.

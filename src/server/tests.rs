@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::openai::token;
-use super::{ServerConfig, ServerHandle, ServerStats, spawn};
+use super::formats::Format;
+use super::formats::text::token;
+use super::{ApiKey, ServerConfig, ServerHandle, ServerStats, spawn};
 use crate::clock::now_ns;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -58,6 +59,8 @@ fn ms(ns: u64) -> f64 {
 #[derive(Debug)]
 struct Resp {
     status: u16,
+    /// When the head was complete at the client.
+    head_at: u64,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     /// Chunk payloads with the time each was complete at the client.
@@ -92,6 +95,42 @@ impl Resp {
                     "one event per chunk: {text:?}"
                 );
                 text["data: ".len()..text.len() - 2].to_string()
+            })
+            .collect()
+    }
+
+    /// The SSE events as (event name, data), one per chunk, in any format.
+    fn named_events(&self) -> Vec<(Option<String>, String)> {
+        self.chunks
+            .iter()
+            .map(|(c, _)| {
+                let text = std::str::from_utf8(c).unwrap();
+                let body = text.strip_suffix("\n\n").expect("event end");
+                assert!(!body.contains("\n\n"), "one event per chunk: {text:?}");
+                let (name, data) = match body.strip_prefix("event: ") {
+                    Some(rest) => {
+                        let (name, data) = rest.split_once('\n').expect("data line");
+                        (Some(name.to_string()), data)
+                    }
+                    None => (None, body),
+                };
+                let data = data.strip_prefix("data: ").expect("data line");
+                (name, data.to_string())
+            })
+            .collect()
+    }
+
+    /// Every event's data as JSON, with `[DONE]` as the string "[DONE]".
+    fn json_events(&self) -> Vec<(Option<String>, Value)> {
+        self.named_events()
+            .into_iter()
+            .map(|(n, d)| {
+                let v = if d == "[DONE]" {
+                    Value::String(d)
+                } else {
+                    serde_json::from_str(&d).unwrap_or_else(|e| panic!("{e}: {d}"))
+                };
+                (n, v)
             })
             .collect()
     }
@@ -184,6 +223,7 @@ impl Client {
         let (status, headers) = self.head();
         let mut r = Resp {
             status,
+            head_at: self.stamp,
             headers,
             body: Vec::new(),
             chunks: Vec::new(),
@@ -252,6 +292,84 @@ fn get(path: &str) -> Vec<u8> {
 
 fn expected_content(n: u32) -> String {
     (0..n).map(token).collect()
+}
+
+/// Tokens `a..b` as text.
+fn text_of(a: u32, b: u32) -> String {
+    (a..b).map(token).collect()
+}
+
+/// A request body in `format` with a three-word prompt, model `m-test`
+/// where the format names one.
+fn gen_body(format: Format, stream: bool, max_tokens: u32, usage: bool) -> String {
+    match format {
+        Format::Chat => chat_body(stream, max_tokens, usage),
+        Format::Completions => format!(
+            r#"{{"model":"m-test","prompt":"one two three","max_tokens":{max_tokens},"stream":{stream},"stream_options":{{"include_usage":{usage}}}}}"#
+        ),
+        Format::Generate => format!(
+            r#"{{"text":"one two three","sampling_params":{{"max_new_tokens":{max_tokens},"temperature":0}},"stream":{stream}}}"#
+        ),
+        Format::Messages => format!(
+            r#"{{"model":"m-test","max_tokens":{max_tokens},"stream":{stream},"messages":[{{"role":"user","content":"one two three"}}]}}"#
+        ),
+    }
+}
+
+fn gen_req(format: Format, stream: bool, max_tokens: u32, usage: bool) -> Vec<u8> {
+    post(
+        format.path(),
+        &gen_body(format, stream, max_tokens, usage),
+        "",
+    )
+}
+
+/// Events a stream without usage or reasoning sends before its first token
+/// and after its last.
+fn stream_frame(format: Format) -> (usize, usize) {
+    match format {
+        // role | finish, [DONE]
+        Format::Chat => (1, 2),
+        // - | finish, [DONE]
+        Format::Completions => (0, 2),
+        // - | [DONE] (the last token's event says it finished)
+        Format::Generate => (0, 1),
+        // message_start, content_block_start, ping |
+        // content_block_stop, message_delta, message_stop
+        Format::Messages => (3, 3),
+    }
+}
+
+/// The text of output token event `e` (data JSON) in `format`.
+fn event_text(format: Format, e: &Value) -> &str {
+    let v = match format {
+        Format::Chat => &e["choices"][0]["delta"]["content"],
+        Format::Completions => &e["choices"][0]["text"],
+        Format::Generate => &e["text"],
+        Format::Messages => &e["delta"]["text"],
+    };
+    v.as_str().unwrap_or_else(|| panic!("no text in {e}"))
+}
+
+/// All the text of a non-streamed body in `format`.
+fn body_text(format: Format, v: &Value) -> &str {
+    let t = match format {
+        Format::Chat => &v["choices"][0]["message"]["content"],
+        Format::Completions => &v["choices"][0]["text"],
+        Format::Generate => &v["text"],
+        Format::Messages => &v["content"][0]["text"],
+    };
+    t.as_str().unwrap_or_else(|| panic!("no text in {v}"))
+}
+
+/// The output tokens a non-streamed body reports.
+fn body_usage(format: Format, v: &Value) -> u64 {
+    let u = match format {
+        Format::Chat | Format::Completions => &v["usage"]["completion_tokens"],
+        Format::Generate => &v["meta_info"]["completion_tokens"],
+        Format::Messages => &v["usage"]["output_tokens"],
+    };
+    u.as_u64().unwrap_or_else(|| panic!("no usage in {v}"))
 }
 
 #[test]
@@ -554,39 +672,42 @@ fn requests_split_across_writes_and_expect_continue() {
     assert_eq!(r.json()["usage"]["prompt_tokens"], 80_000);
 }
 
-/// One timed exchange: per content token, its lateness against the schedule
+/// One timed exchange: when the response head (and any arrival events)
+/// came, per output token its lateness against the schedule
 /// `sent + ttft + k*tpot` (`sent`: the client wrote its last byte), whether
 /// anything came before its time counted from before the write (which no
 /// load can cause), and the non-streamed response's lateness.
 struct Timing {
-    role: u64,
+    head: u64,
     late: Vec<i64>,
     gaps: Vec<u64>,
     body_late: i64,
     early: bool,
 }
 
-fn timed_attempt(c: &mut Client, tokens: u32) -> Timing {
+fn timed_attempt(c: &mut Client, format: Format, tokens: u32) -> Timing {
     let schedule = |k: u64| 50_000_000 + 5_000_000 * k;
+    let (lead, trail) = stream_frame(format);
     let before = now_ns();
-    let sent = c.send(&chat(&chat_body(true, tokens, false)));
+    let sent = c.send(&gen_req(format, true, tokens, false));
     let r = c.response();
     let times: Vec<u64> = r.chunks.iter().map(|(_, t)| *t).collect();
-    assert_eq!(times.len(), 1 + tokens as usize + 2);
-    let content = &times[1..=tokens as usize];
+    assert_eq!(times.len(), lead + tokens as usize + trail, "{format:?}");
+    let content = &times[lead..lead + tokens as usize];
     let mut early = (0..content.len()).any(|k| content[k] < before + schedule(k as u64));
     let late = (0..content.len())
         .map(|k| content[k] as i64 - (sent + schedule(k as u64)) as i64)
         .collect();
     let gaps = content.windows(2).map(|w| w[1] - w[0]).collect();
+    let head = times[..lead].last().copied().unwrap_or(r.head_at) - sent;
 
     let before_body = now_ns();
-    let sent_body = c.send(&chat(&chat_body(false, tokens, false)));
+    let sent_body = c.send(&gen_req(format, false, tokens, false));
     assert_eq!(c.response().status, 200);
     let due = schedule(u64::from(tokens) - 1);
     early |= c.stamp < before_body + due;
     Timing {
-        role: times[0] - sent,
+        head,
         late,
         gaps,
         body_late: c.stamp as i64 - (sent_body + due) as i64,
@@ -595,10 +716,10 @@ fn timed_attempt(c: &mut Client, tokens: u32) -> Timing {
 }
 
 #[test]
-fn token_timing_is_exact() {
-    // --ttft 50ms --tpot 5ms: token k leaves at arrival + 50 + 5k ms. The
-    // client's clock starts when it has written the last request byte, a few
-    // microseconds before the server's arrival.
+fn token_timing_is_exact_in_every_format() {
+    // --ttft 50ms --tpot 5ms: token k leaves at arrival + 50 + 5k ms in
+    // every format. The client's clock starts when it has written the last
+    // request byte, a few microseconds before the server's arrival.
     const TOKENS: u32 = 8;
     const ATTEMPTS: usize = 8;
     let f = Fixture::new(ServerConfig {
@@ -608,40 +729,43 @@ fn token_timing_is_exact() {
     });
     let mut c = f.client();
     c.roundtrip(&chat(&chat_body(true, 1, false)));
-    let mut log = Vec::new();
-    for attempt in 1..=ATTEMPTS {
-        let t = timed_attempt(&mut c, TOKENS);
-        let line = format!(
-            "attempt {attempt}: role after {:.3} ms; token lateness (ms) {:?}; gaps (ms) {:?}; body lateness {:.3} ms",
-            ms(t.role),
-            t.late
-                .iter()
-                .map(|&l| format!("{:.3}", l as f64 / 1e6))
-                .collect::<Vec<_>>(),
-            t.gaps
-                .iter()
-                .map(|&g| format!("{:.3}", ms(g)))
-                .collect::<Vec<_>>(),
-            t.body_late as f64 / 1e6
-        );
-        eprintln!("{line}");
-        assert!(!t.early, "something left before its time: {line}");
-        log.push(line);
-        // Role chunk at once; first token at 50 ms (+2 for the client's
-        // side); each gap 5 ± 1 ms; no token or body more than 2 ms late,
-        // so nothing drifts.
-        let strict = t.role < 2_000_000
-            && t.late[0] <= 2_000_000
-            && t.gaps.iter().all(|g| (4_000_000..=6_000_000).contains(g))
-            && t.late.iter().all(|&l| l <= 2_000_000)
-            && t.body_late <= 2_000_000;
-        if strict {
-            return;
+    'formats: for format in Format::ALL {
+        let mut log = Vec::new();
+        for attempt in 1..=ATTEMPTS {
+            let t = timed_attempt(&mut c, format, TOKENS);
+            let line = format!(
+                "{format:?} attempt {attempt}: head after {:.3} ms; token lateness (ms) {:?}; \
+                 gaps (ms) {:?}; body lateness {:.3} ms",
+                ms(t.head),
+                t.late
+                    .iter()
+                    .map(|&l| format!("{:.3}", l as f64 / 1e6))
+                    .collect::<Vec<_>>(),
+                t.gaps
+                    .iter()
+                    .map(|&g| format!("{:.3}", ms(g)))
+                    .collect::<Vec<_>>(),
+                t.body_late as f64 / 1e6
+            );
+            eprintln!("{line}");
+            assert!(!t.early, "something left before its time: {line}");
+            log.push(line);
+            // Head and arrival events at once; first token at 50 ms (+2 for
+            // the client's side); each gap 5 ± 1 ms; no token or body more
+            // than 2 ms late, so nothing drifts.
+            let strict = t.head < 2_000_000
+                && t.late[0] <= 2_000_000
+                && t.gaps.iter().all(|g| (4_000_000..=6_000_000).contains(g))
+                && t.late.iter().all(|&l| l <= 2_000_000)
+                && t.body_late <= 2_000_000;
+            if strict {
+                continue 'formats;
+            }
+            // On a busy machine a descheduled client or worker delays single
+            // tokens (the next one is on time again); try again.
         }
-        // On a busy machine a descheduled client or worker delays single
-        // tokens (the next one is on time again); try again.
+        panic!("no attempt met the timing tolerances:\n{}", log.join("\n"));
     }
-    panic!("no attempt met the timing tolerances:\n{}", log.join("\n"));
 }
 
 #[test]
@@ -863,6 +987,23 @@ fn bad_config_is_an_error_not_a_panic() {
             output_tokens: Some(u32::MAX),
             ..cfg()
         },
+        ServerConfig {
+            inband_error_rate: 1.01,
+            ..cfg()
+        },
+        ServerConfig {
+            output_tokens: Some(4),
+            reasoning_tokens: 5,
+            ..cfg()
+        },
+        ServerConfig {
+            reasoning_tokens: u32::MAX,
+            ..cfg()
+        },
+        ServerConfig {
+            served_models: vec![String::new()],
+            ..cfg()
+        },
     ];
     for c in bad {
         let e = spawn(&c).unwrap_err();
@@ -986,4 +1127,639 @@ fn half_closed_clients_get_their_answer_then_a_close() {
             "server kept a half-closed connection open"
         );
     }
+}
+
+#[test]
+fn completions_stream_and_body() {
+    let f = Fixture::new(cfg());
+    let mut c = f.client();
+    let r = c.roundtrip(&gen_req(Format::Completions, true, 5, true));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("x-llmload-messages"), Some("1"));
+    let events = r.json_events();
+    assert_eq!(events.len(), 5 + 1 + 1 + 1, "{events:#?}");
+    assert!(events.iter().all(|(name, _)| name.is_none()));
+    let id = events[0].1["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("cmpl-"), "{id}");
+    for (k, (_, e)) in events[..5].iter().enumerate() {
+        assert_eq!(e["id"], id.as_str());
+        assert_eq!(e["object"], "text_completion");
+        assert_eq!(e["model"], "m-test");
+        assert!(e["created"].as_u64().unwrap() > 1_600_000_000);
+        assert_eq!(
+            e["choices"],
+            serde_json::json!([{"index": 0, "text": token(k as u32),
+                                "logprobs": null, "finish_reason": null}])
+        );
+    }
+    assert_eq!(events[5].1["choices"][0]["text"], "");
+    assert_eq!(events[5].1["choices"][0]["finish_reason"], "length");
+    assert_eq!(events[6].1["choices"], serde_json::json!([]));
+    assert_eq!(
+        events[6].1["usage"],
+        serde_json::json!({"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8})
+    );
+    assert_eq!(events[7].1, "[DONE]");
+
+    // Without include_usage there is no usage chunk.
+    let r = c.roundtrip(&gen_req(Format::Completions, true, 2, false));
+    assert_eq!(r.events().len(), 2 + 1 + 1);
+    assert!(!r.events().iter().any(|e| e.contains("usage")));
+
+    let r = c.roundtrip(&gen_req(Format::Completions, false, 7, false));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v = r.json();
+    assert_eq!(v["object"], "text_completion");
+    assert_eq!(v["model"], "m-test");
+    assert!(v["id"].as_str().unwrap().starts_with("cmpl-"));
+    assert_eq!(
+        v["choices"],
+        serde_json::json!([{"index": 0, "text": expected_content(7),
+                            "logprobs": null, "finish_reason": "length"}])
+    );
+    assert_eq!(
+        v["usage"],
+        serde_json::json!({"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10})
+    );
+
+    // Prompts as a batch of strings (the first counts) and as token ids;
+    // no max_tokens means 128.
+    let r = c.roundtrip(&post(
+        "/v1/completions",
+        r#"{"prompt":["a b c d e","f"],"max_tokens":1}"#,
+        "",
+    ));
+    assert_eq!(r.json()["usage"]["prompt_tokens"], 5);
+    assert_eq!(r.json()["model"], "llmload-mock");
+    let r = c.roundtrip(&post(
+        "/v1/completions",
+        r#"{"prompt":[101,102,103,104]}"#,
+        "",
+    ));
+    assert_eq!(r.json()["usage"]["prompt_tokens"], 4);
+    assert_eq!(r.json()["usage"]["completion_tokens"], 128);
+
+    let r = c.roundtrip(&post("/v1/completions", r#"{"model":"m"}"#, ""));
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"error": {"message": "'prompt' is required",
+                                     "type": "invalid_request_error", "code": 400}})
+    );
+    let s = f.stop();
+    assert_eq!((s.requests, s.requests_completions, s.completed), (6, 6, 5));
+    assert_eq!(s.streams, 2);
+    assert_eq!(s.output_tokens, 5 + 2 + 7 + 1 + 128);
+    assert_eq!(s.prompt_tokens, 3 + 3 + 3 + 5 + 4);
+}
+
+#[test]
+fn sglang_stream_is_cumulative_and_body_is_one_object() {
+    let f = Fixture::new(cfg());
+    let mut c = f.client();
+    let r = c.roundtrip(&gen_req(Format::Generate, true, 6, false));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("x-llmload-messages"), Some("1"));
+    let events = r.json_events();
+    assert_eq!(events.len(), 6 + 1, "{events:#?}");
+    let id = events[0].1["meta_info"]["id"].as_str().unwrap().to_string();
+    for (k, (name, e)) in events[..6].iter().enumerate() {
+        assert!(name.is_none());
+        let k = k as u32;
+        let finish = if k == 5 {
+            serde_json::json!({"type": "length", "length": 6})
+        } else {
+            Value::Null
+        };
+        assert_eq!(
+            *e,
+            serde_json::json!({"text": text_of(0, k + 1),
+                               "meta_info": {"id": id, "prompt_tokens": 3,
+                                             "completion_tokens": k + 1,
+                                             "finish_reason": finish, "cached_tokens": 0},
+                               "index": 0})
+        );
+    }
+    assert_eq!(events[6].1, "[DONE]");
+
+    let r = c.roundtrip(&gen_req(Format::Generate, false, 9, false));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v = r.json();
+    assert_eq!(v["text"], expected_content(9).as_str());
+    assert_eq!(v["meta_info"]["prompt_tokens"], 3);
+    assert_eq!(v["meta_info"]["completion_tokens"], 9);
+    assert_eq!(
+        v["meta_info"]["finish_reason"],
+        serde_json::json!({"type": "length", "length": 9})
+    );
+
+    // Token ids as the prompt; no sampling_params means 128 tokens.
+    let r = c.roundtrip(&post("/generate", r#"{"input_ids":[1,2,3,4,5]}"#, ""));
+    assert_eq!(r.json()["meta_info"]["prompt_tokens"], 5);
+    assert_eq!(r.json()["meta_info"]["completion_tokens"], 128);
+
+    // No output tokens: one finishing event with empty text.
+    let r = c.roundtrip(&gen_req(Format::Generate, true, 0, false));
+    let events = r.json_events();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0].1["text"], "");
+    assert_eq!(events[0].1["meta_info"]["finish_reason"]["length"], 0);
+
+    let r = c.roundtrip(&post("/generate", r#"{"sampling_params":{}}"#, ""));
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"error": {"message": "'text' or 'input_ids' is required"}})
+    );
+    let s = f.stop();
+    assert_eq!((s.requests, s.requests_generate, s.completed), (5, 5, 4));
+    assert_eq!(s.output_tokens, 6 + 9 + 128);
+}
+
+#[test]
+fn anthropic_stream_event_sequence_and_body() {
+    let f = Fixture::new(cfg());
+    let mut c = f.client();
+    let body = r#"{"model":"claude-test","max_tokens":4,"stream":true,
+        "system":[{"type":"text","text":"be very brief"}],
+        "messages":[{"role":"user","content":"count to four"},
+                    {"role":"assistant","content":[{"type":"text","text":"one"}]},
+                    {"role":"user","content":"go on"}]}"#;
+    let r = c.roundtrip(&post(
+        "/v1/messages",
+        body,
+        "anthropic-version: 2023-06-01\r\n",
+    ));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("x-llmload-messages"), Some("3"));
+    let events = r.json_events();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|(n, _)| n.as_deref().expect("every event is named"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "ping",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    for (name, e) in &events {
+        assert_eq!(e["type"], name.as_deref().unwrap());
+    }
+    let start = &events[0].1["message"];
+    assert!(start["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(start["model"], "claude-test");
+    assert_eq!(start["role"], "assistant");
+    // 3 system words + 3 + 1 + 2.
+    assert_eq!(
+        start["usage"],
+        serde_json::json!({"input_tokens": 9, "output_tokens": 1})
+    );
+    assert_eq!(
+        events[1].1,
+        serde_json::json!({"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "text", "text": ""}})
+    );
+    for k in 0..4 {
+        assert_eq!(
+            events[3 + k].1,
+            serde_json::json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "text_delta", "text": token(k as u32)}})
+        );
+    }
+    assert_eq!(
+        events[7].1,
+        serde_json::json!({"type": "content_block_stop", "index": 0})
+    );
+    assert_eq!(
+        events[8].1,
+        serde_json::json!({"type": "message_delta",
+                           "delta": {"stop_reason": "max_tokens", "stop_sequence": null},
+                           "usage": {"output_tokens": 4}})
+    );
+
+    let r = c.roundtrip(&gen_req(Format::Messages, false, 6, false));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v = r.json();
+    assert!(v["id"].as_str().unwrap().starts_with("msg_"));
+    assert_eq!(v["type"], "message");
+    assert_eq!(v["role"], "assistant");
+    assert_eq!(v["model"], "m-test");
+    assert_eq!(
+        v["content"],
+        serde_json::json!([{"type": "text", "text": expected_content(6)}])
+    );
+    assert_eq!(v["stop_reason"], "max_tokens");
+    assert_eq!(v["stop_sequence"], Value::Null);
+    assert_eq!(
+        v["usage"],
+        serde_json::json!({"input_tokens": 3, "output_tokens": 6})
+    );
+
+    let r = c.roundtrip(&post("/v1/messages", r#"{"model":"x","max_tokens":1}"#, ""));
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"type": "error", "error": {"type": "invalid_request_error",
+                                                      "message": "'messages' is required"}})
+    );
+    let r = c.roundtrip(&get("/v1/messages"));
+    assert_eq!(r.status, 405);
+    assert_eq!(r.json()["type"], "error");
+    let s = f.stop();
+    assert_eq!((s.requests, s.requests_messages, s.completed), (3, 3, 2));
+    assert_eq!((s.output_tokens, s.prompt_tokens), (10, 12));
+}
+
+#[test]
+fn inband_errors_are_exact_in_every_format() {
+    let f = Fixture::new(ServerConfig {
+        inband_error_rate: 0.25,
+        tpot: Duration::from_micros(200),
+        ..cfg()
+    });
+    let mut c = f.client();
+    for format in Format::ALL {
+        let mut hits = Vec::new();
+        for i in 0..40u32 {
+            // Request i takes the fault when i % 4 == 3; this alternates
+            // those between streams and bodies.
+            let stream = (i / 4) % 2 == 0;
+            let r = c.roundtrip(&gen_req(format, stream, 4, false));
+            assert_eq!(r.status, 200, "{format:?} {i}");
+            let failed = if stream {
+                let events = r.json_events();
+                let (lead, trail) = stream_frame(format);
+                let error = events
+                    .iter()
+                    .position(|(n, e)| e.get("error").is_some() || n.as_deref() == Some("error"));
+                if let Some(at) = error {
+                    // Half the tokens, the error, and a proper end: [DONE],
+                    // or nothing more for Anthropic.
+                    assert_eq!(at, lead + 2, "{format:?} {events:#?}");
+                    for (_, e) in &events[lead..at] {
+                        assert!(!event_text(format, e).is_empty());
+                    }
+                    let e = &events[at].1;
+                    assert_eq!(e["error"]["message"], "injected in-band error");
+                    match format {
+                        Format::Messages => {
+                            assert_eq!(events.len(), at + 1);
+                            assert_eq!(e["type"], "error");
+                            assert_eq!(e["error"]["type"], "overloaded_error");
+                        }
+                        _ => {
+                            assert_eq!(events.len(), at + 2);
+                            assert_eq!(events[at + 1].1, "[DONE]");
+                        }
+                    }
+                    true
+                } else {
+                    assert_eq!(events.len(), lead + 4 + trail, "{format:?} {events:#?}");
+                    false
+                }
+            } else {
+                let v = r.json();
+                match v.get("error") {
+                    Some(e) => {
+                        assert_eq!(e["message"], "injected in-band error");
+                        true
+                    }
+                    None => {
+                        assert_eq!(body_usage(format, &v), 4);
+                        false
+                    }
+                }
+            };
+            if failed {
+                hits.push(i);
+            }
+        }
+        assert_eq!(
+            hits,
+            (0..10).map(|k| 4 * k + 3).collect::<Vec<_>>(),
+            "{format:?}"
+        );
+    }
+    let non_stream =
+        |format| serde_json::from_slice::<Value>(super::formats::inband_body(format)).unwrap();
+    assert_eq!(
+        non_stream(Format::Chat),
+        serde_json::json!({"error": {"message": "injected in-band error",
+                                     "type": "server_error", "code": 500}})
+    );
+    assert_eq!(
+        non_stream(Format::Generate),
+        serde_json::json!({"error": {"message": "injected in-band error"}})
+    );
+    let s = f.stop();
+    assert_eq!(s.requests, 160);
+    assert_eq!(s.inband_errors_injected, 40);
+    assert_eq!(s.completed, 120);
+    assert_eq!(s.output_tokens, 120 * 4);
+}
+
+#[test]
+fn reasoning_tokens_in_chat_and_anthropic() {
+    let f = Fixture::new(ServerConfig {
+        reasoning_tokens: 3,
+        ..cfg()
+    });
+    let mut c = f.client();
+
+    // Chat: reasoning_content deltas first, then content; usage counts all.
+    let r = c.roundtrip(&chat(&chat_body(true, 5, true)));
+    let events = r.json_events();
+    assert_eq!(events.len(), 1 + 5 + 1 + 1 + 1);
+    for k in 0..5u32 {
+        let delta = &events[1 + k as usize].1["choices"][0]["delta"];
+        if k < 3 {
+            assert_eq!(*delta, serde_json::json!({"reasoning_content": token(k)}));
+        } else {
+            assert_eq!(*delta, serde_json::json!({"content": token(k)}));
+        }
+    }
+    let usage = &events[7].1["usage"];
+    assert_eq!(usage["completion_tokens"], 5);
+    assert_eq!(usage["completion_tokens_details"]["reasoning_tokens"], 3);
+
+    let v = c.roundtrip(&chat(&chat_body(false, 5, false))).json();
+    let message = &v["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], text_of(0, 3).as_str());
+    assert_eq!(message["content"], text_of(3, 5).as_str());
+    assert_eq!(v["usage"]["completion_tokens"], 5);
+
+    // Anthropic: a thinking block at index 0, the text block at index 1.
+    let r = c.roundtrip(&gen_req(Format::Messages, true, 5, false));
+    let events = r.json_events();
+    let shape: Vec<String> = events
+        .iter()
+        .map(|(n, e)| {
+            let n = n.as_deref().unwrap();
+            match n {
+                "content_block_start" => {
+                    format!("{n} {} {}", e["index"], e["content_block"]["type"])
+                }
+                "content_block_delta" => format!("{n} {} {}", e["index"], e["delta"]["type"]),
+                "content_block_stop" => format!("{n} {}", e["index"]),
+                _ => n.to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "message_start",
+            "content_block_start 0 \"thinking\"",
+            "ping",
+            "content_block_delta 0 \"thinking_delta\"",
+            "content_block_delta 0 \"thinking_delta\"",
+            "content_block_delta 0 \"thinking_delta\"",
+            "content_block_stop 0",
+            "content_block_start 1 \"text\"",
+            "content_block_delta 1 \"text_delta\"",
+            "content_block_delta 1 \"text_delta\"",
+            "content_block_stop 1",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert_eq!(events[3].1["delta"]["thinking"], token(0));
+    assert_eq!(events[8].1["delta"]["text"], token(3));
+    assert_eq!(events[11].1["usage"]["output_tokens"], 5);
+
+    let v = c
+        .roundtrip(&gen_req(Format::Messages, false, 5, false))
+        .json();
+    assert_eq!(v["content"][0]["type"], "thinking");
+    assert_eq!(v["content"][0]["thinking"], text_of(0, 3).as_str());
+    assert_eq!(
+        v["content"][1],
+        serde_json::json!({"type": "text", "text": text_of(3, 5)})
+    );
+    assert_eq!(v["usage"]["output_tokens"], 5);
+
+    // Fewer tokens than the reasoning budget: all of them are reasoning.
+    let v = c.roundtrip(&chat(&chat_body(false, 2, false))).json();
+    assert_eq!(v["choices"][0]["message"]["content"], "");
+    assert_eq!(
+        v["choices"][0]["message"]["reasoning_content"],
+        text_of(0, 2).as_str()
+    );
+
+    // Completions and SGLang have no reasoning: every token is text.
+    for format in [Format::Completions, Format::Generate] {
+        let v = c.roundtrip(&gen_req(format, false, 5, false)).json();
+        assert_eq!(body_text(format, &v), expected_content(5), "{format:?}");
+        let r = c.roundtrip(&gen_req(format, true, 5, false));
+        let events = r.json_events();
+        let last = &events[4].1;
+        assert_eq!(event_text(format, &events[0].1), token(0));
+        assert!(event_text(format, last).ends_with(token(4)));
+    }
+    let s = f.stop();
+    assert_eq!(s.output_tokens, 5 * 4 + 2 + 5 * 4);
+}
+
+#[test]
+fn ignore_stream_answers_with_one_body() {
+    let f = Fixture::new(ServerConfig {
+        ignore_stream: true,
+        ..cfg()
+    });
+    let mut c = f.client();
+    for format in Format::ALL {
+        let r = c.roundtrip(&gen_req(format, true, 3, true));
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json"),
+            "{format:?}"
+        );
+        assert!(r.chunks.is_empty());
+        let v = r.json();
+        assert_eq!(body_text(format, &v), expected_content(3), "{format:?}");
+        assert_eq!(body_usage(format, &v), 3);
+    }
+    let s = f.stop();
+    assert_eq!((s.requests, s.completed, s.streams), (4, 4, 4));
+}
+
+#[test]
+fn served_models_are_listed_and_others_refused() {
+    let f = Fixture::new(ServerConfig {
+        served_models: vec!["alpha".to_string(), "m-test".to_string()],
+        ..cfg()
+    });
+    let mut c = f.client();
+    let v = c.roundtrip(&get("/v1/models")).json();
+    let ids: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["alpha", "m-test"]);
+
+    // A served model is answered in every format.
+    for format in Format::ALL {
+        let r = c.roundtrip(&gen_req(format, false, 2, false));
+        assert_eq!(r.status, 200, "{format:?}");
+    }
+    // A request naming no model gets the first served one.
+    let r = c.roundtrip(&chat(r#"{"messages":[],"max_tokens":1}"#));
+    assert_eq!(r.json()["model"], "alpha");
+
+    let r = c.roundtrip(&chat(r#"{"model":"gpt-x","messages":[]}"#));
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"error": {"message": "The model `gpt-x` does not exist.",
+                                     "type": "NotFoundError", "code": 404}})
+    );
+    let r = c.roundtrip(&post(
+        "/v1/completions",
+        r#"{"model":"gpt-x","prompt":"a"}"#,
+        "",
+    ));
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["type"], "NotFoundError");
+    let r = c.roundtrip(&post(
+        "/v1/messages",
+        r#"{"model":"claude-x","max_tokens":1,"messages":[]}"#,
+        "",
+    ));
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"type": "error", "error": {"type": "not_found_error",
+                                     "message": "The model `claude-x` does not exist."}})
+    );
+    let r = c.roundtrip(&post("/generate", r#"{"model":"nope","text":"a"}"#, ""));
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "The model `nope` does not exist."
+    );
+    // The connection survives every refusal.
+    assert_eq!(
+        c.roundtrip(&gen_req(Format::Chat, true, 1, false)).status,
+        200
+    );
+    let s = f.stop();
+    assert_eq!((s.requests, s.completed, s.unknown_model), (10, 6, 4));
+}
+
+#[test]
+fn api_key_is_required_in_either_header() {
+    const KEY: &str = "sk-llmload-test-key";
+    let f = Fixture::new(ServerConfig {
+        api_key: Some(ApiKey::new(KEY.to_string()).unwrap()),
+        ..cfg()
+    });
+    let mut c = f.client();
+    let bearer = format!("Authorization: Bearer {KEY}\r\n");
+    let x_api_key = format!("x-api-key: {KEY}\r\n");
+    for format in Format::ALL {
+        let body = gen_body(format, false, 2, false);
+        for extra in [
+            "",
+            "Authorization: Bearer wrong\r\n",
+            "x-api-key: sk-llmload-test-ke\r\n",
+        ] {
+            let r = c.roundtrip(&post(format.path(), &body, extra));
+            assert_eq!(r.status, 401, "{format:?} {extra:?}");
+            let text = String::from_utf8(r.body.clone()).unwrap();
+            assert!(!text.contains(KEY), "the key leaked: {text}");
+            let v = r.json();
+            match format {
+                Format::Messages => {
+                    assert_eq!(v["type"], "error");
+                    assert_eq!(v["error"]["type"], "authentication_error");
+                }
+                Format::Generate => assert!(v["error"]["message"].is_string()),
+                _ => {
+                    assert_eq!(v["error"]["type"], "authentication_error");
+                    assert_eq!(v["error"]["code"], 401);
+                }
+            }
+        }
+        for extra in [&bearer, &x_api_key] {
+            let r = c.roundtrip(&post(format.path(), &body, extra));
+            assert_eq!(r.status, 200, "{format:?} {extra:?}");
+            assert_eq!(body_usage(format, &r.json()), 2);
+        }
+    }
+    assert_eq!(c.roundtrip(&get("/v1/models")).status, 401);
+    let r = c.roundtrip(format!("GET /v1/models HTTP/1.1\r\nHost: t\r\n{bearer}\r\n").as_bytes());
+    assert_eq!(r.status, 200);
+    let s = f.stop();
+    assert_eq!((s.requests, s.completed, s.unauthorized), (20, 8, 13));
+}
+
+#[test]
+fn faults_apply_to_every_format() {
+    // Error statuses come in the format's error shape; every format takes
+    // its turn in the one schedule.
+    let f = Fixture::new(ServerConfig {
+        error_rate: 0.5,
+        ..cfg()
+    });
+    let mut c = f.client();
+    for format in Format::ALL {
+        assert_eq!(c.roundtrip(&gen_req(format, true, 2, false)).status, 200);
+        let r = c.roundtrip(&gen_req(format, true, 2, false));
+        assert_eq!(r.status, 503, "{format:?}");
+        let v = r.json();
+        assert_eq!(v["error"]["message"], "injected error");
+        if format == Format::Messages {
+            assert_eq!(v["type"], "error");
+        }
+    }
+    let s = f.stop();
+    assert_eq!((s.requests, s.errors_injected, s.completed), (8, 4, 4));
+    assert_eq!(
+        (
+            s.requests_chat,
+            s.requests_completions,
+            s.requests_generate,
+            s.requests_messages
+        ),
+        (2, 2, 2, 2)
+    );
+
+    // Resets cut every format's stream halfway.
+    let f = Fixture::new(ServerConfig {
+        reset_rate: 1.0,
+        tpot: Duration::from_millis(1),
+        ..cfg()
+    });
+    for format in Format::ALL {
+        let mut c = f.client();
+        c.send(&gen_req(format, true, 10, false));
+        let (status, _) = c.head();
+        assert_eq!(status, 200);
+        assert!(!c.closed_cleanly(), "expected RST");
+        let text = String::from_utf8_lossy(&c.buf).into_owned();
+        let (lead, _) = stream_frame(format);
+        assert_eq!(
+            text.matches("data: ").count(),
+            lead + 5,
+            "{format:?}: {text}"
+        );
+    }
+    let s = f.stop();
+    assert_eq!(s.resets_injected, 4);
 }

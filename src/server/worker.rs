@@ -15,6 +15,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
+use super::access::Access;
 use super::conn::{Conn, Ctx, Outcome, Settings};
 use super::faults::FaultPlan;
 use super::stats::WorkerCounters;
@@ -47,6 +48,7 @@ impl<'a> Worker<'a> {
         listener: StdListener,
         settings: Settings,
         faults: FaultPlan,
+        access: Access,
         counters: &'a WorkerCounters,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -70,6 +72,7 @@ impl<'a> Worker<'a> {
                 settings,
                 counters,
                 faults,
+                access,
                 timers,
                 seq: 0,
             },
