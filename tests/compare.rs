@@ -133,13 +133,16 @@ fn csv_and_prometheus_renderings_of_a_real_summary() {
         .map(|rec| rec.unwrap().iter().map(String::from).collect())
         .collect();
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    assert_eq!(rows.len(), 2, "{csv_text}");
+    // The stage, its one scenario, the run, the run's one scenario.
+    assert_eq!(rows.len(), 4, "{csv_text}");
     assert_eq!((&*rows[0][0], &*rows[0][1]), ("main", "*"));
-    assert_eq!((&*rows[1][0], &*rows[1][1]), ("*", "*"));
+    assert_eq!((&*rows[1][0], &*rows[1][1]), ("main", "default"));
+    assert_eq!((&*rows[2][0], &*rows[2][1]), ("*", "*"));
+    assert_eq!(rows[2][col("failed")], failed.to_string());
+    assert_eq!(rows[2][col("errors_http_503")], failed.to_string());
     assert_eq!(rows[1][col("failed")], failed.to_string());
-    assert_eq!(rows[1][col("errors_http_503")], failed.to_string());
     assert_eq!(rows[0][col("concurrency")], "4");
-    let p99: f64 = rows[1][col("ttft_p99_ms")].parse().unwrap();
+    let p99: f64 = rows[2][col("ttft_p99_ms")].parse().unwrap();
     assert_eq!(p99, f(&s["latency_ms"]["ttft"]["p99"]));
 
     let prom = llmload::report::prom::render(&s);

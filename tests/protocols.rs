@@ -10,17 +10,21 @@ const APIS: [&str; 4] = ["openai-chat", "openai-completions", "sglang", "anthrop
 
 fn run_api(api: &str, stream: bool, server_args: &[&str], extra: &[&str]) -> serde_json::Value {
     let server = Server::start(server_args);
-    let mut args = vec![
+    let concurrency = if extra.contains(&"--concurrency") {
+        vec![]
+    } else {
+        vec!["--concurrency", "4"]
+    };
+    let mut args = concurrency;
+    args.extend_from_slice(&[
         "--api",
         api,
-        "--concurrency",
-        "4",
         "--requests",
         "40",
         "--max-tokens",
         "12",
         if stream { "--stream" } else { "--no-stream" },
-    ];
+    ]);
     args.extend_from_slice(extra);
     let run = bench_at(&server, &args, Duration::from_secs(60));
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);

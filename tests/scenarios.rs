@@ -500,3 +500,42 @@ fn the_issue_example_runs_as_written() {
     assert_eq!(u(&s["requests"]["failed"]), 0);
     assert!(u(&s["warmup"]["issued"]) > 0);
 }
+
+#[test]
+fn dataset_conversations_are_grouped_by_id() {
+    let server = Server::start(&[]);
+    let dir = temp_dir("convds");
+    let ds = dir.join("convs.csv");
+    std::fs::write(
+        &ds,
+        "conv,text\na,hello there\nb,hi\na,and then\na,why\nb,ok\n",
+    )
+    .unwrap();
+    let profile = write_profile(
+        &dir,
+        &serde_json::json!({
+            "model": "m", "max_tokens": 3, "live_interval": "0",
+            "stages": [{"concurrency": 2, "requests": 4}],
+            "scenarios": [{"name": "replay", "turns": {"min": 1, "max": 10},
+                "content": {"mode": "dataset", "dataset": ds.to_str().unwrap(), "conversation": "conv"}}]
+        }),
+    );
+    let run = bench(
+        &["--profile", &profile, "--endpoint", &server.url()],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let ev = events(&run.out);
+    let mut turns: std::collections::BTreeMap<String, u64> = Default::default();
+    for e in &ev {
+        let t = turns
+            .entry(e["conversation_id"].as_str().unwrap().into())
+            .or_default();
+        *t = (*t).max(u(&e["turn"]));
+    }
+    // Conversation a has 3 user turns, b has 2; each ran at most that many.
+    let mut maxes: Vec<u64> = turns.values().copied().collect();
+    maxes.sort();
+    assert!(maxes.iter().all(|&m| m <= 3), "{maxes:?}");
+    assert_eq!(turns.len(), 4, "4 conversations");
+}

@@ -780,11 +780,6 @@ impl Errors {
     }
 }
 
-/// The dataset and synthetic parsers live on another branch and still
-/// `todo!()` on this one; the profile checks their strings once they exist.
-/// Integrator: remove this switch (and the two `if` around their calls).
-const SPEC_PARSERS_READY: bool = false;
-
 /// Removes a leading `--flag ` from messages written for the command line.
 fn unflag(msg: String, flag: &str) -> String {
     match msg.strip_prefix(flag).and_then(|m| m.strip_prefix(' ')) {
@@ -840,7 +835,7 @@ fn check_api(errs: &mut Errors, path: &str, api: &str) {
 }
 
 fn check_dataset(errs: &mut Errors, path: &str, spec: &str) {
-    if SPEC_PARSERS_READY && let Err(e) = crate::dataset::DatasetSpec::parse(spec) {
+    if let Err(e) = crate::dataset::DatasetSpec::parse(spec) {
         errs.at(path, unflag(e, "--dataset"));
     }
 }
@@ -905,8 +900,7 @@ impl Profile {
         if let Some(d) = &self.dataset {
             check_dataset(&mut errs, "dataset", d);
         }
-        if SPEC_PARSERS_READY
-            && let Some(s) = &self.synthetic
+        if let Some(s) = &self.synthetic
             && let Err(e) = crate::dataset::SyntheticSpec::parse(s)
         {
             errs.at("synthetic", unflag(e, "--synthetic"));

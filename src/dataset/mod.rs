@@ -124,12 +124,40 @@ pub fn builtin() -> Vec<Sample> {
 
 /// Loads `spec` and groups its samples into conversations by the
 /// `conversation` column, in file order: each conversation's user turns.
+///
+/// The conversation id is read through the `expected` field's machinery (a
+/// string or any JSON value rendered as text), so the two cannot be mapped
+/// together here.
 pub fn load_conversations(
     spec: &DatasetSpec,
     conversation: &str,
 ) -> Result<Vec<Vec<String>>, String> {
-    let _ = (spec, conversation);
-    Err("conversation datasets are not supported yet".into())
+    if spec.columns.expected.is_some() {
+        return Err(format!(
+            "{}: expected= cannot be mapped in a dataset grouped by conversation",
+            spec.path.display()
+        ));
+    }
+    let mut by_id = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut grouped = spec.clone();
+    grouped.columns.expected = Some(conversation.to_string());
+    load(&grouped, &mut |s| {
+        let id = s
+            .expected
+            .clone()
+            .ok_or_else(|| format!("a row has no conversation id in column '{conversation}'"))?;
+        let Some(turn) = s.messages.iter().rev().find(|m| m.role == "user") else {
+            return Ok(());
+        };
+        let i = *index.entry(id).or_insert_with(|| {
+            by_id.push(Vec::new());
+            by_id.len() - 1
+        });
+        by_id[i].push(turn.content.clone());
+        Ok(())
+    })?;
+    Ok(by_id)
 }
 
 #[cfg(test)]

@@ -852,7 +852,11 @@ pub fn split_by_weight(total: u64, weights: &[f64]) -> Vec<u64> {
     // A scenario with weight gets at least one slot while another has two.
     for i in 0..out.len() {
         if out[i] == 0 && weights[i] > 0.0 {
-            let (j, &most) = out.iter().enumerate().max_by_key(|(_, n)| **n).expect("non-empty");
+            let (j, &most) = out
+                .iter()
+                .enumerate()
+                .max_by_key(|(_, n)| **n)
+                .expect("non-empty");
             if most > 1 {
                 out[j] -= 1;
                 out[i] = 1;
