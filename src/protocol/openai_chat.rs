@@ -13,8 +13,12 @@ use crate::http::sse::SseEvent;
 use crate::json_key;
 
 json_key!(CONTENT = "content");
+/// `"content"` searched for from the end of an event.
+static CONTENT_REV: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(b"\"content\""));
 json_key!(REASONING_CONTENT = "reasoning_content");
 json_key!(REASONING = "reasoning");
+
 json_key!(TOOL_CALLS = "tool_calls");
 json_key!(FINISH_REASON = "finish_reason");
 json_key!(USAGE = "usage");
@@ -72,36 +76,56 @@ impl Protocol for OpenAiChat {
         if data == b"[DONE]" {
             return info;
         }
-        // Where the later searches start: a delta's reasoning follows its
-        // content, and the choice's finish reason and the chunk's usage follow
-        // the delta, so a text chunk only reads the tail after its text.
-        let mut rest = data;
-        if let Some(V::Str(text)) = scan::find(data, &CONTENT) {
+        // Nearly every event is a text chunk whose `content` sits near its
+        // end: it is searched for from the end, and only the short tail after
+        // it is walked for what can share a chunk with text (vLLM puts the
+        // last token and the finish reason together; a reasoning parser can
+        // split one delta into reasoning and content; usage may follow).
+        if let Some(at) = CONTENT_REV.rfind(data)
+            && let Some(V::Str(text)) = scan::value_after_key(data, at, CONTENT_REV.needle().len())
+            && !text.is_empty()
+        {
             info.text = text;
-            rest = scan::after(data, text);
+            let tail = scan::after(data, text);
+            scan::for_each_key(tail.get(1..).unwrap_or_default(), |key, v| match key {
+                b"reasoning_content" | b"reasoning" => {
+                    if let Some(V::Str(r)) = v.value() {
+                        info.reasoning = r;
+                    }
+                }
+                b"finish_reason" => {
+                    if let Some(V::Str(r)) = v.value() {
+                        info.finish = Some(Finish::from_reason(r));
+                    }
+                }
+                b"usage" => {
+                    if let Some(V::Object(u)) = v.value() {
+                        info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
+                        info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
+                    }
+                }
+                _ => {}
+            });
+            return info;
         }
-        // A reasoning parser can split one chunk into reasoning and content.
+        // Chunks without text (role, reasoning, tool calls, finish, usage,
+        // errors) are few: full searches.
         if let Some(V::Str(r)) =
-            scan::find(rest, &REASONING_CONTENT).or_else(|| scan::find(rest, &REASONING))
+            scan::find(data, &REASONING_CONTENT).or_else(|| scan::find(data, &REASONING))
         {
             info.reasoning = r;
         }
-        // vLLM puts the last token's text and the finish reason in one chunk.
-        if let Some(V::Str(reason)) = scan::find(rest, &FINISH_REASON) {
+        if let Some(V::Array(calls)) = scan::find(data, &TOOL_CALLS) {
+            info.other_output = calls.len() > 2;
+        }
+        if let Some(V::Str(reason)) = scan::find(data, &FINISH_REASON) {
             info.finish = Some(Finish::from_reason(reason));
         }
-        if info.text.is_empty() {
-            // Tool calls and errors arrive in chunks without content text:
-            // only such chunks pay for these searches.
-            if let Some(V::Array(calls)) = scan::find(data, &TOOL_CALLS) {
-                info.other_output = calls.len() > 2;
-            }
-            info.error = error_message(data);
-        }
-        if let Some(V::Object(usage)) = scan::find(rest, &USAGE) {
+        if let Some(V::Object(usage)) = scan::find(data, &USAGE) {
             info.prompt_tokens = scan::find_u32(usage, &PROMPT_TOKENS);
             info.completion_tokens = scan::find_u32(usage, &COMPLETION_TOKENS);
         }
+        info.error = error_message(data);
         info
     }
 

@@ -11,20 +11,25 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+#[cfg(test)]
+use serde_json::Value;
 
-use crate::engine::conversation::uuid_text;
+use crate::engine::conversation::write_uuid;
 use crate::engine::tokenize::unescape;
 use crate::metrics::block::RequestSample;
+use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Interval, Observer, RequestEvent};
 use crate::protocol::Finish;
 
-/// Lines the sink may be behind before new ones are dropped.
+/// Lines the sink may be behind before new ones are dropped: a few seconds
+/// of a fast run, so a slow disk has to stall for that long to lose one.
 const QUEUE: usize = 1 << 16;
+/// How long the sink sleeps when it has caught up.
+const POLL: Duration = Duration::from_millis(20);
 
 /// One finished request, owned, on its way to the sink.
 struct Line {
@@ -39,7 +44,7 @@ struct Line {
 }
 
 enum Msg {
-    Line(Box<Line>),
+    Line(Line),
     Live(String),
 }
 
@@ -136,7 +141,7 @@ impl Observer for RunObserver {
             text: (self.record_output).then(|| e.text.to_vec()),
             message: e.message.map(str::to_string),
         };
-        self.send(Msg::Line(Box::new(line)));
+        self.send(Msg::Line(line));
     }
 
     fn interval(&mut self, i: &Interval<'_>) {
@@ -173,30 +178,39 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
     let mut out = BufWriter::with_capacity(256 * 1024, file);
     let mut last_flush = Instant::now();
     let mut line = Vec::with_capacity(1024);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(250)) {
-            Ok(Msg::Line(l)) => {
-                line.clear();
-                serde_json::to_writer(&mut line, &event_json(&l, &ctx))
-                    .expect("a Value serializes");
-                line.push(b'\n');
-                match out.write_all(&line) {
-                    Ok(()) => stats.written += 1,
-                    Err(e) => {
-                        stats.dropped += 1;
-                        stats.error.get_or_insert_with(|| e.to_string());
+    // The sink polls instead of blocking in `recv`: a sender only pays for a
+    // wake-up (a futex call, a context switch) when the receiver is parked,
+    // and at benchmark rates that would be once per request.
+    let mut open = true;
+    while open {
+        loop {
+            match rx.try_recv() {
+                Ok(Msg::Line(l)) => {
+                    line.clear();
+                    write_event(&mut line, &l, &ctx);
+                    line.push(b'\n');
+                    match out.write_all(&line) {
+                        Ok(()) => stats.written += 1,
+                        Err(e) => {
+                            stats.dropped += 1;
+                            stats.error.get_or_insert_with(|| e.to_string());
+                        }
                     }
                 }
+                Ok(Msg::Live(text)) => eprintln!("{text}"),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
             }
-            Ok(Msg::Live(text)) => {
-                eprintln!("{text}");
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
         }
         if last_flush.elapsed() >= Duration::from_secs(1) {
             let _ = out.flush();
             last_flush = Instant::now();
+        }
+        if open {
+            std::thread::sleep(POLL);
         }
     }
     if let Err(e) = out.flush().and_then(|()| out.get_ref().sync_all()) {
@@ -205,35 +219,224 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
     stats
 }
 
-fn event_json(l: &Line, ctx: &Context) -> Value {
+/// Writes one events line (without its newline). Written field by field
+/// rather than through a `serde_json::Value`: the sink formats one line per
+/// request, and a JSON tree per line would cost more than the request did.
+fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     let s = &l.sample;
-    let unix_ms = |t: u64| (t != 0).then(|| (t as i128 + ctx.mono_to_unix) as f64 / 1e6);
-    let gap_ms = |a: u64, b: u64| (a != 0 && b >= a).then(|| (b - a) as f64 / 1e6);
-    let mut v = json!({
-        "seq": l.seq,
-        "conversation_id": uuid_text(&l.conv_id),
-        "scenario": ctx.scenarios.get(l.scenario as usize),
-        "stage": l.stage.and_then(|i| ctx.stages.get(i as usize)),
-        "warmup": l.stage.is_none(),
-        "turn": l.turn,
-        "stream": s.streamed,
-        "scheduled_ms": unix_ms(s.t_sched),
-        "sent_ms": unix_ms(s.t_send),
-        "first_token_ms": unix_ms(s.t_first_token),
-        "end_ms": unix_ms(s.t_end),
-        "latency_ms": gap_ms(s.t_sched, s.t_end),
-        "service_latency_ms": if s.t_send != 0 { gap_ms(s.t_send, s.t_end) } else { None },
-        "ttft_ms": if s.t_first_token != 0 { gap_ms(s.t_send, s.t_first_token) } else { None },
-        "status": (s.status != 0).then_some(s.status),
-        "error": s.error.map(|c| c.key(s.status)),
-        "message": l.message,
-        "prompt_tokens": s.input_tokens,
-        "completion_tokens": s.error.is_none().then(|| s.output_tokens().0),
-        "content_length": s.text_bytes,
-        "finish_reason": (s.finish != 0).then(|| Finish::from_u8(s.finish).name()),
-    });
-    if let Some(text) = &l.text {
-        v["output"] = unescape(text).into();
+    let mut w = JsonLine::new(out);
+    w.uint("seq", l.seq);
+    let mut id = [0u8; 36];
+    write_uuid(&l.conv_id, &mut id);
+    w.raw_str("conversation_id", &id);
+    w.opt_str(
+        "scenario",
+        ctx.scenarios.get(l.scenario as usize).map(String::as_str),
+    );
+    w.opt_str(
+        "stage",
+        l.stage
+            .and_then(|i| ctx.stages.get(i as usize))
+            .map(String::as_str),
+    );
+    w.boolean("warmup", l.stage.is_none());
+    w.uint("turn", l.turn as u64);
+    w.boolean("stream", s.streamed);
+    let unix_us = |t: u64| (t != 0).then(|| ((t as i128 + ctx.mono_to_unix) / 1000) as u64);
+    let gap_us = |a: u64, b: u64| (a != 0 && b >= a).then(|| (b - a) / 1000);
+    w.millis("scheduled_ms", unix_us(s.t_sched));
+    w.millis("sent_ms", unix_us(s.t_send));
+    w.millis("first_token_ms", unix_us(s.t_first_token));
+    w.millis("end_ms", unix_us(s.t_end));
+    w.millis("latency_ms", gap_us(s.t_sched, s.t_end));
+    w.millis(
+        "service_latency_ms",
+        if s.t_send != 0 {
+            gap_us(s.t_send, s.t_end)
+        } else {
+            None
+        },
+    );
+    w.millis(
+        "ttft_ms",
+        if s.t_first_token != 0 {
+            gap_us(s.t_send, s.t_first_token)
+        } else {
+            None
+        },
+    );
+    w.opt_uint("status", (s.status != 0).then_some(s.status as u64));
+    match s.error {
+        Some(ErrorClass::HttpStatus) => {
+            w.opt_str("error", Some(&ErrorClass::HttpStatus.key(s.status)))
+        }
+        Some(c) => w.opt_str("error", Some(c.name())),
+        None => w.opt_str("error", None),
     }
-    v
+    w.opt_str("message", l.message.as_deref());
+    w.opt_uint("prompt_tokens", s.input_tokens.map(u64::from));
+    w.opt_uint(
+        "completion_tokens",
+        s.error.is_none().then(|| s.output_tokens().0),
+    );
+    w.uint("content_length", s.text_bytes as u64);
+    w.opt_str(
+        "finish_reason",
+        (s.finish != 0).then(|| Finish::from_u8(s.finish).name()),
+    );
+    if let Some(text) = &l.text {
+        w.opt_str("output", Some(&unescape(text)));
+    }
+    w.end();
+}
+
+/// A JSON object written member by member into a byte buffer.
+struct JsonLine<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> JsonLine<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        JsonLine { out, first: true }
+    }
+
+    fn key(&mut self, k: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(k.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
+    fn uint(&mut self, k: &str, v: u64) {
+        self.key(k);
+        push_uint(self.out, v);
+    }
+
+    fn opt_uint(&mut self, k: &str, v: Option<u64>) {
+        match v {
+            Some(v) => self.uint(k, v),
+            None => self.null(k),
+        }
+    }
+
+    fn boolean(&mut self, k: &str, v: bool) {
+        self.key(k);
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+    }
+
+    fn null(&mut self, k: &str) {
+        self.key(k);
+        self.out.extend_from_slice(b"null");
+    }
+
+    /// A string known to need no escaping (hex and dashes).
+    fn raw_str(&mut self, k: &str, v: &[u8]) {
+        self.key(k);
+        self.out.push(b'"');
+        self.out.extend_from_slice(v);
+        self.out.push(b'"');
+    }
+
+    fn opt_str(&mut self, k: &str, v: Option<&str>) {
+        match v {
+            Some(v) => {
+                self.key(k);
+                serde_json::to_writer(&mut *self.out, v).expect("a string serializes");
+            }
+            None => self.null(k),
+        }
+    }
+
+    /// Microseconds written as milliseconds with three decimals.
+    fn millis(&mut self, k: &str, us: Option<u64>) {
+        let Some(us) = us else { return self.null(k) };
+        self.key(k);
+        push_uint(self.out, us / 1000);
+        let frac = us % 1000;
+        self.out.extend_from_slice(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ]);
+    }
+
+    fn end(self) {
+        self.out.push(b'}');
+    }
+}
+
+fn push_uint(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::errors::ErrorClass;
+
+    #[test]
+    fn event_lines_are_json_with_every_field() {
+        let ctx = Context {
+            scenarios: vec!["chat".into()],
+            stages: vec!["ramp".into()],
+            mono_to_unix: 1_700_000_000_000_000_000,
+        };
+        let line = Line {
+            sample: RequestSample {
+                t_sched: 1_000_000,
+                t_send: 1_500_000,
+                t_first_token: 21_500_000,
+                t_end: 51_234_567,
+                status: 503,
+                error: Some(ErrorClass::HttpStatus),
+                input_tokens: Some(12),
+                streamed: true,
+                ..RequestSample::default()
+            },
+            seq: 42,
+            conv_id: [0xab; 16],
+            scenario: 0,
+            stage: Some(0),
+            turn: 2,
+            text: Some(br#"he said \"hi\""#.to_vec()),
+            message: Some("over\nloaded \"now\"".into()),
+        };
+        let mut out = Vec::new();
+        write_event(&mut out, &line, &ctx);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["seq"], 42);
+        assert_eq!(v["conversation_id"], "abababab-abab-abab-abab-abababababab");
+        assert_eq!(v["scenario"], "chat");
+        assert_eq!(v["stage"], "ramp");
+        assert_eq!(v["warmup"], false);
+        assert_eq!(v["turn"], 2);
+        assert_eq!(v["latency_ms"], 50.234);
+        assert_eq!(v["service_latency_ms"], 49.734);
+        assert_eq!(v["ttft_ms"], 20.0);
+        assert_eq!(v["scheduled_ms"], 1_700_000_000_001.0);
+        assert_eq!(v["status"], 503);
+        assert_eq!(v["error"], "http_503");
+        assert_eq!(v["message"], "over\nloaded \"now\"");
+        assert_eq!(v["prompt_tokens"], 12);
+        assert_eq!(v["completion_tokens"], Value::Null);
+        assert_eq!(v["finish_reason"], Value::Null);
+        assert_eq!(v["output"], "he said \"hi\"");
+    }
 }
