@@ -317,3 +317,42 @@ fn input_token_ids_are_sent_and_counted() {
     assert_eq!(s["tokens"]["input_source"], "input_ids");
     assert_eq!(u(&s["tokens"]["input_total"]), 5 + 3 + 5 + 3);
 }
+
+#[test]
+fn tokenizer_counts_output_when_the_endpoint_reports_no_usage() {
+    let dir = temp_dir("tok-out");
+    let tok = fixture_tokenizer(&dir);
+    let server = Server::start(&["--no-usage"]);
+    for stream in ["--stream", "--no-stream"] {
+        let run = bench_at(
+            &server,
+            &[
+                "--tokenizer",
+                tok.to_str().unwrap(),
+                stream,
+                "--requests",
+                "10",
+                "--concurrency",
+                "2",
+                "--max-tokens",
+                "7",
+            ],
+            Duration::from_secs(30),
+        );
+        run.assert_success();
+        let s = run.summary();
+        // Each mock token is one word: the word-level tokenizer counts 7.
+        assert_eq!(s["tokens"]["output_source"], "tokenizer", "{stream}");
+        assert_eq!(u(&s["tokens"]["output_total"]), 70, "{stream}");
+        assert_eq!(s["tokens"]["input_source"], "tokenizer", "{stream}");
+    }
+    // Without a tokenizer a stream's tokens are its text events.
+    let run = bench_at(
+        &server,
+        &["--requests", "4", "--concurrency", "1", "--max-tokens", "5"],
+        Duration::from_secs(30),
+    );
+    let s = run.summary();
+    assert_eq!(s["tokens"]["output_source"], "events");
+    assert_eq!(u(&s["tokens"]["output_total"]), 20);
+}

@@ -70,6 +70,11 @@ pub struct ServeArgs {
     #[argh(switch)]
     pub ignore_stream: bool,
 
+    /// report no usage in OpenAI chat and completions responses (token
+    /// counts must then come from events or a tokenizer)
+    #[argh(switch)]
+    pub no_usage: bool,
+
     /// a model name this server answers to (repeatable); requests naming
     /// any other get 404, and /v1/models lists these (default: any model;
     /// /v1/models lists llmload-mock)
@@ -113,6 +118,7 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         inband_error_rate: args.inband_error_rate,
         reasoning_tokens: args.reasoning_tokens,
         ignore_stream: args.ignore_stream,
+        no_usage: args.no_usage,
         served_models: args.served_model,
         api_key: args.api_key.map(ApiKey::new).transpose()?,
         pin: args.pin,

@@ -63,6 +63,7 @@ pub struct Settings {
     pub reasoning: u32,
     /// Answer `"stream": true` requests with one JSON body anyway.
     pub ignore_stream: bool,
+    pub no_usage: bool,
     /// This worker's index, part of every response id.
     pub worker: u32,
     /// Unix seconds when the worker started (the model's `created`).
@@ -685,13 +686,14 @@ impl Conn {
                 .as_deref()
                 .unwrap_or_else(|| ctx.access.default_model()),
         };
-        let reply = Reply::new(
+        let mut reply = Reply::new(
             format,
             n,
             settings.reasoning,
             req.prompt_tokens,
-            req.include_usage,
+            req.include_usage && !settings.no_usage,
         );
+        reply.body_usage = !settings.no_usage;
         let stream = req.stream && !settings.ignore_stream;
         // Chunked framing does not exist in HTTP/1.0: a stream to such a
         // client ends by closing the connection.

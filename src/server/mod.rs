@@ -65,6 +65,9 @@ pub struct ServerConfig {
     pub reasoning_tokens: u32,
     /// Answer streaming requests with one JSON body anyway.
     pub ignore_stream: bool,
+    /// Report no usage in OpenAI chat and completions responses (a server
+    /// whose token counts must come from elsewhere).
+    pub no_usage: bool,
     /// Model names requests may ask for; empty means any.
     pub served_models: Vec<String>,
     /// The key every request must carry, if any.
@@ -88,6 +91,7 @@ impl Default for ServerConfig {
             inband_error_rate: 0.0,
             reasoning_tokens: 0,
             ignore_stream: false,
+            no_usage: false,
             served_models: Vec::new(),
             api_key: None,
             pin: None,

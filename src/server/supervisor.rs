@@ -272,6 +272,7 @@ fn prepare<'a>(
         output_tokens: cfg.output_tokens,
         reasoning: cfg.reasoning_tokens,
         ignore_stream: cfg.ignore_stream,
+        no_usage: cfg.no_usage,
         worker: k as u32,
         started_unix: crate::clock::wall_ns() / 1_000_000_000,
     };

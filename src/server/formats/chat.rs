@@ -138,8 +138,11 @@ pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
         push_tokens(out, 0, r.reasoning);
         out.push(b'"');
     }
-    out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":\"length\"}],");
-    push_usage(out, r.prompt, u64::from(r.n), r.reasoning);
+    out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    if r.body_usage {
+        out.push(b',');
+        push_usage(out, r.prompt, u64::from(r.n), r.reasoning);
+    }
     out.push(b'}');
 }
 

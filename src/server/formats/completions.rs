@@ -107,8 +107,11 @@ pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
     push_id_model(out, id, ID, b"text_completion");
     out.extend_from_slice(b",\"choices\":[{\"index\":0,\"text\":\"");
     push_tokens(out, 0, r.n);
-    out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":\"length\"}],");
-    push_usage(out, r.prompt, u64::from(r.n), 0);
+    out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    if r.body_usage {
+        out.push(b',');
+        push_usage(out, r.prompt, u64::from(r.n), 0);
+    }
     out.push(b'}');
 }
 

@@ -132,6 +132,8 @@ pub struct Reply {
     pub reasoning: u32,
     pub prompt: u64,
     pub include_usage: bool,
+    /// Non-streamed OpenAI bodies carry `usage` (real servers always do).
+    pub body_usage: bool,
 }
 
 impl Reply {
@@ -148,6 +150,7 @@ impl Reply {
             },
             prompt,
             include_usage,
+            body_usage: true,
         }
     }
 }
