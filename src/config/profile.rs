@@ -819,7 +819,9 @@ fn check_endpoint(errs: &mut Errors, path: &str, url: &str, api: &str) {
     let default_path = crate::protocol::find(api)
         .map(|p| p.default_path())
         .unwrap_or("/");
-    if let Err(e) = Endpoint::parse(url, default_path) {
+    // A host that does not resolve is not a profile error: the run goes
+    // on and counts each request to it as `dns_error`.
+    if let Err(e) = Endpoint::parse_lenient(url, default_path) {
         errs.at(path, unflag(e, "--endpoint"));
     }
 }

@@ -33,6 +33,8 @@ pub struct RunInfo {
     pub dataset: Value,
     /// The per-request log.
     pub events: observer::EventsStats,
+    /// What a reader must know to read the numbers right.
+    pub notes: Vec<String>,
 }
 
 /// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom` into

@@ -81,6 +81,7 @@ pub fn build(run: &RunResult, info: &RunInfo) -> Value {
         "thresholds_passed": run.thresholds_passed,
         "aborted_on_threshold": run.aborted_on_threshold,
         "events": info.events,
+        "notes": info.notes,
     });
     if let Some(stats) = &info.builtin_endpoint {
         doc["builtin_endpoint"] = stats.clone();

@@ -25,6 +25,9 @@ pub fn render(run: &RunResult, info: &RunInfo) -> String {
     for s in &run.stages {
         let _ = writeln!(o, "load: {} ({})", load(&s.load), s.name);
     }
+    for n in &info.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
     if let Some(skipped) = info.dataset["skipped"].as_u64()
         && skipped > 0
     {
@@ -244,7 +247,7 @@ fn row(o: &mut String, name: &str, s: &Series, unit: f64) {
 
 /// Three significant digits at most, as the histograms hold.
 fn num(v: f64) -> String {
-    if v >= 1000.0 {
+    if v.fract() == 0.0 || v >= 1000.0 {
         format!("{v:.0}")
     } else if v >= 100.0 {
         format!("{v:.1}")

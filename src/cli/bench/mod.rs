@@ -165,6 +165,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset,
         events,
+        notes: notes(cfg),
     };
     let text = report::write_all(&cfg.out, &result, &info)?;
     if !cfg.quiet {
@@ -182,6 +183,33 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     } else {
         0
     })
+}
+
+/// What the report must say for its numbers to be read right.
+fn notes(cfg: &BenchConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    let open = cfg
+        .stages
+        .iter()
+        .any(|s| matches!(s.load, StageLoad::Open { .. } | StageLoad::Ramp { .. }));
+    let multi: Vec<&str> = cfg
+        .scenarios
+        .iter()
+        .filter(|s| s.turns.max > 1)
+        .map(|s| s.name.as_str())
+        .collect();
+    if open && !multi.is_empty() {
+        out.push(format!(
+            "open-loop rates count conversation starts; the turns of {} follow their conversation, so requests/s exceed the rate",
+            multi.join(", ")
+        ));
+    }
+    if !multi.is_empty() {
+        out.push(
+            "latency of a later turn is counted from when it was due: its conversation's previous reply plus the think time".to_string(),
+        );
+    }
+    out
 }
 
 /// One line saying what the run will do.
