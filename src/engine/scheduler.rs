@@ -678,16 +678,35 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         }
     }
 
-    /// Stops issuing and waits for in-flight requests: until they finish on a
-    /// normal end (each bounded by its own timeout), or for `drain_timeout`
-    /// after an interrupt (a second signal cuts it short), then fails the rest.
+    /// Stops issuing and waits: on a normal end until the conversations
+    /// under way have run all their turns (each request bounded by its own
+    /// timeout); after an interrupt only for the requests in flight, for at
+    /// most `drain_timeout` (a second signal cuts it short). Then fails the rest.
     fn drain(&mut self, signals: &AtomicU32) {
-        self.shared.set_phase(phase::DRAIN);
         let start = now_ns();
         let mut deadline = if self.interrupted {
+            self.shared.set_phase(phase::WIND_DOWN);
             start + self.plan.drain_timeout_ns
         } else {
-            start + self.plan.timeout_ns + self.plan.connect_timeout_ns + 1_000_000_000
+            self.shared.set_phase(phase::DRAIN);
+            let turns = self
+                .plan
+                .scenarios
+                .iter()
+                .map(|s| s.turns.1 as u64)
+                .max()
+                .unwrap_or(1);
+            let think = self
+                .plan
+                .scenarios
+                .iter()
+                .map(|s| s.think_time_ns)
+                .max()
+                .unwrap_or(0);
+            start
+                + turns * (self.plan.timeout_ns + think)
+                + self.plan.connect_timeout_ns
+                + 1_000_000_000
         };
         let mut seen = signals.load(Ordering::Relaxed);
         let mut abort_at: Option<u64> = None;
@@ -705,6 +724,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                     deadline = now;
                 } else {
                     self.interrupted = true;
+                    self.shared.set_phase(phase::WIND_DOWN);
                     deadline = deadline.min(now + self.plan.drain_timeout_ns);
                 }
                 seen = sig;

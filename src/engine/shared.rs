@@ -32,12 +32,14 @@ pub struct IssueSlot {
 pub mod phase {
     /// Issue rings may receive requests.
     pub const RUNNING: u32 = 0;
-    /// No more requests will come; finish those in flight.
+    /// No more conversations will come; finish those under way, turns and all.
     pub const DRAIN: u32 = 1;
+    /// Interrupted: finish the requests in flight, start no further turns.
+    pub const WIND_DOWN: u32 = 2;
     /// Fail whatever is still in flight or queued as `aborted`, now.
-    pub const ABORT: u32 = 2;
+    pub const ABORT: u32 = 3;
     /// Every request is accounted for: close connections and exit.
-    pub const EXIT: u32 = 3;
+    pub const EXIT: u32 = 4;
 }
 
 /// Run-wide control, on its own cache line (64-byte aligned).

@@ -247,7 +247,7 @@ impl<'a> Worker<'a> {
                 break;
             }
             let now = now_ns();
-            if ph >= phase::DRAIN && !self.draining {
+            if ph >= phase::WIND_DOWN && !self.draining {
                 self.draining = true;
                 self.end_thinking(now);
             }

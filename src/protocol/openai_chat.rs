@@ -13,9 +13,7 @@ use crate::http::sse::SseEvent;
 use crate::json_key;
 
 json_key!(CONTENT = "content");
-/// `"content"` searched for from the end of an event.
-static CONTENT_REV: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(b"\"content\""));
+
 json_key!(REASONING_CONTENT = "reasoning_content");
 json_key!(REASONING = "reasoning");
 
@@ -76,13 +74,12 @@ impl Protocol for OpenAiChat {
         if data == b"[DONE]" {
             return info;
         }
-        // Nearly every event is a text chunk whose `content` sits near its
-        // end: it is searched for from the end, and only the short tail after
-        // it is walked for what can share a chunk with text (vLLM puts the
-        // last token and the finish reason together; a reasoning parser can
-        // split one delta into reasoning and content; usage may follow).
-        if let Some(at) = CONTENT_REV.rfind(data)
-            && let Some(V::Str(text)) = scan::value_after_key(data, at, CONTENT_REV.needle().len())
+        // Nearly every event is a text chunk: after its `content`, only the
+        // short tail is walked for what can share a chunk with text (vLLM
+        // puts the last token and the finish reason together; a reasoning
+        // parser can split one delta into reasoning and content; usage may
+        // follow).
+        if let Some(V::Str(text)) = scan::find(data, &CONTENT)
             && !text.is_empty()
         {
             info.text = text;

@@ -7,7 +7,7 @@
 //! the end, so a crash loses at most the last second of lines.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +28,8 @@ use crate::protocol::Finish;
 /// Lines the sink may be behind before new ones are dropped: a few seconds
 /// of a fast run, so a slow disk has to stall for that long to lose one.
 const QUEUE: usize = 1 << 16;
+/// Bytes of lines gathered before they are written out.
+const BATCH: usize = 256 * 1024;
 /// How long the sink sleeps when it has caught up.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -175,9 +177,23 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
         path: path.display().to_string(),
         ..EventsStats::default()
     };
-    let mut out = BufWriter::with_capacity(256 * 1024, file);
+    let mut file = file;
+    // Lines are formatted straight into one buffer that is written out when
+    // it fills or a second has passed: no per-line copy, one write per batch.
+    let mut buf: Vec<u8> = Vec::with_capacity(BATCH + 4096);
+    let mut pending = 0u64;
     let mut last_flush = Instant::now();
-    let mut line = Vec::with_capacity(1024);
+    let mut write_out = |buf: &mut Vec<u8>, pending: &mut u64, stats: &mut EventsStats| {
+        match file.write_all(buf) {
+            Ok(()) => stats.written += *pending,
+            Err(e) => {
+                stats.dropped += *pending;
+                stats.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        buf.clear();
+        *pending = 0;
+    };
     // The sink polls instead of blocking in `recv`: a sender only pays for a
     // wake-up (a futex call, a context switch) when the receiver is parked,
     // and at benchmark rates that would be once per request.
@@ -186,15 +202,11 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
         loop {
             match rx.try_recv() {
                 Ok(Msg::Line(l)) => {
-                    line.clear();
-                    write_event(&mut line, &l, &ctx);
-                    line.push(b'\n');
-                    match out.write_all(&line) {
-                        Ok(()) => stats.written += 1,
-                        Err(e) => {
-                            stats.dropped += 1;
-                            stats.error.get_or_insert_with(|| e.to_string());
-                        }
+                    write_event(&mut buf, &l, &ctx);
+                    buf.push(b'\n');
+                    pending += 1;
+                    if buf.len() >= BATCH {
+                        write_out(&mut buf, &mut pending, &mut stats);
                     }
                 }
                 Ok(Msg::Live(text)) => eprintln!("{text}"),
@@ -206,14 +218,15 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
             }
         }
         if last_flush.elapsed() >= Duration::from_secs(1) {
-            let _ = out.flush();
+            write_out(&mut buf, &mut pending, &mut stats);
             last_flush = Instant::now();
         }
         if open {
             std::thread::sleep(POLL);
         }
     }
-    if let Err(e) = out.flush().and_then(|()| out.get_ref().sync_all()) {
+    write_out(&mut buf, &mut pending, &mut stats);
+    if let Err(e) = file.sync_all() {
         stats.error.get_or_insert_with(|| e.to_string());
     }
     stats
