@@ -275,19 +275,9 @@ pub(crate) fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::testutil::{TempDir, invalid_utf8};
-    use crate::dataset::{ColumnMap, DatasetSpec, load};
+    use crate::dataset::ColumnMap;
+    use crate::dataset::testutil::{TempDir, invalid_utf8, load_all};
     use crate::protocol::Message;
-
-    fn load_all(arg: &str) -> Result<(Vec<Sample>, LoadStats), String> {
-        let spec = DatasetSpec::parse(arg)?;
-        let mut got = Vec::new();
-        let stats = load(&spec, &mut |s| {
-            got.push(s);
-            Ok(())
-        })?;
-        Ok((got, stats))
-    }
 
     #[test]
     fn good_file_every_column_kind() {

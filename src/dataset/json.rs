@@ -146,19 +146,8 @@ pub(crate) fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::testutil::TempDir;
-    use crate::dataset::{DatasetSpec, load};
+    use crate::dataset::testutil::{TempDir, load_all};
     use crate::protocol::Message;
-
-    fn load_all(arg: &str) -> Result<(Vec<Sample>, LoadStats), String> {
-        let spec = DatasetSpec::parse(arg)?;
-        let mut got = Vec::new();
-        let stats = load(&spec, &mut |s| {
-            got.push(s);
-            Ok(())
-        })?;
-        Ok((got, stats))
-    }
 
     #[test]
     fn good_array_every_column_kind() {

@@ -114,20 +114,9 @@ pub(crate) fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::testutil::{TempDir, invalid_utf8};
+    use crate::dataset::testutil::{TempDir, invalid_utf8, load_all};
     use crate::dataset::{DatasetSpec, load};
     use crate::protocol::Message;
-
-    fn load_all(arg: &str) -> Result<(Vec<Sample>, LoadStats), String> {
-        let spec = DatasetSpec::parse(arg)?;
-        let mut got = Vec::new();
-        let stats = load(&spec, &mut |s| {
-            got.push(s);
-            Ok(())
-        })?;
-        assert_eq!(stats.loaded as usize, got.len());
-        Ok((got, stats))
-    }
 
     #[test]
     fn a_mapped_prompt_source_is_required_on_every_line() {

@@ -38,3 +38,15 @@ impl Drop for TempDir {
 pub fn invalid_utf8(s: &str) -> Vec<u8> {
     s.bytes().map(|b| if b == 1 { 0xFF } else { b }).collect()
 }
+
+/// Loads `arg` (a `--dataset` argument) into memory, checking the count.
+pub fn load_all(arg: &str) -> Result<(Vec<super::Sample>, super::LoadStats), String> {
+    let spec = super::DatasetSpec::parse(arg)?;
+    let mut got = Vec::new();
+    let stats = super::load(&spec, &mut |s| {
+        got.push(s);
+        Ok(())
+    })?;
+    assert_eq!(stats.loaded as usize, got.len());
+    Ok((got, stats))
+}

@@ -444,32 +444,45 @@ impl<'a> Worker<'a> {
     fn end_thinking(&mut self, now: u64) {
         while let Some(Reverse((_, k))) = self.thinking.pop() {
             let c = &self.convs[k as usize];
-            let rec = Completion {
+            let slot = IssueSlot {
                 seq: c.seq,
                 t_sched: now,
-                t_end: now,
                 sample: c.sample,
                 stage: c.stage,
                 scenario: c.scenario,
-                turn: c.turn,
-                conv_id: c.id,
-                flags: record::CONV_END | record::NO_REQUEST,
-                prompt_tokens: Completion::code(None),
-                completion_tokens: Completion::code(None),
-                ..Completion::default()
             };
-            push_record(
-                &mut self.out,
-                &mut self.backlog,
-                self.counters,
-                &rec,
-                &[],
-                &[],
-                &[],
-            );
-            self.published = true;
+            let (turn, id) = (c.turn, c.id);
+            self.emit_conv_end(slot, turn, id, now);
             self.free_convs.push(k);
         }
+    }
+
+    /// Tells the parent a conversation ended without sending a request.
+    fn emit_conv_end(&mut self, slot: IssueSlot, turn: u16, id: [u8; 16], now: u64) {
+        let rec = Completion {
+            seq: slot.seq,
+            t_sched: slot.t_sched,
+            t_end: now,
+            sample: slot.sample,
+            stage: slot.stage,
+            scenario: slot.scenario,
+            turn,
+            conv_id: id,
+            flags: record::CONV_END | record::NO_REQUEST,
+            prompt_tokens: Completion::code(None),
+            completion_tokens: Completion::code(None),
+            ..Completion::default()
+        };
+        push_record(
+            &mut self.out,
+            &mut self.backlog,
+            self.counters,
+            &rec,
+            &[],
+            &[],
+            &[],
+        );
+        self.published = true;
     }
 
     fn drain_pending(&mut self) {
@@ -590,30 +603,7 @@ impl<'a> Worker<'a> {
             let ep = c.endpoint;
             self.idle[ep].push(i);
             self.busy -= 1;
-            let rec = Completion {
-                seq: job.slot.seq,
-                t_sched: job.slot.t_sched,
-                t_end: now_ns(),
-                sample: job.slot.sample,
-                stage: job.slot.stage,
-                scenario: job.slot.scenario,
-                turn: job.turn,
-                conv_id: job.id,
-                flags: record::CONV_END | record::NO_REQUEST,
-                prompt_tokens: Completion::code(None),
-                completion_tokens: Completion::code(None),
-                ..Completion::default()
-            };
-            push_record(
-                &mut self.out,
-                &mut self.backlog,
-                self.counters,
-                &rec,
-                &[],
-                &[],
-                &[],
-            );
-            self.published = true;
+            self.emit_conv_end(job.slot, job.turn, job.id, now_ns());
             self.free_convs.push(job.conv);
             return false;
         }
