@@ -184,8 +184,11 @@ pub trait Protocol: Sync {
     fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
-    /// Headers that carry an API key in this format.
-    fn auth_headers(&self, api_key: &str) -> Vec<(String, String)>;
+    /// Headers that carry an API key in this format (a Bearer token unless
+    /// the format says otherwise).
+    fn auth_headers(&self, api_key: &str) -> Vec<(String, String)> {
+        vec![("Authorization".to_string(), format!("Bearer {api_key}"))]
+    }
     /// Appends the JSON request body to `out`.
     fn build_body(&self, spec: &BodySpec<'_>, out: &mut Vec<u8>);
     /// Reads one SSE event in place. Hot path: no allocation.

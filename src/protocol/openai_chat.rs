@@ -38,10 +38,6 @@ impl Protocol for OpenAiChat {
         "/v1/chat/completions"
     }
 
-    fn auth_headers(&self, api_key: &str) -> Vec<(String, String)> {
-        vec![("Authorization".to_string(), format!("Bearer {api_key}"))]
-    }
-
     fn build_body(&self, spec: &BodySpec<'_>, out: &mut Vec<u8>) {
         let mut messages = Vec::with_capacity(spec.messages.len() + 1);
         if let Some(system) = spec.system {

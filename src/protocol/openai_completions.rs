@@ -32,10 +32,6 @@ impl Protocol for OpenAiCompletions {
         "/v1/completions"
     }
 
-    fn auth_headers(&self, api_key: &str) -> Vec<(String, String)> {
-        vec![("Authorization".to_string(), format!("Bearer {api_key}"))]
-    }
-
     fn build_body(&self, spec: &BodySpec<'_>, out: &mut Vec<u8>) {
         let prompt = match spec.input_tokens {
             Some(ids) => Value::from(ids),

@@ -39,10 +39,6 @@ impl Protocol for Sglang {
         "/generate"
     }
 
-    fn auth_headers(&self, api_key: &str) -> Vec<(String, String)> {
-        vec![("Authorization".to_string(), format!("Bearer {api_key}"))]
-    }
-
     fn build_body(&self, spec: &BodySpec<'_>, out: &mut Vec<u8>) {
         // `/generate` takes no model name: a single-model server needs none,
         // and a router that wants one gets it through extra_body.
