@@ -17,8 +17,8 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::config::endpoint::Endpoint;
 use crate::http::chunked::ChunkedDecoder;
+use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
 use crate::http::response::{BodyKind, HeadError, MAX_HEADERS, parse_head};
 

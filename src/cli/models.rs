@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::cli::http_client;
-use crate::config::endpoint::Endpoint;
+use crate::http::endpoint::Endpoint;
 
 /// The first model id the endpoint lists.
 pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {

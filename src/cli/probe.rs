@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::cli::http_client::{self, ConnectError, FetchError, Response};
 use crate::cli::models;
 use crate::config::duration::{duration_flag, format_duration};
-use crate::config::endpoint::Endpoint;
+use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
 use crate::http::sse::SseSplitter;
 use crate::protocol::{self, BodySpec, Finish, Message, Protocol, Sampling, StreamState};

@@ -4,7 +4,6 @@
 //! reports show has them redacted.
 
 pub mod duration;
-pub mod endpoint;
 pub mod profile;
 
 use std::path::PathBuf;
@@ -13,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
-use crate::metrics::thresholds::Thresholds;
+use crate::plan::Thresholds;
 use crate::protocol::{Protocol, Sampling};
 use profile::{Arrival, Profile, Scenario, Stage};
 

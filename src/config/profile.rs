@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::duration::{format_duration, parse_duration};
-use super::endpoint::Endpoint;
+use crate::http::endpoint::Endpoint;
 
 /// The values a profile field takes when it is not set. `bench` has the same
 /// defaults for its flags; a default that depends on another setting or on

@@ -16,17 +16,10 @@
 
 use std::time::Duration;
 
+use crate::plan::ArrivalKind;
 use crate::rng::Rng;
 
 const NS_PER_S: f64 = 1e9;
-
-/// Inter-arrival law.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ArrivalKind {
-    Uniform,
-    Poisson,
-}
 
 /// The cumulative arrival function `Λ` and its inverse.
 #[derive(Clone, Copy, Debug)]

@@ -6,12 +6,12 @@
 
 use serde_json::{Map, Value};
 
-use super::conversation::UUID_PLACEHOLDER;
-use crate::config::endpoint::Endpoint;
 use crate::dataset::Sample;
+use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Protocol, Sampling};
 use crate::tokens::Tokenizer;
+use crate::uuid::UUID_PLACEHOLDER;
 
 /// Where a request's input token count comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

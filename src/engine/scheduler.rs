@@ -9,18 +9,21 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use super::Plan;
 use super::arrival::Arrivals;
 use super::record::{self, Completion};
 use super::requests::{InputSource, RequestSet};
 use super::shared::{IssueSlot, Shared, phase};
-use super::tokenize::{Pending, TokenLane, unescape};
-use super::{GeneratorStats, Load, Plan, RunResult, ScenarioResult, StageResult};
+use super::tokenize::{Pending, TokenLane};
 use crate::clock::now_ns;
 use crate::dataset::Picker;
 use crate::metrics::block::{Block, InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Interval, Observer, RequestEvent};
+use crate::metrics::run::{GeneratorStats, RunResult, ScenarioResult, StageResult};
 use crate::metrics::series::Series;
+use crate::plan::Load;
+use crate::protocol::json::unescape;
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 

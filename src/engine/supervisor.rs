@@ -6,13 +6,15 @@
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::Plan;
 use super::scheduler::{Parent, WorkerEnd};
 use super::shared::Shared;
 use super::tokenize::TokenLane;
 use super::worker::{self, WorkerSetup};
-use super::{Load, Plan, RunResult};
 use crate::clock::now_ns;
 use crate::metrics::observe::Observer;
+use crate::metrics::run::RunResult;
+use crate::plan::Load;
 
 /// SIGINT and SIGTERM deliveries to the parent.
 pub static SIGNALS: AtomicU32 = AtomicU32::new(0);

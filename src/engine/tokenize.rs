@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::metrics::block::RequestSample;
+use crate::protocol::json::unescape;
 use crate::tokens::Tokenizer;
 
 /// A finished request held back until its output is counted, with all the
@@ -83,31 +84,5 @@ impl<'scope> TokenLane<'scope> {
     /// No more submissions: lets the thread end once it has drained.
     pub fn close(&mut self) {
         self.tx = None;
-    }
-}
-
-/// The text of raw JSON string bytes (escapes resolved); invalid escapes are
-/// kept as they are rather than dropping the text.
-pub fn unescape(raw: &[u8]) -> String {
-    if !raw.contains(&b'\\') {
-        return String::from_utf8_lossy(raw).into_owned();
-    }
-    let mut quoted = Vec::with_capacity(raw.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(raw);
-    quoted.push(b'"');
-    serde_json::from_slice::<String>(&quoted)
-        .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unescapes_json_strings() {
-        assert_eq!(unescape(b"plain"), "plain");
-        assert_eq!(unescape(br#"a\"b\nc\u00e9"#), "a\"b\nc\u{e9}");
-        assert_eq!(unescape(br#"bad\q"#), r"bad\q");
     }
 }

@@ -22,16 +22,17 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::ScenarioPlan;
 use super::conn::{Rx, Step};
-use super::conversation::{Conv, new_uuid, write_uuid};
+use super::conversation::Conv;
 use super::record::{self, Completion};
 use super::shared::{IssueSlot, Shared, WorkerCounters, phase};
-use super::tokenize::unescape;
 use crate::clock::now_ns;
 use crate::http::response::{MAX_HEAD_LEN, parse_head};
 use crate::metrics::errors::ErrorClass;
 use crate::protocol::Message;
+use crate::protocol::json::unescape;
 use crate::rng::Rng;
 use crate::shm::ring::{ByteProducer, PushError, SlotConsumer};
+use crate::uuid::{new_uuid, write_uuid};
 
 /// What a worker needs; inherited through `fork()`.
 pub struct WorkerSetup<'a> {

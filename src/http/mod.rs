@@ -6,6 +6,7 @@
 //! at any byte.
 
 pub mod chunked;
+pub mod endpoint;
 pub mod request;
 pub mod response;
 pub mod sse;

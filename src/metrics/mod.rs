@@ -6,5 +6,6 @@
 pub mod block;
 pub mod errors;
 pub mod observe;
+pub mod run;
 pub mod series;
 pub mod thresholds;

@@ -6,19 +6,7 @@
 use serde::Serialize;
 
 use super::block::Block;
-
-/// Limits; `None` is not checked.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Thresholds {
-    pub ttft_p95_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    /// Failed over issued, 0..1.
-    pub error_rate: Option<f64>,
-    pub min_rps: Option<f64>,
-    /// Stop the run after the first stage that breaks one.
-    pub abort_on_fail: bool,
-}
+use crate::plan::Thresholds;
 
 /// One limit's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,14 +18,6 @@ pub struct Verdict {
 }
 
 impl Thresholds {
-    pub fn is_empty(&self) -> bool {
-        self.ttft_p95_ms.is_none()
-            && self.p95_ms.is_none()
-            && self.p99_ms.is_none()
-            && self.error_rate.is_none()
-            && self.min_rps.is_none()
-    }
-
     /// Every limit set, evaluated on `b` over a window of `window_ns`.
     pub fn evaluate(&self, b: &Block, window_ns: u64) -> Vec<Verdict> {
         let ms = |q: f64, s: &super::series::Series| s.quantile_ns(q).map(|v| v as f64 / 1e6);

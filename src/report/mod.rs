@@ -15,7 +15,7 @@ pub mod text;
 
 use serde_json::Value;
 
-use crate::engine::RunResult;
+use crate::metrics::run::RunResult;
 
 /// What the report says about a run beyond the engine's result.
 pub struct RunInfo {

@@ -18,12 +18,12 @@ use std::time::{Duration, Instant};
 #[cfg(test)]
 use serde_json::Value;
 
-use crate::engine::conversation::write_uuid;
-use crate::engine::tokenize::unescape;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Interval, Observer, RequestEvent};
 use crate::protocol::Finish;
+use crate::protocol::json::unescape;
+use crate::uuid::write_uuid;
 
 /// Lines the sink may be behind before new ones are dropped: a few seconds
 /// of a fast run, so a slow disk has to stall for that long to lose one.

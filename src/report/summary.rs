@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use super::RunInfo;
 use crate::clock::format_utc;
-use crate::engine::{Load, RunResult};
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
+use crate::metrics::run::RunResult;
+use crate::plan::Load;
 use crate::protocol::Finish;
 
 const MS: f64 = 1e6;

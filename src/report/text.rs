@@ -5,9 +5,10 @@
 use std::fmt::Write;
 
 use super::RunInfo;
-use crate::engine::{Load, RunResult, ScenarioResult};
 use crate::metrics::block::Block;
+use crate::metrics::run::{RunResult, ScenarioResult};
 use crate::metrics::series::{Series, Summary};
+use crate::plan::{ArrivalKind, Load};
 use crate::protocol::Finish;
 
 /// Renders the report.
@@ -308,8 +309,8 @@ fn load(l: &Load) -> String {
             rate_to,
         } => {
             let kind = match kind {
-                crate::engine::arrival::ArrivalKind::Uniform => "uniform",
-                crate::engine::arrival::ArrivalKind::Poisson => "poisson",
+                ArrivalKind::Uniform => "uniform",
+                ArrivalKind::Poisson => "poisson",
             };
             if rate_from == rate_to {
                 format!("{kind} arrivals at {rate_from} req/s, open loop")

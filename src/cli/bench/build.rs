@@ -9,12 +9,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::BenchConfig;
-use crate::config::endpoint::Endpoint;
 use crate::config::profile::{Arrival, CacheMode, Content, Scenario, Stage, StageLoad};
 use crate::dataset::{self, DatasetSpec, Order, Sample, SyntheticSpec};
+use crate::engine::ScenarioPlan;
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
 use crate::engine::requests::{RequestSet, RequestTemplate};
-use crate::engine::{Checks, Load, ScenarioPlan, StagePlan, arrival::ArrivalKind};
+use crate::http::endpoint::Endpoint;
+use crate::plan::{ArrivalKind, Checks, Load, StagePlan};
 use crate::protocol::{self, Protocol};
 use crate::server::{ServerConfig, ServerHandle};
 use crate::tokens::Tokenizer;

@@ -9,7 +9,7 @@ use crate::config::BenchConfig;
 use crate::config::profile::{Profile, StageLoad, defaults};
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::engine::supervisor;
-use crate::metrics::thresholds::Thresholds;
+use crate::plan::Thresholds;
 use crate::protocol::{self, Sampling};
 
 /// Sockets one worker process may hold (the machine caps descriptors at

@@ -1,0 +1,117 @@
+//! What a run is asked to do, in the engine's terms and free of how it was
+//! written down: the load of each stage, its arrival law, content checks,
+//! SLO thresholds. A leaf module: the profile resolves into these types, the
+//! engine runs them, metrics and the report read them back.
+
+/// How requests are released during a stage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// Closed loop: keep `concurrency` requests in flight, each released when
+    /// a previous one finishes (t_sched = release time).
+    Closed { concurrency: usize },
+    /// Every request due at the stage start, in flight up to the connection
+    /// bound (t_sched = stage start).
+    Offline,
+    /// Open loop: arrivals on a schedule regardless of completions, at a rate
+    /// sweeping linearly from `rate_from` to `rate_to` (equal for a constant rate).
+    Open {
+        kind: ArrivalKind,
+        rate_from: f64,
+        rate_to: f64,
+    },
+}
+
+/// One stage of a run.
+#[derive(Clone, Debug)]
+pub struct StagePlan {
+    pub name: String,
+    pub load: Load,
+    /// Measured length of the stage (the first stage's warmup comes before it).
+    pub duration_ns: Option<u64>,
+    /// Measured requests to issue in the stage.
+    pub requests: Option<u64>,
+}
+
+/// Content checks on successful responses; one that fails turns the
+/// request into a `check_failed` error.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Checks {
+    pub contains: Vec<String>,
+    pub not_contains: Vec<String>,
+    pub min_completion_tokens: Option<u64>,
+    pub max_completion_tokens: Option<u64>,
+    /// The status a response must have.
+    pub status: Option<u16>,
+}
+
+impl Checks {
+    pub fn is_empty(&self) -> bool {
+        *self == Checks::default()
+    }
+
+    /// Whether the response text must reach the parent.
+    pub fn needs_text(&self) -> bool {
+        !self.contains.is_empty() || !self.not_contains.is_empty()
+    }
+
+    /// The first check a response fails, as a message; `None` when all pass.
+    pub fn failure(&self, status: u16, output_tokens: u64, text: &str) -> Option<String> {
+        if let Some(want) = self.status
+            && status != want
+        {
+            return Some(format!("status {status}, expected {want}"));
+        }
+        if let Some(min) = self.min_completion_tokens
+            && output_tokens < min
+        {
+            return Some(format!(
+                "{output_tokens} completion tokens, expected at least {min}"
+            ));
+        }
+        if let Some(max) = self.max_completion_tokens
+            && output_tokens > max
+        {
+            return Some(format!(
+                "{output_tokens} completion tokens, expected at most {max}"
+            ));
+        }
+        if let Some(m) = self.contains.iter().find(|m| !text.contains(m.as_str())) {
+            return Some(format!("output does not contain {m:?}"));
+        }
+        if let Some(m) = self.not_contains.iter().find(|m| text.contains(m.as_str())) {
+            return Some(format!("output contains {m:?}"));
+        }
+        None
+    }
+}
+
+/// Inter-arrival law.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrivalKind {
+    Uniform,
+    Poisson,
+}
+
+/// Limits; `None` is not checked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Thresholds {
+    pub ttft_p95_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Failed over issued, 0..1.
+    pub error_rate: Option<f64>,
+    pub min_rps: Option<f64>,
+    /// Stop the run after the first stage that breaks one.
+    pub abort_on_fail: bool,
+}
+
+impl Thresholds {
+    pub fn is_empty(&self) -> bool {
+        self.ttft_p95_ms.is_none()
+            && self.p95_ms.is_none()
+            && self.p99_ms.is_none()
+            && self.error_rate.is_none()
+            && self.min_rps.is_none()
+    }
+}

@@ -1,0 +1,58 @@
+//! Conversation ids: random UUID v4 drawn from the run's seeded generator
+//! (reproducible, allocation-free, safe in a forked child) and their
+//! canonical text written without allocating. Written by workers into
+//! requests and by the events log into its lines.
+
+use crate::rng::Rng;
+
+/// A random UUID v4.
+pub fn new_uuid(rng: &mut Rng) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
+    b[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    b
+}
+
+/// The canonical 36-character form, written into `out` without allocating.
+pub fn write_uuid(id: &[u8; 16], out: &mut [u8; 36]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut j = 0;
+    for (i, byte) in id.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out[j] = b'-';
+            j += 1;
+        }
+        out[j] = HEX[(byte >> 4) as usize];
+        out[j + 1] = HEX[(byte & 0xf) as usize];
+        j += 2;
+    }
+}
+
+/// The canonical form as a `String` (reports and conversation building).
+pub fn uuid_text(id: &[u8; 16]) -> String {
+    let mut buf = [0u8; 36];
+    write_uuid(id, &mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The placeholder prebuilt requests carry where the id goes.
+pub const UUID_PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_v4_and_distinct() {
+        let mut rng = Rng::seeded(1);
+        let a = uuid_text(&new_uuid(&mut rng));
+        let b = uuid_text(&new_uuid(&mut rng));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
+        assert_eq!(a.matches('-').count(), 4);
+    }
+}
