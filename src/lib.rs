@@ -17,5 +17,6 @@ pub mod report;
 pub mod rng;
 pub mod server;
 pub mod shm;
+pub mod sys;
 pub mod tokens;
 pub mod uuid;

@@ -12,6 +12,7 @@ mod interrupt;
 mod probe;
 mod profile;
 mod protocols;
+mod regression;
 mod report;
 mod scenarios;
 mod timing;

@@ -23,6 +23,7 @@ use crate::metrics::observe::{Interval, Observer, RequestEvent};
 use crate::metrics::run::{GeneratorStats, RunResult, ScenarioResult, StageResult};
 use crate::metrics::series::Series;
 use crate::plan::Load;
+use crate::protocol::errors;
 use crate::protocol::json::unescape;
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
@@ -33,6 +34,8 @@ const SPIN_NS: u64 = 100_000;
 const MAX_SLEEP_NS: u64 = 50_000_000;
 /// After `ABORT`, how long workers get to report what they failed.
 const ABORT_GRACE_NS: u64 = 5_000_000_000;
+/// Characters of an error message kept for the report and events log.
+const MAX_MESSAGE: usize = 200;
 /// Block index of warmup requests.
 const WARMUP: usize = usize::MAX;
 
@@ -477,7 +480,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.first_send = s.t_send;
         }
         let block = self.block_index(d.c.t_sched);
-        let message = (!d.msg.is_empty()).then(|| readable_message(d.msg));
+        let message = (!d.msg.is_empty()).then(|| errors::readable(d.msg, MAX_MESSAGE));
         if let Some(lane) = self.lane.as_mut()
             && s.error.is_none()
             && s.completion_tokens.is_none()
@@ -903,18 +906,6 @@ fn pick_weighted(rng: &mut Rng, weights: &[f64]) -> usize {
         x -= w;
     }
     weights.len() - 1
-}
-
-/// An error message as a person should read it: the `message` of a JSON
-/// error object when there is one, else the text, one line, escapes resolved.
-fn readable_message(raw: &[u8]) -> String {
-    let inner = crate::protocol::openai_chat::error_message(raw).unwrap_or(raw);
-    let text = unescape(inner);
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    line.trim().chars().take(200).collect()
 }
 
 /// Input tokens: known before sending (ids, tokenizer), else the usage.

@@ -15,6 +15,7 @@ use crate::clock::now_ns;
 use crate::metrics::observe::Observer;
 use crate::metrics::run::RunResult;
 use crate::plan::Load;
+use crate::sys::process::available_cpus;
 
 /// SIGINT and SIGTERM deliveries to the parent.
 pub static SIGNALS: AtomicU32 = AtomicU32::new(0);
@@ -39,35 +40,6 @@ pub fn install_signal_handlers() -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Raises the soft descriptor limit to the hard limit; returns the new limit.
-pub fn raise_fd_limit() -> u64 {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid rlimit pointer.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
-            return 0;
-        }
-        if rl.rlim_cur < rl.rlim_max {
-            let want = libc::rlimit {
-                rlim_cur: rl.rlim_max,
-                rlim_max: rl.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 {
-                rl.rlim_cur = rl.rlim_max;
-            }
-        }
-    }
-    rl.rlim_cur
-}
-
-/// CPUs this process may run on.
-pub fn available_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn pin_to(cpu: usize) {

@@ -15,26 +15,24 @@ pub mod sse;
 /// input is cut into pieces, so every parser is checked against the same
 /// splits the network could produce.
 #[cfg(test)]
-mod test_support {
-    /// SplitMix64: tiny, deterministic, good enough to pick cut points.
-    pub struct Prng(u64);
+pub(crate) mod test_support {
+    use crate::rng::Rng;
+
+    /// The crate's seeded generator with the `usize` ranges tests index by.
+    pub struct Prng(Rng);
 
     impl Prng {
         pub fn new(seed: u64) -> Self {
-            Self(seed)
+            Self(Rng::seeded(seed))
         }
 
         pub fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
+            self.0.next_u64()
         }
 
-        /// Uniform enough in `0..n` for tests (`n > 0`).
+        /// Uniform in `0..n` (`n > 0`).
         pub fn below(&mut self, n: usize) -> usize {
-            (self.next_u64() % n as u64) as usize
+            self.0.below(n as u64) as usize
         }
     }
 

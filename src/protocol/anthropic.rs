@@ -14,7 +14,7 @@
 
 use serde_json::{Value, json};
 
-use super::openai_chat::error_message;
+use super::errors::error_message;
 use super::scan::{self, Value as V};
 use super::{BodyInfo, BodySpec, EventInfo, Finish, Protocol, StreamState, merge_extra};
 use crate::http::sse::SseEvent;

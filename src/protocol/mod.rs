@@ -5,6 +5,7 @@
 //! it runs on a worker's hot path for every SSE event.
 
 pub mod anthropic;
+pub mod errors;
 pub mod json;
 pub mod openai_chat;
 pub mod openai_completions;

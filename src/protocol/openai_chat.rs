@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use super::errors::error_message;
 use super::scan::{self, Value as V};
 use super::{BodyInfo, BodySpec, EventInfo, Finish, Protocol, StreamState, merge_extra};
 use crate::http::sse::SseEvent;
@@ -22,9 +23,6 @@ json_key!(FINISH_REASON = "finish_reason");
 json_key!(USAGE = "usage");
 json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
-json_key!(ERROR = "error");
-json_key!(MESSAGE = "message");
-json_key!(OBJECT = "object");
 
 /// The `openai-chat` wire format.
 pub struct OpenAiChat;
@@ -141,28 +139,6 @@ impl Protocol for OpenAiChat {
         }
         info.error = error_message(body);
         info
-    }
-}
-
-/// The message of an error object: `{"error": {"message": "..."}}`,
-/// `{"error": "..."}`, or the flat `{"object": "error", "message": "..."}`
-/// that vLLM and SGLang send. Without a message string, the error value (or
-/// the `"error"` tag) stands for it, so an error is never lost for want of
-/// one.
-pub(crate) fn error_message(json: &[u8]) -> Option<&[u8]> {
-    match scan::find(json, &ERROR) {
-        Some(V::Object(e)) => match scan::find(e, &MESSAGE) {
-            Some(V::Str(m)) => Some(m),
-            _ => Some(e),
-        },
-        Some(V::Str(m)) => Some(m),
-        _ => match scan::find(json, &OBJECT)? {
-            V::Str(tag) if tag == b"error" => match scan::find(json, &MESSAGE) {
-                Some(V::Str(m)) => Some(m),
-                _ => Some(tag),
-            },
-            _ => None,
-        },
     }
 }
 

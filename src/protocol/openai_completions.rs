@@ -8,7 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::openai_chat::{error_message, sampling};
+use super::errors::error_message;
+use super::openai_chat::sampling;
 use super::scan::{self, Value as V};
 use super::{BodyInfo, BodySpec, EventInfo, Finish, Protocol, StreamState, merge_extra};
 use crate::http::sse::SseEvent;

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::openai_chat::error_message;
+use super::errors::error_message;
 use super::openai_completions::prompt_text;
 use super::scan::{self, Value as V};
 use super::{BodyInfo, BodySpec, EventInfo, Finish, Protocol, StreamState};

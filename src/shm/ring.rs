@@ -653,29 +653,11 @@ fn corrupt(word: u64, index: usize) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::Rng;
     use crate::shm::mapping::SharedMapping;
     use crate::shm::test_util::{Deadline, fork_child};
     use std::collections::VecDeque;
     use std::time::Duration;
-
-    /// SplitMix64: a deterministic PRNG for tests that needs no allocation, so
-    /// a forked child can use it too.
-    #[derive(Clone, Copy)]
-    struct Mix(u64);
-
-    impl Mix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     fn slot_ring<T: Copy>(capacity: usize) -> (SharedMapping, SlotProducer<T>, SlotConsumer<T>) {
         let map = SharedMapping::new(slot_ring_bytes::<T>(capacity)).unwrap();
@@ -993,8 +975,8 @@ mod tests {
     }
 
     fn record_of(seq: u64, len: usize) -> Vec<u8> {
-        let mut m = Mix(seq);
-        (0..len).map(|_| m.next() as u8).collect()
+        let mut m = Rng::seeded(seq);
+        (0..len).map(|_| m.next_u64() as u8).collect()
     }
 
     /// A reference model of the byte ring in plain arithmetic (offsets in
@@ -1008,7 +990,7 @@ mod tests {
             let max = p.max_len();
             let mut model: VecDeque<(Vec<u8>, usize)> = VecDeque::new();
             let mut model_tail = 0usize;
-            let mut rng = Mix(seed);
+            let mut rng = Rng::seeded(seed);
             let mut seq = 0u64;
             let (mut pushed, mut fulls, mut pads) = (0, 0, 0);
             for _ in 0..200_000 {
@@ -1060,7 +1042,7 @@ mod tests {
     // --- across fork() -----------------------------------------------------
     //
     // The child may not allocate, lock, print or panic (the test harness is
-    // multithreaded): it runs ring operations, `Mix` and raw syscalls only and
+    // multithreaded): it runs ring operations, `Rng` and raw syscalls only and
     // reports through its exit code.
 
     const N: u64 = 100_000;
@@ -1076,16 +1058,16 @@ mod tests {
     /// Payload length for record `seq`: 16 (sequence number and checksum) to
     /// `max`.
     fn len_of(seq: u64, max: usize) -> usize {
-        16 + (Mix(seq ^ 0xabcd).next() % (max as u64 - 15)) as usize
+        16 + (Rng::seeded(seq ^ 0xabcd).next_u64() % (max as u64 - 15)) as usize
     }
 
-    /// `[seq][bytes from Mix(seq)…][fnv of everything before]`.
+    /// `[seq][bytes from Rng::seeded(seq)…][fnv of everything before]`.
     fn fill_record(seq: u64, buf: &mut [u8]) {
         let n = buf.len();
         buf[..8].copy_from_slice(&seq.to_le_bytes());
-        let mut m = Mix(seq);
+        let mut m = Rng::seeded(seq);
         for b in &mut buf[8..n - 8] {
-            *b = m.next() as u8;
+            *b = m.next_u64() as u8;
         }
         let sum = fnv(&buf[..n - 8]);
         buf[n - 8..].copy_from_slice(&sum.to_le_bytes());
@@ -1103,8 +1085,8 @@ mod tests {
         if buf[n - 8..] != fnv(&buf[..n - 8]).to_le_bytes() {
             return 13;
         }
-        let mut m = Mix(seq);
-        if buf[8..n - 8].iter().any(|&b| b != m.next() as u8) {
+        let mut m = Rng::seeded(seq);
+        if buf[8..n - 8].iter().any(|&b| b != m.next_u64() as u8) {
             return 14;
         }
         0
@@ -1201,8 +1183,8 @@ mod tests {
 
     impl Item {
         fn new(seq: u64) -> Self {
-            let mut m = Mix(seq);
-            let (a, b) = (m.next(), m.next());
+            let mut m = Rng::seeded(seq);
+            let (a, b) = (m.next_u64(), m.next_u64());
             Item {
                 seq,
                 a,

@@ -87,7 +87,7 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         None
     };
     let built = build::build(cfg, server.as_ref(), tokenizer.as_ref())?;
-    let fd_limit = supervisor::raise_fd_limit();
+    let fd_limit = crate::sys::process::raise_fd_limit();
     supervisor::install_signal_handlers().map_err(|e| format!("signal handlers: {e}"))?;
     let max_tokens = cfg
         .scenarios

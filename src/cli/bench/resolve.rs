@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::config::BenchConfig;
 use crate::config::profile::{Profile, StageLoad, defaults};
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
-use crate::engine::supervisor;
 use crate::plan::Thresholds;
 use crate::protocol::{self, Sampling};
 
@@ -57,9 +56,11 @@ pub fn resolve(p: Profile, started_wall: u64) -> Result<BenchConfig, String> {
     if connections == 0 {
         return Err("connections must be at least 1".into());
     }
-    let workers = p
-        .workers
-        .unwrap_or_else(|| supervisor::available_cpus().saturating_sub(1).max(1));
+    let workers = p.workers.unwrap_or_else(|| {
+        crate::sys::process::available_cpus()
+            .saturating_sub(1)
+            .max(1)
+    });
     if workers == 0 || workers > 64 {
         return Err(format!("workers {workers}: expected 1 to 64"));
     }
