@@ -115,3 +115,22 @@ impl Thresholds {
             && self.min_rps.is_none()
     }
 }
+
+/// How long a request, its connection, its first token and the run's end
+/// may take, and how much of a response's timing a request keeps. One value
+/// travels from the profile to the parent and every worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// A request not finished this long after it was sent fails as
+    /// `request_timeout`.
+    pub timeout_ns: u64,
+    /// A response with no first token this long after the send fails as
+    /// `ttft_timeout`; `None` leaves it to `timeout_ns`.
+    pub ttft_ns: Option<u64>,
+    /// A TCP connect not done by then fails as `connect_timeout`.
+    pub connect_ns: u64,
+    /// After an interrupt, how long requests in flight get to finish.
+    pub drain_ns: u64,
+    /// Inter-token gaps a request keeps; later gaps are counted as truncated.
+    pub max_gaps: usize,
+}

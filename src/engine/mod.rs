@@ -17,7 +17,7 @@ pub mod worker;
 
 use std::net::SocketAddr;
 
-use crate::plan::{Checks, StagePlan, Thresholds};
+use crate::plan::{Checks, Limits, StagePlan, Thresholds};
 use crate::protocol::Protocol;
 use requests::RequestSet;
 
@@ -70,11 +70,7 @@ pub struct Plan<'a> {
     /// In-flight bound of open loops; arrivals beyond it wait, charged from
     /// their scheduled time.
     pub openloop_max_inflight: Option<u64>,
-    pub timeout_ns: u64,
-    pub ttft_timeout_ns: Option<u64>,
-    pub connect_timeout_ns: u64,
-    pub drain_timeout_ns: u64,
-    pub max_gaps: usize,
+    pub limits: Limits,
     pub seed: u64,
     /// Workers send each response's text (to count tokens or record outputs).
     pub keep_text: bool,

@@ -13,7 +13,7 @@ use super::Plan;
 use super::arrival::Arrivals;
 use super::record::{self, Completion};
 use super::requests::{InputSource, RequestSet};
-use super::shared::{IssueSlot, Shared, phase};
+use super::shared::{IssueSlot, RunPhase, Shared};
 use super::tokenize::{Pending, TokenLane};
 use crate::clock::now_ns;
 use crate::dataset::Picker;
@@ -691,10 +691,10 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     fn drain(&mut self, signals: &AtomicU32) {
         let start = now_ns();
         let mut deadline = if self.interrupted {
-            self.shared.set_phase(phase::WIND_DOWN);
-            start + self.plan.drain_timeout_ns
+            self.shared.set_phase(RunPhase::WindDown);
+            start + self.plan.limits.drain_ns
         } else {
-            self.shared.set_phase(phase::DRAIN);
+            self.shared.set_phase(RunPhase::Drain);
             let turns = self
                 .plan
                 .scenarios
@@ -710,8 +710,8 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 .max()
                 .unwrap_or(0);
             start
-                + turns * (self.plan.timeout_ns + think)
-                + self.plan.connect_timeout_ns
+                + turns * (self.plan.limits.timeout_ns + think)
+                + self.plan.limits.connect_ns
                 + 1_000_000_000
         };
         let mut seen = signals.load(Ordering::Relaxed);
@@ -730,14 +730,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                     deadline = now;
                 } else {
                     self.interrupted = true;
-                    self.shared.set_phase(phase::WIND_DOWN);
-                    deadline = deadline.min(now + self.plan.drain_timeout_ns);
+                    self.shared.set_phase(RunPhase::WindDown);
+                    deadline = deadline.min(now + self.plan.limits.drain_ns);
                 }
                 seen = sig;
             }
             match abort_at {
                 None if now >= deadline => {
-                    self.shared.set_phase(phase::ABORT);
+                    self.shared.set_phase(RunPhase::Abort);
                     abort_at = Some(now + ABORT_GRACE_NS);
                 }
                 Some(t) if now >= t => {
@@ -756,7 +756,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             }
             self.sleep_until(now + 10_000_000);
         }
-        self.shared.set_phase(phase::EXIT);
+        self.shared.set_phase(RunPhase::Exit);
         if let Some(mut lane) = self.lane.take() {
             lane.close();
             while let Some(p) = lane.take() {

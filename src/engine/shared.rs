@@ -28,18 +28,33 @@ pub struct IssueSlot {
     pub scenario: u16,
 }
 
-/// Run phases, in order; workers act on each as they see it.
-pub mod phase {
+/// Run phases, in order; workers act on each as they see it. Stored in
+/// the shared control block as its `u32` discriminant.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunPhase {
     /// Issue rings may receive requests.
-    pub const RUNNING: u32 = 0;
+    Running = 0,
     /// No more conversations will come; finish those under way, turns and all.
-    pub const DRAIN: u32 = 1;
+    Drain = 1,
     /// Interrupted: finish the requests in flight, start no further turns.
-    pub const WIND_DOWN: u32 = 2;
+    WindDown = 2,
     /// Fail whatever is still in flight or queued as `aborted`, now.
-    pub const ABORT: u32 = 3;
+    Abort = 3,
     /// Every request is accounted for: close connections and exit.
-    pub const EXIT: u32 = 4;
+    Exit = 4,
+}
+
+impl RunPhase {
+    fn from_u32(v: u32) -> RunPhase {
+        match v {
+            0 => RunPhase::Running,
+            1 => RunPhase::Drain,
+            2 => RunPhase::WindDown,
+            3 => RunPhase::Abort,
+            _ => RunPhase::Exit,
+        }
+    }
 }
 
 /// Run-wide control, on its own cache line (64-byte aligned).
@@ -158,13 +173,13 @@ impl Shared {
         unsafe { &*self.map.at(self.counters[worker]).cast::<WorkerCounters>() }
     }
 
-    pub fn phase(&self) -> u32 {
-        self.control().phase.load(Ordering::Acquire)
+    pub fn phase(&self) -> RunPhase {
+        RunPhase::from_u32(self.control().phase.load(Ordering::Acquire))
     }
 
     /// Moves the run to `phase` and wakes every worker to see it.
-    pub fn set_phase(&self, phase: u32) {
-        self.control().phase.store(phase, Ordering::Release);
+    pub fn set_phase(&self, phase: RunPhase) {
+        self.control().phase.store(phase as u32, Ordering::Release);
         for bell in &self.worker_bells {
             bell.ring();
         }

@@ -24,10 +24,11 @@ use super::ScenarioPlan;
 use super::conn::{Rx, Step};
 use super::conversation::Conv;
 use super::record::{self, Completion};
-use super::shared::{IssueSlot, Shared, WorkerCounters, phase};
+use super::shared::{IssueSlot, RunPhase, Shared, WorkerCounters};
 use crate::clock::now_ns;
 use crate::http::response::{MAX_HEAD_LEN, parse_head};
 use crate::metrics::errors::ErrorClass;
+use crate::plan::Limits;
 use crate::protocol::Message;
 use crate::protocol::json::unescape;
 use crate::rng::Rng;
@@ -43,12 +44,7 @@ pub struct WorkerSetup<'a> {
     pub endpoints: &'a [Option<SocketAddr>],
     /// Connections this worker may open (to all endpoints together).
     pub max_conns: usize,
-    pub timeout_ns: u64,
-    /// A response with no first token by then fails as `ttft_timeout`.
-    pub ttft_timeout_ns: u64,
-    pub connect_timeout_ns: u64,
-    /// Inter-token gaps kept per request.
-    pub max_gaps: usize,
+    pub limits: Limits,
     /// Connections to open before reporting ready, so a closed loop's first
     /// requests do not queue behind a burst of TCP handshakes.
     pub warm_conns: usize,
@@ -244,15 +240,15 @@ impl<'a> Worker<'a> {
         let mut busy_from = now_ns();
         loop {
             let ph = self.s.shared.phase();
-            if ph == phase::EXIT {
+            if ph == RunPhase::Exit {
                 break;
             }
             let now = now_ns();
-            if ph >= phase::WIND_DOWN && !self.draining {
+            if ph >= RunPhase::WindDown && !self.draining {
                 self.draining = true;
                 self.end_thinking(now);
             }
-            if ph == phase::ABORT && !aborted {
+            if ph == RunPhase::Abort && !aborted {
                 aborted = true;
                 self.abort_all(now);
             }
@@ -327,7 +323,7 @@ impl<'a> Worker<'a> {
             self.conns[i].warm = true;
             self.connect(i, ep, Job::default());
         }
-        let deadline = now_ns() + self.s.connect_timeout_ns.min(2_000_000_000);
+        let deadline = now_ns() + self.s.limits.connect_ns.min(2_000_000_000);
         while self.conns.iter().any(|c| c.warm) && now_ns() < deadline {
             if self
                 .poll
@@ -657,7 +653,7 @@ impl<'a> Worker<'a> {
                 }
                 if c.buf.is_empty() {
                     c.buf.resize(READ_BUF, 0);
-                    c.rx = Rx::new(self.s.max_gaps, self.s.keep_text);
+                    c.rx = Rx::new(self.s.limits.max_gaps, self.s.keep_text);
                 }
                 self.counters
                     .connections_opened
@@ -1025,19 +1021,18 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.phase {
-                Phase::Connecting
-                    if now.saturating_sub(c.t_connect) > self.s.connect_timeout_ns =>
-                {
+                Phase::Connecting if now.saturating_sub(c.t_connect) > self.s.limits.connect_ns => {
                     self.fail(i, ErrorClass::ConnectTimeout, now);
                 }
                 Phase::Connecting | Phase::Sending | Phase::Receiving
-                    if now.saturating_sub(c.job.t_dispatch) > self.s.timeout_ns =>
+                    if now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
                 {
                     self.fail(i, ErrorClass::RequestTimeout, now);
                 }
                 Phase::Sending | Phase::Receiving
                     if c.rx.tally.t_first_token == 0
-                        && now.saturating_sub(c.rx.t_send) > self.s.ttft_timeout_ns =>
+                        && now.saturating_sub(c.rx.t_send)
+                            > self.s.limits.ttft_ns.unwrap_or(u64::MAX) =>
                 {
                     self.fail(i, ErrorClass::TtftTimeout, now);
                 }

@@ -15,6 +15,7 @@ use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
 use crate::config::profile::{Profile, StageLoad};
 use crate::engine::{Plan, supervisor};
+use crate::plan::Limits;
 use crate::report::observer::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
@@ -105,11 +106,13 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         pin: cfg.pin,
         connections: cfg.connections,
         openloop_max_inflight: cfg.openloop_max_inflight,
-        timeout_ns: cfg.timeout.as_nanos() as u64,
-        ttft_timeout_ns: cfg.ttft_timeout.map(|d| d.as_nanos() as u64),
-        connect_timeout_ns: cfg.connect_timeout.as_nanos() as u64,
-        drain_timeout_ns: cfg.drain_timeout.as_nanos() as u64,
-        max_gaps: (max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
+        limits: Limits {
+            timeout_ns: cfg.timeout.as_nanos() as u64,
+            ttft_ns: cfg.ttft_timeout.map(|d| d.as_nanos() as u64),
+            connect_ns: cfg.connect_timeout.as_nanos() as u64,
+            drain_ns: cfg.drain_timeout.as_nanos() as u64,
+            max_gaps: (max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
+        },
         seed: cfg.seed,
         keep_text: tokenizer.is_some() || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
