@@ -3,7 +3,6 @@
 
 pub mod bench;
 pub mod compare;
-pub mod http_client;
 pub mod init;
 pub mod models;
 pub mod probe;

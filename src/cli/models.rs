@@ -1,17 +1,17 @@
 //! A one-off blocking `GET /v1/models`, to find the model to benchmark when
 //! none is named (bench) and to list what an endpoint serves (probe). Setup
-//! code, not the hot path: the blocking client in `http_client` and
+//! code, not the hot path: the blocking client in `http::blocking` and
 //! serde_json.
 
 use std::time::Duration;
 
-use crate::cli::http_client;
+use crate::http::blocking;
 use crate::http::endpoint::Endpoint;
 
 /// The first model id the endpoint lists.
 pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
     let timeout = timeout.min(Duration::from_secs(5));
-    let resp = http_client::get(
+    let resp = blocking::get(
         endpoint,
         "/v1/models",
         &[("Accept", "application/json")],

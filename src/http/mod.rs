@@ -1,10 +1,12 @@
 //! HTTP/1.1 as the client and the built-in server speak it: a request head
 //! writer, the response head (httparse), a chunked-transfer decoder and
-//! encoder, and the server-sent-events splitter. Everything here is pure
+//! encoder, and the server-sent-events splitter. The parsers are pure
 //! (bytes in, results out), allocation-free per message once warmed up, and
 //! fuzzed: the worker loop feeds these whatever the network delivers, split
-//! at any byte.
+//! at any byte. `blocking` is the setup-time client (std sockets) that reads
+//! responses with those same parsers.
 
+pub(crate) mod blocking;
 pub mod chunked;
 pub mod endpoint;
 pub mod request;

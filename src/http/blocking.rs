@@ -124,8 +124,6 @@ pub struct Response {
     pub pieces: Vec<(usize, Duration)>,
     /// The body was longer than `MAX_BODY` and was cut there.
     pub truncated: bool,
-    /// TCP connect time.
-    pub connect: Duration,
     /// From the send to the first response byte.
     pub first_byte: Duration,
     /// From the send to the end of the response.
@@ -160,7 +158,7 @@ pub fn get(
 /// together.
 pub fn fetch(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<Response, FetchError> {
     let deadline = Instant::now() + timeout;
-    let (mut s, connect_time) = connect(addr, timeout).map_err(FetchError::Connect)?;
+    let (mut s, _) = connect(addr, timeout).map_err(FetchError::Connect)?;
     let _ = s.set_nodelay(true);
     let left = |head: bool| {
         let d = deadline.saturating_duration_since(Instant::now());
@@ -175,10 +173,7 @@ pub fn fetch(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<Resp
     let t_send = Instant::now();
     s.write_all(request).map_err(|e| io_error(e, false))?;
 
-    let mut resp = Response {
-        connect: connect_time,
-        ..Response::default()
-    };
+    let mut resp = Response::default();
     let mut head_buf: Vec<u8> = Vec::new();
     let mut body: Option<BodyReader> = None;
     let mut chunk = vec![0u8; 16 * 1024];

@@ -1,0 +1,280 @@
+//! `llmload probe`: whether an endpoint can serve a benchmark, found with
+//! about ten blocking requests and no load: a connect, `GET /v1/models`, a
+//! tiny request to every known API's default path (`protocol::ALL`, so a
+//! new format is probed with no change here), then the chosen API
+//! non-streamed and streamed, read as a benchmark reads them (TTFT, usage,
+//! finish reason, in-band errors).
+//!
+//! The trade-off is plainness over certainty: each finding is inferred from
+//! one response and printed as one `ok:` / `warning:` / `error:` line that
+//! says what was seen and what to try; the exit status says only ready (0),
+//! works only non-streamed (2) or not ready (1).
+//!
+//! `exchange` makes the requests and records what came back; `diagnose`
+//! turns those records into findings with no I/O (table-tested in `tests`);
+//! `render` prints them as text or `--json`; `redact` masks the API key and
+//! secret-looking header values in everything printed, server echoes too.
+
+mod diagnose;
+mod exchange;
+mod redact;
+mod render;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use argh::FromArgs;
+
+use crate::config::duration::duration_flag;
+use crate::http::endpoint::Endpoint;
+use crate::protocol::{self, Protocol};
+
+use diagnose::{Asked, ModelSource, Verdict};
+use exchange::{Check, Kind};
+use redact::{redact, secrets};
+
+/// Check whether an endpoint can serve a benchmark: a handful of requests, no load.
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "probe",
+    note = "Connects, lists /v1/models, sends a tiny request to every known API path, then\n\
+            sends the chosen API one non-streamed and one streamed request (status,\n\
+            latency, TTFT, output events, usage, finish reason). Each finding is one line\n\
+            starting with ok:, warning: or error:. Not ready (1) covers a refused or timed-out\n\
+            connection, a wrong path (404), failed authentication (401/403), an unknown model,\n\
+            malformed HTTP and server errors; when only streaming works the status is 0, with\n\
+            a warning. The API key and secret-looking header values are never printed.",
+    example = "{command_name} --endpoint http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct",
+    error_code(
+        0,
+        "ready: the chosen API works streamed and non-streamed (warnings allowed)"
+    ),
+    error_code(
+        1,
+        "not ready: the endpoint cannot serve the chosen API (or a bad flag)"
+    ),
+    error_code(2, "works only non-streamed: benchmark with --no-stream")
+)]
+pub struct ProbeArgs {
+    /// endpoint URL, http://host:port[/path] (default path from --api)
+    #[argh(option)]
+    pub endpoint: String,
+
+    /// wire format to check: openai-chat (default), or another --api name
+    /// `llmload bench` knows
+    #[argh(option, default = "String::from(\"openai-chat\")")]
+    pub api: String,
+
+    /// model name (default: the first model listed at /v1/models, else
+    /// "default")
+    #[argh(option)]
+    pub model: Option<String>,
+
+    /// API key sent as the API's auth header (default: $OPENAI_API_KEY);
+    /// never printed
+    #[argh(option)]
+    pub api_key: Option<String>,
+
+    /// extra request header 'Name: value' (repeatable)
+    #[argh(option)]
+    pub header: Vec<String>,
+
+    /// bound on each request, connect included (default 10s)
+    #[argh(
+        option,
+        from_str_fn(duration_flag),
+        default = "Duration::from_secs(10)"
+    )]
+    pub timeout: Duration,
+
+    /// print one JSON document instead of the report
+    #[argh(switch)]
+    pub json: bool,
+}
+
+/// Output tokens asked of each path-discovery request.
+const DISCOVERY_TOKENS: u32 = 8;
+/// Output tokens asked of the chosen API's two requests.
+const CHOSEN_TOKENS: u32 = 16;
+const PROMPT: &str = "Say hello in a few words.";
+const MODELS_PATH: &str = "/v1/models";
+
+/// The validated flags.
+struct Config {
+    url: String,
+    protocol: &'static dyn Protocol,
+    model: Option<String>,
+    api_key: Option<String>,
+    headers: Vec<(String, String)>,
+    timeout: Duration,
+    json: bool,
+    /// Strings masked in everything printed.
+    secrets: Vec<String>,
+}
+
+/// Runs the probe, prints the report (or JSON) and returns the exit status.
+pub fn run(args: ProbeArgs) -> i32 {
+    let cfg = match resolve(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("llmload probe: {e}");
+            return 1;
+        }
+    };
+    let report = probe(&cfg);
+    let out = if cfg.json {
+        let mut s = serde_json::to_string_pretty(&report.to_json())
+            .expect("a JSON value always serializes");
+        s.push('\n');
+        s
+    } else {
+        report.render()
+    };
+    print!("{}", redact(&out, &cfg.secrets));
+    report.exit_code
+}
+
+fn resolve(a: ProbeArgs) -> Result<Config, String> {
+    let protocol = protocol::find(&a.api)?;
+    let mut headers = Vec::new();
+    for h in &a.header {
+        // The value may be a credential: messages name only the header.
+        let (k, v) = h
+            .split_once(':')
+            .ok_or("--header: expected 'Name: value', found no ':'")?;
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic()) {
+            return Err(format!("--header '{k}': bad header name"));
+        }
+        if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(format!("--header '{k}': the value contains a line break"));
+        }
+        headers.push((k.to_string(), v.to_string()));
+    }
+    let api_key = a
+        .api_key
+        .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+        .filter(|k| !k.is_empty());
+    if let Some(k) = &api_key
+        && k.bytes().any(|b| b == b'\r' || b == b'\n')
+    {
+        return Err("--api-key contains a line break".into());
+    }
+    if a.timeout.is_zero() {
+        return Err("--timeout must be longer than 0".into());
+    }
+    let secrets = secrets(api_key.as_deref(), &headers);
+    Ok(Config {
+        url: a.endpoint,
+        protocol,
+        model: a.model,
+        api_key,
+        headers,
+        timeout: a.timeout,
+        json: a.json,
+        secrets,
+    })
+}
+
+/// Everything the probe found.
+struct Report {
+    url: String,
+    api: &'static str,
+    addr: Option<String>,
+    model: Option<String>,
+    model_source: Option<ModelSource>,
+    timeout: Duration,
+    checks: Vec<Check>,
+    verdicts: Vec<Verdict>,
+    exit_code: i32,
+}
+
+/// Runs every check, then draws the conclusions from what they observed.
+fn probe(cfg: &Config) -> Report {
+    let mut r = Report {
+        url: cfg.url.clone(),
+        api: cfg.protocol.name(),
+        addr: None,
+        model: None,
+        model_source: None,
+        timeout: cfg.timeout,
+        checks: Vec::new(),
+        verdicts: Vec::new(),
+        exit_code: 1,
+    };
+    let endpoint = match Endpoint::parse(&cfg.url, cfg.protocol.default_path()) {
+        Ok(e) => e,
+        Err(e) => {
+            r.verdicts.push(Verdict::error(None, e));
+            return r;
+        }
+    };
+    r.addr = Some(endpoint.addr.to_string());
+    let connect = exchange::connect(cfg, &endpoint);
+    let connected = connect.failure.is_none();
+    r.checks.push(connect);
+    if connected {
+        run_checks(cfg, &endpoint, &mut r);
+    }
+    let asked = Asked {
+        api: cfg.protocol.name(),
+        url: &cfg.url,
+        path: &endpoint.path,
+        addr: endpoint.addr,
+        model: r.model.as_deref().unwrap_or(""),
+        model_source: r.model_source,
+        credentials: cfg.api_key.is_some() || !cfg.headers.is_empty(),
+    };
+    let findings = diagnose::diagnose(&asked, &r.checks);
+    r.verdicts = findings.verdicts;
+    r.exit_code = findings.exit_code;
+    r
+}
+
+/// The checks after a successful connect: the model list, every known API
+/// path, then the chosen API non-streamed and streamed.
+fn run_checks(cfg: &Config, endpoint: &Endpoint, r: &mut Report) {
+    let models = exchange::list_models(cfg, endpoint);
+    let (model, source) = match (&cfg.model, models.models.as_ref().and_then(|l| l.first())) {
+        (Some(m), _) => (m.clone(), ModelSource::Flag),
+        (None, Some(first)) => (first.clone(), ModelSource::Listed),
+        (None, None) => ("default".to_string(), ModelSource::Default),
+    };
+    r.checks.push(models);
+    r.model = Some(model.clone());
+    r.model_source = Some(source);
+
+    for (p, path) in targets(cfg.protocol, &endpoint.path) {
+        let c = exchange::send(cfg, endpoint, Kind::Path, p, &path, &model, false);
+        r.checks.push(c);
+    }
+    for (kind, stream) in [(Kind::NonStream, false), (Kind::Stream, true)] {
+        let c = exchange::send(
+            cfg,
+            endpoint,
+            kind,
+            cfg.protocol,
+            &endpoint.path,
+            &model,
+            stream,
+        );
+        r.checks.push(c);
+    }
+}
+
+/// The path-discovery requests: the URL's own path with the chosen API
+/// first, then every protocol's default path that is not that same pair.
+fn targets(chosen: &'static dyn Protocol, path: &str) -> Vec<(&'static dyn Protocol, String)> {
+    let mut targets = vec![(chosen, path.to_string())];
+    for &p in protocol::ALL {
+        if !targets
+            .iter()
+            .any(|(q, path)| q.name() == p.name() && path == p.default_path())
+        {
+            targets.push((p, p.default_path().to_string()));
+        }
+    }
+    targets
+}

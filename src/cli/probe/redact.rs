@@ -1,0 +1,69 @@
+//! Secrets out of everything the probe prints: the API key and the values
+//! of headers whose names suggest credentials, masked raw and JSON-escaped,
+//! since a server may echo them in an error message. Masking the whole
+//! output text once, after rendering, means no code path can forget it; the
+//! cost is that a secret too short to mask safely is not masked at all.
+
+/// Secrets shorter than this are not masked: they would mask ordinary text,
+/// and they are never printed deliberately anyway.
+const MIN_SECRET: usize = 4;
+/// What a masked secret becomes.
+const MASK: &str = "[redacted]";
+
+/// The API key, and the values of headers whose names suggest credentials
+/// (with the token after a scheme such as `Bearer` on its own too, since a
+/// server may echo just that part).
+pub(super) fn secrets(api_key: Option<&str>, headers: &[(String, String)]) -> Vec<String> {
+    const SECRET_NAMES: [&str; 6] = ["auth", "key", "token", "secret", "cookie", "password"];
+    let mut out: Vec<String> = api_key.into_iter().map(str::to_string).collect();
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        if SECRET_NAMES.iter().any(|s| name.contains(s)) {
+            out.push(value.clone());
+            if let Some((_, token)) = value.split_once(' ') {
+                out.push(token.trim().to_string());
+            }
+        }
+    }
+    out.retain(|s| s.len() >= MIN_SECRET);
+    // Longest first, so a secret containing another is masked whole.
+    out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    out.dedup();
+    out
+}
+
+/// `text` with every secret, raw or JSON-escaped, replaced by `MASK`.
+pub(super) fn redact(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        out = out.replace(s.as_str(), MASK);
+        let escaped = serde_json::to_string(s).expect("a string always serializes");
+        let escaped = &escaped[1..escaped.len() - 1];
+        if escaped != s {
+            out = out.replace(escaped, MASK);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_masks_raw_and_escaped_forms() {
+        let headers = vec![
+            ("X-Api-Key".to_string(), "hdr-secret-1".to_string()),
+            ("Authorization".to_string(), "Bearer tok-2345".to_string()),
+            ("X-Trace".to_string(), "visible".to_string()),
+        ];
+        let s = secrets(Some("sk-\"q\"-99"), &headers);
+        let text = r#"key sk-"q"-99 json "sk-\"q\"-99" hdr-secret-1 tok-2345 visible"#;
+        let out = redact(text, &s);
+        assert!(!out.contains("sk-"), "{out}");
+        assert!(!out.contains("hdr-secret"), "{out}");
+        assert!(!out.contains("tok-2345"), "{out}");
+        assert!(out.contains("visible"));
+        assert!(secrets(Some("ab"), &[]).is_empty(), "too short to mask");
+    }
+}
