@@ -15,4 +15,5 @@ mod protocols;
 mod regression;
 mod report;
 mod scenarios;
+mod serve;
 mod timing;

@@ -33,9 +33,6 @@ mod supervisor;
 mod timer;
 mod worker;
 
-#[cfg(test)]
-mod tests;
-
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -43,6 +40,7 @@ use std::time::Duration;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
 pub use access::ApiKey;
+pub use conn::MALFORMED;
 pub use stats::ServerStats;
 
 /// Most worker processes one server may fork.
