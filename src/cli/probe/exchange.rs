@@ -350,12 +350,15 @@ fn text(raw: &[u8]) -> String {
     one_line(&unescape(raw), MESSAGE_CHARS)
 }
 
-/// The message of an error response: the error objects every API sends
-/// (`protocol::errors`), then FastAPI's `detail` and a bare `message`, then
-/// the protocol's own reading, then an HTML title or the first line of
-/// plain text.
+/// The message of an error response: the message string of the error
+/// objects every API sends (`protocol::errors`), then a bare `message` or
+/// FastAPI's `detail`, then the protocol's own reading, then an HTML title
+/// or the first line of plain text.
 fn error_message(p: &dyn Protocol, body: &[u8]) -> Option<String> {
-    if let Some(m) = error_object(body) {
+    // Without a message string, `protocol::errors` stands the error object
+    // (or the `"error"` tag) in for one; a `message` or `detail` says more.
+    let stand_in = |m: &[u8]| m.starts_with(b"{") || m == b"error";
+    if let Some(m) = error_object(body).filter(|m| !stand_in(m)) {
         return Some(text(m));
     }
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
@@ -505,6 +508,36 @@ mod tests {
             Some("plain words")
         );
         assert_eq!(error_message(p, b""), None);
+    }
+
+    #[test]
+    fn a_message_string_beats_an_error_object_without_one() {
+        let p = &OpenAiChat;
+        let read = |body: &str| error_message(p, body.as_bytes());
+        assert_eq!(
+            read(r#"{"error":{"code":42},"message":"top level words"}"#).as_deref(),
+            Some("top level words")
+        );
+        assert_eq!(
+            read(r#"{"message":"outer","error":{"message":"inner"}}"#).as_deref(),
+            Some("inner")
+        );
+        assert_eq!(
+            read(r#"{"object":"error","detail":"why"}"#).as_deref(),
+            Some("why")
+        );
+        assert_eq!(
+            read(r#"{"error":{"code":42}}"#).as_deref(),
+            Some(r#"{"code":42}"#)
+        );
+        assert_eq!(
+            read(r#"{"object":"error","code":500}"#).as_deref(),
+            Some("error")
+        );
+        assert_eq!(
+            read(r#"{"detail":[{"loc":["body"],"msg":"field required"}]}"#).as_deref(),
+            Some("field required")
+        );
     }
 
     #[test]
