@@ -134,6 +134,17 @@ pub(super) struct Answer {
 }
 
 impl Answer {
+    /// What every check keeps of a response's head; the body is read apart.
+    fn head(resp: &Response) -> Answer {
+        Answer {
+            status: resp.status,
+            content_type: resp.content_type.clone(),
+            location: resp.location.clone(),
+            truncated: resp.truncated,
+            ..Answer::default()
+        }
+    }
+
     pub(super) fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
@@ -172,13 +183,7 @@ pub(super) fn models_check(got: Result<Response, Failure>, p: &dyn Protocol) -> 
     match got {
         Ok(resp) => {
             c.latency = Some(resp.latency);
-            let mut a = Answer {
-                status: resp.status,
-                content_type: resp.content_type.clone(),
-                location: resp.location.clone(),
-                truncated: resp.truncated,
-                ..Answer::default()
-            };
+            let mut a = Answer::head(&resp);
             if resp.status == 200 {
                 match models::model_ids(&resp.body) {
                     Ok(ids) => c.models = Some(ids),
@@ -289,13 +294,7 @@ pub(super) fn request_check(
 /// stream event by event, replaying each piece's arrival time so TTFT is
 /// when the first output-bearing event was complete; a whole body at once.
 pub(super) fn read_answer(resp: &Response, p: &dyn Protocol) -> Answer {
-    let mut a = Answer {
-        status: resp.status,
-        content_type: resp.content_type.clone(),
-        location: resp.location.clone(),
-        truncated: resp.truncated,
-        ..Answer::default()
-    };
+    let mut a = Answer::head(resp);
     if !a.ok() {
         a.message = error_message(p, &resp.body);
         return a;

@@ -2,6 +2,7 @@
 //! (responses and failures), recorded by the same functions that record
 //! real ones, and the exact findings and exit status they must produce.
 
+use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -240,38 +241,28 @@ fn check(name: &str, run: Run, lines: &[&str], exit_code: i32) {
 
 #[test]
 fn connection_failures_end_the_probe() {
-    let refused = Run {
-        connect: Err(Failure::of(
-            &FetchError::Connect(ConnectError::Refused),
-            addr(),
-            TIMEOUT,
-        )),
-        ..Run::default()
-    };
-    check(
-        "refused",
-        refused,
-        &[
+    let unreachable = io::Error::from(io::ErrorKind::HostUnreachable);
+    let table = [
+        (
+            ConnectError::Refused,
             "error: connection refused at 127.0.0.1:8000: nothing is listening; is the server running and the port right?",
-        ],
-        1,
-    );
-    let timed_out = Run {
-        connect: Err(Failure::of(
-            &FetchError::Connect(ConnectError::TimedOut),
-            addr(),
-            TIMEOUT,
-        )),
-        ..Run::default()
-    };
-    check(
-        "connect timed out",
-        timed_out,
-        &[
+        ),
+        (
+            ConnectError::TimedOut,
             "error: connecting to 127.0.0.1:8000 timed out after 10s: the host is down or a firewall drops the packets; check the host and port",
-        ],
-        1,
-    );
+        ),
+        (
+            ConnectError::Unreachable(unreachable),
+            "error: 127.0.0.1:8000 is unreachable (host unreachable): check the host name and the network route",
+        ),
+    ];
+    for (e, line) in table {
+        let run = Run {
+            connect: Err(Failure::of(&FetchError::Connect(e), addr(), TIMEOUT)),
+            ..Run::default()
+        };
+        check(line, run, &[line], 1);
+    }
 }
 
 #[test]
