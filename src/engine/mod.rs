@@ -1,4 +1,4 @@
-//! The load engine. The parent process (`scheduler`) decides when each
+//! The load engine. The parent process (`parent`) decides when each
 //! request is due and collects results; forked workers (`worker`) do all
 //! socket I/O; `shared` holds the rings between them and `supervisor` forks,
 //! pins and reaps. One loop serves every load shape: a stage is an arrival
@@ -7,12 +7,12 @@
 pub mod arrival;
 pub mod conn;
 pub mod conversation;
+pub mod parent;
 pub mod record;
 pub mod requests;
-pub mod scheduler;
 pub mod shared;
 pub mod supervisor;
-pub mod tokenize;
+pub mod token_lane;
 pub mod worker;
 
 use std::net::SocketAddr;

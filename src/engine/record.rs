@@ -7,6 +7,7 @@
 
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::observe::Gaps;
 
 /// `flags`: the response was an SSE stream.
 pub const STREAMED: u8 = 1;
@@ -143,7 +144,7 @@ impl Completion {
         c.msg_len = r.u32()?;
         c.conv_id = r.take(16)?.try_into().ok()?;
         r.take(4)?;
-        let gaps = Gaps(r.take(c.n_gaps as usize * 8)?);
+        let gaps = Gaps::InPlace(r.take(c.n_gaps as usize * 8)?);
         let text = r.take(c.text_len as usize)?;
         let msg = r.take(c.msg_len as usize)?;
         Some(Decoded { c, gaps, text, msg })
@@ -179,7 +180,7 @@ impl Completion {
 }
 
 /// A record read in place.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Decoded<'a> {
     pub c: Completion,
     pub gaps: Gaps<'a>,
@@ -187,26 +188,6 @@ pub struct Decoded<'a> {
     pub text: &'a [u8],
     /// In-band error message, raw JSON-escaped bytes.
     pub msg: &'a [u8],
-}
-
-/// The gaps of a decoded record, read in place.
-#[derive(Clone, Copy, Debug)]
-pub struct Gaps<'a>(&'a [u8]);
-
-impl Gaps<'_> {
-    pub fn len(&self) -> usize {
-        self.0.len() / 8
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
-        self.0
-            .chunks_exact(8)
-            .map(|c| u64::from_ne_bytes(c.try_into().expect("chunks of 8")))
-    }
 }
 
 struct Writer<'a> {

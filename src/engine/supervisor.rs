@@ -7,9 +7,9 @@ use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::Plan;
-use super::scheduler::{Parent, WorkerEnd};
+use super::parent::{Parent, WorkerEnd};
 use super::shared::Shared;
-use super::tokenize::TokenLane;
+use super::token_lane::TokenLane;
 use super::worker::{self, WorkerSetup};
 use crate::clock::now_ns;
 use crate::metrics::observe::Observer;

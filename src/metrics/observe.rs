@@ -1,16 +1,20 @@
-//! What the collector tells observers besides the blocks: every finished
-//! request (for the events log) and a rolling window every live interval
-//! (for the progress line). Observers live in `report`; the engine only
-//! calls this trait, so it never formats or writes files itself. An
-//! observer must return quickly: it is called from the parent's loop.
+//! A finished request as the parent records it and observers hear of it,
+//! and the rolling window observers get every live interval. Observers live
+//! in `report`; the engine only calls this trait, so it never formats or
+//! writes files itself. An observer must return quickly: it is called from
+//! the parent's loop.
+
+use std::borrow::Cow;
 
 use super::block::RequestSample;
 use super::series::Series;
 
-/// A finished request, with what identifies it.
-#[derive(Clone, Copy, Debug)]
-pub struct RequestEvent<'a> {
-    pub sample: &'a RequestSample,
+/// One finished request (a turn, for multi-turn conversations): what it
+/// measured and what identifies it. Borrowed from the completion record it
+/// was read from; owned while the tokenizer lane counts its output.
+#[derive(Clone, Debug)]
+pub struct Finished<'a> {
+    pub sample: RequestSample,
     /// Conversation number in the run (the request's own for single turns).
     pub seq: u64,
     pub conv_id: [u8; 16],
@@ -19,10 +23,54 @@ pub struct RequestEvent<'a> {
     pub stage: Option<u16>,
     /// Turn within the conversation, from 1.
     pub turn: u16,
-    /// Output text, raw JSON-escaped, when the run records outputs.
-    pub text: &'a [u8],
+    pub gaps: Gaps<'a>,
+    /// Output text, raw JSON-escaped, when the run or a check needs it.
+    pub text: Cow<'a, [u8]>,
     /// Why it failed, as the endpoint or a check said.
-    pub message: Option<&'a str>,
+    pub message: Option<String>,
+}
+
+impl Finished<'_> {
+    /// The same request, no longer borrowing the record it came from.
+    pub fn into_owned(self) -> Finished<'static> {
+        Finished {
+            gaps: Gaps::Owned(self.gaps.iter().collect()),
+            text: Cow::Owned(self.text.into_owned()),
+            ..self
+        }
+    }
+}
+
+/// Inter-token gaps in nanoseconds: read in place from a completion record
+/// (native-endian `u64`s), or owned.
+#[derive(Clone, Debug)]
+pub enum Gaps<'a> {
+    InPlace(&'a [u8]),
+    Owned(Vec<u64>),
+}
+
+impl Gaps<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Gaps::InPlace(b) => b.len() / 8,
+            Gaps::Owned(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let (bytes, owned): (&[u8], &[u64]) = match self {
+            Gaps::InPlace(b) => (b, &[]),
+            Gaps::Owned(v) => (&[], v),
+        };
+        bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("chunks of 8")))
+            .chain(owned.iter().copied())
+    }
 }
 
 /// The last live interval.
@@ -42,6 +90,36 @@ pub struct Interval<'a> {
 
 /// Receives events from the collector.
 pub trait Observer {
-    fn request(&mut self, event: &RequestEvent<'_>);
+    fn request(&mut self, finished: &Finished<'_>);
     fn interval(&mut self, interval: &Interval<'_>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_read_the_same_in_place_and_owned() {
+        let values = [3u64, u64::MAX, 0, 1 << 40];
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let in_place = Gaps::InPlace(&bytes);
+        assert_eq!(in_place.len(), 4);
+        assert_eq!(in_place.iter().collect::<Vec<_>>(), values);
+        let f = Finished {
+            sample: RequestSample::default(),
+            seq: 1,
+            conv_id: [0; 16],
+            scenario: 0,
+            stage: None,
+            turn: 1,
+            gaps: in_place,
+            text: Cow::Borrowed(b"hi"),
+            message: None,
+        };
+        let owned = f.into_owned();
+        assert!(matches!(owned.gaps, Gaps::Owned(_)));
+        assert_eq!(owned.gaps.iter().collect::<Vec<_>>(), values);
+        assert_eq!(&owned.text[..], b"hi");
+        assert!(Gaps::Owned(Vec::new()).is_empty());
+    }
 }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
-use crate::metrics::observe::{Interval, Observer, RequestEvent};
+use crate::metrics::observe::{Finished, Interval, Observer};
 use crate::protocol::Finish;
 use crate::protocol::json::unescape;
 use crate::uuid::write_uuid;
@@ -132,16 +132,16 @@ impl RunObserver {
 }
 
 impl Observer for RunObserver {
-    fn request(&mut self, e: &RequestEvent<'_>) {
+    fn request(&mut self, e: &Finished<'_>) {
         let line = Line {
-            sample: *e.sample,
+            sample: e.sample,
             seq: e.seq,
             conv_id: e.conv_id,
             scenario: e.scenario,
             stage: e.stage,
             turn: e.turn,
             text: (self.record_output).then(|| e.text.to_vec()),
-            message: e.message.map(str::to_string),
+            message: e.message.clone(),
         };
         self.send(Msg::Line(line));
     }

@@ -7,29 +7,14 @@
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::{Scope, ScopedJoinHandle};
 
-use crate::metrics::block::RequestSample;
+use crate::metrics::observe::Finished;
 use crate::protocol::json::unescape;
 use crate::tokens::Tokenizer;
 
-/// A finished request held back until its output is counted, with all the
-/// collector needs to record it afterwards.
-pub struct Pending {
-    pub sample: RequestSample,
-    /// Block the request belongs to (stage index, or `usize::MAX` for warmup).
-    pub block: usize,
-    pub scenario: u16,
-    pub seq: u64,
-    pub conv_id: [u8; 16],
-    pub turn: u16,
-    pub gaps: Vec<u64>,
-    /// Output text, raw JSON-escaped as received.
-    pub text: Vec<u8>,
-}
-
 /// The parent's end of the counting thread.
 pub struct TokenLane<'scope> {
-    tx: Option<Sender<Pending>>,
-    rx: Receiver<Pending>,
+    tx: Option<Sender<Finished<'static>>>,
+    rx: Receiver<Finished<'static>>,
     /// Submitted and not yet returned.
     pub outstanding: usize,
     _thread: ScopedJoinHandle<'scope, ()>,
@@ -37,13 +22,13 @@ pub struct TokenLane<'scope> {
 
 impl<'scope> TokenLane<'scope> {
     pub fn spawn<'env>(scope: &'scope Scope<'scope, 'env>, tokenizer: &'env Tokenizer) -> Self {
-        let (tx, work) = channel::<Pending>();
-        let (done, rx) = channel::<Pending>();
+        let (tx, work) = channel::<Finished<'static>>();
+        let (done, rx) = channel::<Finished<'static>>();
         let thread = scope.spawn(move || {
-            for mut p in work {
-                let n = tokenizer.count(&unescape(&p.text));
-                p.sample.tokenized_output = Some(n as u32);
-                if done.send(p).is_err() {
+            for mut f in work {
+                let n = tokenizer.count(&unescape(&f.text));
+                f.sample.tokenized_output = Some(n as u32);
+                if done.send(f).is_err() {
                     break;
                 }
             }
@@ -56,23 +41,23 @@ impl<'scope> TokenLane<'scope> {
         }
     }
 
-    pub fn submit(&mut self, p: Pending) {
+    pub fn submit(&mut self, f: Finished<'static>) {
         if let Some(tx) = &self.tx
-            && tx.send(p).is_ok()
+            && tx.send(f).is_ok()
         {
             self.outstanding += 1;
         }
     }
 
     /// A counted request, if one is ready.
-    pub fn try_take(&mut self) -> Option<Pending> {
+    pub fn try_take(&mut self) -> Option<Finished<'static>> {
         let p = self.rx.try_recv().ok()?;
         self.outstanding -= 1;
         Some(p)
     }
 
     /// Waits for a counted request; `None` once nothing is outstanding.
-    pub fn take(&mut self) -> Option<Pending> {
+    pub fn take(&mut self) -> Option<Finished<'static>> {
         if self.outstanding == 0 {
             return None;
         }

@@ -1,0 +1,169 @@
+//! The collector half of the parent: completion records read in place from
+//! each worker's ring, their counts resolved (input tokens from ids, the
+//! tokenizer or usage; output tokens by the tokenizer lane when the endpoint
+//! reported none), the scenario's checks applied, and each request recorded
+//! in its block, the live window and the observer — as one `Finished`.
+
+use std::borrow::Cow;
+
+use super::Parent;
+use crate::engine::record::{self, Completion, Decoded};
+use crate::engine::requests::{InputSource, RequestSet};
+use crate::metrics::block::{InputCount, RequestSample};
+use crate::metrics::errors::ErrorClass;
+use crate::metrics::observe::Finished;
+use crate::protocol::errors;
+use crate::protocol::json::unescape;
+
+/// Characters of an error message kept for the report and events log.
+const MAX_MESSAGE: usize = 200;
+
+impl Parent<'_, '_, '_> {
+    /// Folds every waiting completion record into its block; returns how
+    /// many were read.
+    pub(super) fn collect(&mut self) -> usize {
+        let mut n = 0;
+        // The ring ends are moved out for the loop so records can be handled
+        // in place (`absorb` needs the rest of `self`) before their ring
+        // space is released: nothing is copied out of the ring.
+        let mut workers = std::mem::take(&mut self.workers);
+        for w in workers.iter_mut() {
+            while let Some(ended) = w.done.pop_with(|bytes| {
+                let d = Completion::decode(bytes)?;
+                let ended = (d.c.flags & record::CONV_END != 0).then_some(d.c.scenario as usize);
+                self.absorb(d);
+                ended
+            }) {
+                n += 1;
+                if let Some(s) = ended {
+                    w.inflight = w.inflight.saturating_sub(1);
+                    self.inflight = self.inflight.saturating_sub(1);
+                    if let Some(i) = self.inflight_by_scenario.get_mut(s) {
+                        *i = i.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        self.workers = workers;
+        while let Some(f) = self.lane.as_mut().and_then(|l| l.try_take()) {
+            self.finalize(f);
+        }
+        n
+    }
+
+    /// Handles one decoded record: resolves its counts, and records it now
+    /// or after the tokenizer lane has counted its output.
+    fn absorb(&mut self, d: Decoded<'_>) {
+        if d.c.flags & record::NO_REQUEST != 0 {
+            return;
+        }
+        let scenario = (d.c.scenario as usize).min(self.plan.scenarios.len() - 1);
+        let sc = &self.plan.scenarios[scenario];
+        let mut sample = d.c.sample();
+        resolve_input(
+            &mut sample,
+            &sc.requests,
+            d.c.sample,
+            sc.conversation.is_some(),
+        );
+        if sample.t_send != 0 && (self.first_send == 0 || sample.t_send < self.first_send) {
+            self.first_send = sample.t_send;
+        }
+        let f = Finished {
+            sample,
+            seq: d.c.seq,
+            conv_id: d.c.conv_id,
+            scenario: scenario as u16,
+            stage: self.stage_of(d.c.t_sched),
+            turn: d.c.turn,
+            gaps: d.gaps,
+            text: Cow::Borrowed(d.text),
+            message: (!d.msg.is_empty()).then(|| errors::readable(d.msg, MAX_MESSAGE)),
+        };
+        if let Some(lane) = self.lane.as_mut()
+            && f.sample.error.is_none()
+            && f.sample.completion_tokens.is_none()
+            && !f.text.is_empty()
+        {
+            lane.submit(f.into_owned());
+            return;
+        }
+        self.finalize(f);
+    }
+
+    /// Applies the scenario's checks, then records the request in its block,
+    /// the live window and the observer.
+    pub(super) fn finalize(&mut self, mut f: Finished<'_>) {
+        let si = f.scenario as usize;
+        let checks = &self.plan.scenarios[si].checks;
+        if f.sample.error.is_none() && !checks.is_empty() {
+            let (out, _) = f.sample.output_tokens();
+            let body = if checks.needs_text() {
+                unescape(&f.text)
+            } else {
+                String::new()
+            };
+            if let Some(why) = checks.failure(f.sample.status, out, &body) {
+                f.sample.error = Some(ErrorClass::CheckFailed);
+                f.message = Some(why);
+            }
+        }
+        let b = match f.stage {
+            None => &mut self.warmup,
+            Some(stage) => &mut self.blocks[stage as usize][si],
+        };
+        if let (Some(class), Some(m)) = (f.sample.error, &f.message) {
+            b.record_message(&class.key(f.sample.status), m);
+        }
+        b.record(&f.sample, f.gaps.iter());
+        if f.stage.is_some()
+            && let Some(live) = &mut self.live
+        {
+            live.record(&f.sample);
+        }
+        if let Some(obs) = self.observer.as_deref_mut() {
+            obs.request(&f);
+        }
+    }
+
+    /// The stage a request due at `t_sched` is measured in: the last one
+    /// whose measurement had begun by then; `None` during warmup.
+    fn stage_of(&self, t_sched: u64) -> Option<u16> {
+        if t_sched < self.measure_start {
+            return None;
+        }
+        let mut stage = 0;
+        for (k, &start) in self.stage_starts.iter().enumerate() {
+            if start != 0 && start <= t_sched {
+                stage = k;
+            }
+        }
+        Some(stage as u16)
+    }
+}
+
+/// Input tokens: known before sending (ids, tokenizer), else the usage.
+fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32, conversation: bool) {
+    let known = if conversation {
+        None
+    } else {
+        requests.input_tokens(sample)
+    };
+    match known {
+        Some((n, source)) => {
+            s.input_tokens = Some(n);
+            s.input_source = match source {
+                InputSource::Ids => InputCount::Ids,
+                _ => InputCount::Tokenizer,
+            };
+        }
+        None => {
+            s.input_tokens = s.prompt_tokens;
+            s.input_source = if s.prompt_tokens.is_some() {
+                InputCount::Usage
+            } else {
+                InputCount::Unknown
+            };
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The parent's loop: ask the stage's arrival source what is due, push it to
+//! the least-loaded worker's issue ring, and fold completion records into
+//! per-stage, per-scenario blocks. One loop (`pump`) serves every load shape
+//! and the drain at the end; only the source differs. It busy-waits only in
+//! the last `SPIN_NS` before an arrival and sleeps on its doorbell otherwise
+//! (a completion or a signal wakes it), so on a small machine it leaves the
+//! cores to its workers. It never blocks on a worker: a full ring or a
+//! held-back arrival is counted once per conversation, not waited out
+//! silently.
+
+mod collect;
+mod drain;
+mod live;
+mod outcome;
+mod source;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::Plan;
+use super::shared::{IssueSlot, Shared};
+use super::token_lane::TokenLane;
+use crate::clock::now_ns;
+use crate::dataset::Picker;
+use crate::metrics::block::Block;
+use crate::metrics::observe::Observer;
+use crate::metrics::run::RunResult;
+use crate::rng::Rng;
+use crate::shm::ring::{ByteConsumer, SlotProducer};
+use live::LiveWindow;
+use source::{Due, Inflight, Source};
+
+/// Busy-wait this close to an arrival; sleep through longer gaps.
+const SPIN_NS: u64 = 100_000;
+/// Longest sleep, so signals and dead workers are noticed promptly.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+/// A conversation that found every issue ring full is offered again this
+/// soon (sooner if a completion frees room and rings the parent's bell).
+const RING_FULL_RETRY_NS: u64 = 20_000;
+
+/// The parent's ends of one worker.
+pub struct WorkerEnd {
+    pub pid: i32,
+    pub issue: SlotProducer<IssueSlot>,
+    pub done: ByteConsumer,
+    /// Conversations handed to the worker and not yet ended.
+    pub inflight: u64,
+    pub alive: bool,
+    /// Pushed since the worker's doorbell was last rung.
+    dirty: bool,
+}
+
+impl WorkerEnd {
+    pub fn new(pid: i32, issue: SlotProducer<IssueSlot>, done: ByteConsumer) -> WorkerEnd {
+        WorkerEnd {
+            pid,
+            issue,
+            done,
+            inflight: 0,
+            alive: true,
+            dirty: false,
+        }
+    }
+}
+
+/// Why `pump` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// The deadline or the request cap was reached.
+    Reached,
+    /// The source will never have anything more to issue.
+    Exhausted,
+    /// A SIGINT or SIGTERM arrived (one more than the count given).
+    Signal,
+    /// Every worker is gone.
+    NoWorkers,
+}
+
+/// Run-wide generator-side counts the loop keeps.
+#[derive(Default)]
+struct Counts {
+    /// Conversations that found every issue ring full when due (each once).
+    ring_full: u64,
+    /// Open-loop arrivals held back by the in-flight bound (each once).
+    held_back: u64,
+}
+
+/// The scheduler and collector.
+pub struct Parent<'a, 's, 'o> {
+    plan: &'a Plan<'a>,
+    shared: &'a Shared,
+    workers: Vec<WorkerEnd>,
+    /// Counts output tokens of responses without usage, off this loop.
+    lane: Option<TokenLane<'s>>,
+    observer: Option<&'o mut dyn Observer>,
+    /// Which sample each scenario's next conversation starts from.
+    pickers: Vec<Picker>,
+    weights: Vec<f64>,
+    /// Blocks by stage, then scenario.
+    blocks: Vec<Vec<Block>>,
+    warmup: Block,
+    /// When each stage's measurement began (0 for stages not reached).
+    stage_starts: Vec<u64>,
+    measure_start: u64,
+    run_start: u64,
+    seq: u64,
+    inflight: u64,
+    inflight_by_scenario: Vec<u64>,
+    counts: Counts,
+    first_send: u64,
+    current_stage: usize,
+    rng: Rng,
+    interrupted: bool,
+    /// Why later stages were skipped (`abort_on_fail`).
+    threshold_abort: Option<String>,
+    /// Why the run is incomplete, in the order it happened.
+    incomplete: Vec<String>,
+    next_liveness: u64,
+    live: Option<LiveWindow>,
+}
+
+impl<'a, 's, 'o> Parent<'a, 's, 'o> {
+    pub fn new(
+        plan: &'a Plan<'a>,
+        shared: &'a Shared,
+        workers: Vec<WorkerEnd>,
+        lane: Option<TokenLane<'s>>,
+        observer: Option<&'o mut dyn Observer>,
+    ) -> Parent<'a, 's, 'o> {
+        let n = plan.scenarios.len();
+        Parent {
+            pickers: plan
+                .scenarios
+                .iter()
+                .enumerate()
+                .map(|(i, sc)| {
+                    Picker::new(sc.order, sc.samples(), plan.seed.wrapping_add(i as u64))
+                })
+                .collect(),
+            weights: plan.scenarios.iter().map(|s| s.weight).collect(),
+            blocks: plan
+                .stages
+                .iter()
+                .map(|_| (0..n).map(|_| Block::default()).collect())
+                .collect(),
+            warmup: Block::default(),
+            stage_starts: vec![0; plan.stages.len()],
+            measure_start: 0,
+            run_start: 0,
+            seq: 0,
+            inflight: 0,
+            inflight_by_scenario: vec![0; n],
+            counts: Counts::default(),
+            first_send: 0,
+            current_stage: 0,
+            rng: Rng::seeded(plan.seed ^ 0x7363_656e_6172_696f),
+            interrupted: false,
+            threshold_abort: None,
+            incomplete: Vec::new(),
+            next_liveness: 0,
+            live: None,
+            lane,
+            observer,
+            plan,
+            shared,
+            workers,
+        }
+    }
+
+    /// Runs every stage, drains, and tells workers to exit. `signals` counts
+    /// SIGINT/SIGTERM deliveries.
+    pub fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
+        let t0 = now_ns();
+        self.run_start = t0;
+        self.measure_start = t0 + self.plan.warmup_ns;
+        if self.plan.live_interval_ns > 0 && self.observer.is_some() {
+            self.live = Some(LiveWindow::new(t0, self.plan.live_interval_ns));
+        }
+        for si in 0..self.plan.stages.len() {
+            match self.run_stage(si, t0, signals) {
+                Stop::Reached | Stop::Exhausted => {}
+                Stop::Signal => {
+                    self.interrupted = true;
+                    break;
+                }
+                Stop::NoWorkers => break,
+            }
+            if si + 1 < self.plan.stages.len() {
+                self.threshold_abort = self.broken_thresholds(si);
+                if self.threshold_abort.is_some() {
+                    break;
+                }
+            }
+        }
+        self.drain(signals);
+        self.finish(started_ns)
+    }
+
+    /// Issues stage `si` until its duration or request cap.
+    fn run_stage(&mut self, si: usize, t0: u64, signals: &AtomicU32) -> Stop {
+        let stage = &self.plan.stages[si];
+        self.current_stage = si;
+        let start = if si == 0 { t0 } else { now_ns() };
+        let measured_from = if si == 0 { self.measure_start } else { start };
+        self.stage_starts[si] = measured_from;
+        let end = stage
+            .duration_ns
+            .map_or(u64::MAX, |d| measured_from.saturating_add(d));
+        let mut source = Source::for_stage(
+            stage.load,
+            &self.weights,
+            self.plan.connections as u64,
+            self.plan.openloop_max_inflight,
+            (start, measured_from, end),
+            self.plan.seed.wrapping_add(si as u64),
+        );
+        let limit = stage.requests.unwrap_or(u64::MAX);
+        self.pump(&mut source, si, end, limit, signals, 0)
+    }
+
+    /// The loop: collects completions, watches workers and signals, and
+    /// issues what `source` says is due, until `end` (a clock time), `limit`
+    /// measured conversations issued, the source is exhausted, a signal
+    /// beyond the `signals_seen` already handled arrives, or no worker is
+    /// left.
+    fn pump(
+        &mut self,
+        source: &mut Source,
+        stage: usize,
+        end: u64,
+        limit: u64,
+        signals: &AtomicU32,
+        signals_seen: u32,
+    ) -> Stop {
+        let mut issued = 0u64;
+        // The conversation on offer has been counted as ring-full / held.
+        let (mut counted_full, mut counted_held) = (false, false);
+        loop {
+            self.collect();
+            self.check_workers();
+            self.tick_live();
+            if signals.load(Ordering::Relaxed) > signals_seen {
+                return Stop::Signal;
+            }
+            if !self.workers.iter().any(|w| w.alive) {
+                return Stop::NoWorkers;
+            }
+            let now = now_ns();
+            if now >= end || issued >= limit {
+                return Stop::Reached;
+            }
+            let inflight = Inflight {
+                total: self.inflight,
+                by_scenario: &self.inflight_by_scenario,
+            };
+            match source.next_due(now, &inflight, &mut self.rng, &self.weights) {
+                Due::Now { t_sched, scenario } => {
+                    if self.issue(t_sched, stage, scenario) {
+                        source.taken();
+                        (counted_full, counted_held) = (false, false);
+                        if t_sched >= self.measure_start {
+                            issued += 1;
+                        }
+                        continue;
+                    }
+                    if !counted_full {
+                        self.counts.ring_full += 1;
+                        counted_full = true;
+                    }
+                    self.ring_dirty();
+                    self.sleep_until(now + RING_FULL_RETRY_NS);
+                }
+                Due::Held => {
+                    if !counted_held {
+                        self.counts.held_back += 1;
+                        counted_held = true;
+                    }
+                    self.ring_dirty();
+                    self.sleep_until(end.min(now + MAX_SLEEP_NS));
+                }
+                Due::At(t) => {
+                    self.ring_dirty();
+                    if t - now > SPIN_NS {
+                        self.sleep_until(end.min(t - SPIN_NS));
+                    } else {
+                        while now_ns() < t {
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+                Due::Wait => {
+                    self.ring_dirty();
+                    self.sleep_until(end);
+                }
+                Due::Done => {
+                    self.ring_dirty();
+                    return Stop::Exhausted;
+                }
+            }
+        }
+    }
+
+    /// Pushes one conversation of scenario `s` due at `t_sched` to the
+    /// least-loaded live worker with room; false when every ring is full.
+    fn issue(&mut self, t_sched: u64, stage: usize, s: usize) -> bool {
+        let slot = IssueSlot {
+            seq: self.seq,
+            t_sched,
+            sample: self.pickers[s].next_index(),
+            stage: stage as u16,
+            scenario: s as u16,
+        };
+        let Some(best) = (0..self.workers.len())
+            .filter(|&i| self.workers[i].alive)
+            .min_by_key(|&i| self.workers[i].inflight)
+        else {
+            return false;
+        };
+        // The least-loaded worker first; the others only if its ring is full.
+        let Some(k) = std::iter::once(best)
+            .chain((0..self.workers.len()).filter(|&i| i != best))
+            .find(|&i| self.workers[i].alive && self.workers[i].issue.push(slot).is_ok())
+        else {
+            return false;
+        };
+        let w = &mut self.workers[k];
+        w.inflight += 1;
+        w.dirty = true;
+        self.inflight += 1;
+        self.inflight_by_scenario[s] += 1;
+        self.seq += 1;
+        true
+    }
+
+    /// Rings the doorbell of every worker that was handed work since.
+    fn ring_dirty(&mut self) {
+        for (k, w) in self.workers.iter_mut().enumerate() {
+            if w.dirty {
+                w.dirty = false;
+                self.shared.worker_bells[k].ring();
+            }
+        }
+    }
+
+    /// Sleeps on the doorbell until `deadline` (at most `MAX_SLEEP_NS`, and
+    /// not past the next live interval), a completion, or a signal.
+    fn sleep_until(&mut self, deadline: u64) {
+        let now = now_ns();
+        if deadline <= now {
+            return;
+        }
+        let bell = &self.shared.parent_bell;
+        bell.prepare_sleep();
+        if self.workers.iter_mut().any(|w| !w.done.is_empty()) {
+            bell.cancel_sleep();
+            return;
+        }
+        let mut until = deadline.min(now + MAX_SLEEP_NS);
+        if let Some(l) = &self.live {
+            until = until.min(l.next_at.max(now + 1));
+        }
+        bell.wait(Some(Duration::from_nanos(until - now)));
+    }
+
+    /// Whether stage `si` broke a threshold that stops the run
+    /// (`abort_on_fail`), and which.
+    fn broken_thresholds(&self, si: usize) -> Option<String> {
+        if !self.plan.thresholds.abort_on_fail {
+            return None;
+        }
+        let mut b = Block::default();
+        for sb in &self.blocks[si] {
+            b.merge(sb);
+        }
+        let window = now_ns().saturating_sub(self.stage_starts[si]);
+        let broken: Vec<&'static str> = self
+            .plan
+            .thresholds
+            .evaluate(&b, window)
+            .into_iter()
+            .filter(|v| !v.pass)
+            .map(|v| v.name)
+            .collect();
+        (!broken.is_empty()).then(|| {
+            format!(
+                "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
+                self.plan.stages[si].name,
+                broken.join(", ")
+            )
+        })
+    }
+}
