@@ -20,7 +20,10 @@ use crate::dataset::Picker;
 use crate::metrics::block::{Block, InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Interval, Observer, RequestEvent};
-use crate::metrics::run::{GeneratorStats, RunResult, ScenarioResult, StageResult};
+use crate::metrics::run::{
+    ExitHow, GeneratorStats, Incomplete, Limit, RunResult, ScenarioResult, StageResult,
+    ThresholdAbort,
+};
 use crate::metrics::series::Series;
 use crate::plan::Load;
 use crate::protocol::errors;
@@ -100,8 +103,8 @@ pub struct Parent<'a, 's, 'o> {
     current_stage: usize,
     rng: Rng,
     interrupted: bool,
-    threshold_abort: Option<String>,
-    incomplete: Vec<String>,
+    threshold_abort: Option<ThresholdAbort>,
+    incomplete: Vec<Incomplete>,
     next_liveness: u64,
     live: Option<LiveWindow>,
 }
@@ -180,20 +183,19 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                     b.merge(sb);
                 }
                 let window = now_ns().saturating_sub(self.stage_starts[si]);
-                let broken: Vec<String> = self
+                let broken: Vec<&'static str> = self
                     .plan
                     .thresholds
                     .evaluate(&b, window)
                     .into_iter()
                     .filter(|v| !v.pass)
-                    .map(|v| v.name.to_string())
+                    .map(|v| v.name)
                     .collect();
                 if !broken.is_empty() {
-                    self.threshold_abort = Some(format!(
-                        "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
-                        self.plan.stages[si].name,
-                        broken.join(", ")
-                    ));
+                    self.threshold_abort = Some(ThresholdAbort {
+                        stage: self.plan.stages[si].name.clone(),
+                        broken,
+                    });
                     break;
                 }
             }
@@ -646,22 +648,24 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             // SAFETY: waitpid on our own child with WNOHANG only reads its state.
             let r = unsafe { libc::waitpid(self.workers[k].pid, &mut status, libc::WNOHANG) };
             if r == self.workers[k].pid {
-                self.worker_died(k, describe_exit(status));
+                self.worker_died(k, exit_how(status));
             }
         }
     }
 
-    fn worker_died(&mut self, k: usize, how: String) {
+    fn worker_died(&mut self, k: usize, how: ExitHow) {
         self.collect();
         let w = &mut self.workers[k];
         w.alive = false;
         let lost = w.inflight;
         w.inflight = 0;
         self.inflight -= lost;
-        self.incomplete.push(format!(
-            "worker {k} (pid {}) {how}; {lost} conversation(s) in flight on it were lost",
-            w.pid
-        ));
+        self.incomplete.push(Incomplete::WorkerDied {
+            worker: k,
+            pid: w.pid,
+            how,
+            lost,
+        });
         self.record_lost(lost);
     }
 
@@ -742,9 +746,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 }
                 Some(t) if now >= t => {
                     let lost = self.inflight;
-                    self.incomplete.push(format!(
-                        "{lost} conversation(s) were never reported by a worker after the abort"
-                    ));
+                    self.incomplete.push(Incomplete::NeverReported { lost });
                     for w in &mut self.workers {
                         w.inflight = 0;
                     }
@@ -816,13 +818,13 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             });
         }
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
-        generator.limits = limits(&generator, &total);
+        generator.limits = Limit::find(&generator, &total);
         let mut incomplete = std::mem::take(&mut self.incomplete);
         if self.interrupted {
-            incomplete.insert(0, "interrupted by a signal".to_string());
+            incomplete.insert(0, Incomplete::Interrupted);
         }
-        if let Some(why) = &self.threshold_abort {
-            incomplete.push(why.clone());
+        if let Some(abort) = &self.threshold_abort {
+            incomplete.push(Incomplete::ThresholdAbort(abort.clone()));
         }
         RunResult {
             started_wall_ns: 0,
@@ -934,65 +936,12 @@ fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32, conv
     }
 }
 
-/// Send lateness p99 above this means the generator did not send on time.
-const LATE_P99_NS: u64 = 1_000_000;
-
-/// Why the generator, rather than the endpoint, may have set the pace.
-fn limits(g: &GeneratorStats, total: &Block) -> Vec<String> {
-    let mut out = Vec::new();
-    if g.ring_full > 0 {
-        out.push(format!(
-            "{} request(s) found their worker's issue ring full (workers could not keep up)",
-            g.ring_full
-        ));
-    }
-    if g.waited_for_connection > 0 {
-        out.push(format!(
-            "{} request(s) waited for a free connection (raise --connections)",
-            g.waited_for_connection
-        ));
-    }
-    if g.held_back > 0 {
-        out.push(format!(
-            "{} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)",
-            g.held_back
-        ));
-    }
-    if g.completion_ring_full > 0 {
-        out.push(format!(
-            "completion records waited {} time(s) for the parent to read them",
-            g.completion_ring_full
-        ));
-    }
-    if g.worker_busy_max > 0.9 {
-        out.push(format!(
-            "a worker was busy {:.0}% of the time (add --workers or cores)",
-            g.worker_busy_max * 100.0
-        ));
-    }
-    if let Some(p99) = total.send_lateness.quantile_ns(0.99)
-        && p99 > LATE_P99_NS
-    {
-        out.push(format!(
-            "send lateness p99 was {:.2} ms (requests left later than scheduled)",
-            p99 as f64 / 1e6
-        ));
-    }
-    let fds = total.errors.get(ErrorClass::FdExhausted);
-    let ports = total.errors.get(ErrorClass::PortsExhausted);
-    if fds + ports > 0 {
-        out.push(format!(
-            "{fds} connect(s) failed for lack of file descriptors and {ports} for lack of local ports"
-        ));
-    }
-    out
-}
-
-fn describe_exit(status: i32) -> String {
+/// How a worker ended, from its `waitpid` status.
+fn exit_how(status: i32) -> ExitHow {
     if libc::WIFSIGNALED(status) {
-        format!("was killed by signal {}", libc::WTERMSIG(status))
+        ExitHow::Signal(libc::WTERMSIG(status))
     } else {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
+        ExitHow::Status(libc::WEXITSTATUS(status))
     }
 }
 
