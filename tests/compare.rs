@@ -1,7 +1,7 @@
 //! `llmload compare` on real runs: a slower endpoint is a regression that
 //! names TTFT, a run compared with itself is not, and bad files exit 2
-//! naming the file. Also holds report.csv and metrics.prom, rendered from a
-//! real summary, to their formats and to the summary's numbers.
+//! naming the file. Also holds a real run's report.csv and metrics.prom to
+//! their formats and to the summary's numbers.
 
 use std::path::Path;
 use std::process::Output;
@@ -117,7 +117,7 @@ fn unreadable_or_foreign_files_exit_2_naming_the_file() {
 }
 
 #[test]
-fn csv_and_prometheus_renderings_of_a_real_summary() {
+fn csv_and_prometheus_files_of_a_real_run() {
     let server = Server::start(&["--error-rate", "0.2", "--ttft", "1ms"]);
     let run = bench_at(&server, &LOAD, Duration::from_secs(60));
     run.assert_success();
@@ -125,7 +125,7 @@ fn csv_and_prometheus_renderings_of_a_real_summary() {
     let failed = u(&s["requests"]["failed"]);
     assert!(failed > 0, "{}", s["requests"]);
 
-    let csv_text = llmload::report::csv::render(&s);
+    let csv_text = read(&run.out.join("report.csv"));
     let mut r = csv::Reader::from_reader(csv_text.as_bytes());
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
     let rows: Vec<Vec<String>> = r
@@ -145,9 +145,8 @@ fn csv_and_prometheus_renderings_of_a_real_summary() {
     let p99: f64 = rows[2][col("ttft_p99_ms")].parse().unwrap();
     assert_eq!(p99, f(&s["latency_ms"]["ttft"]["p99"]));
 
-    let prom = llmload::report::prom::render(&s);
-    let samples =
-        llmload::report::prom::check::parse(&prom).unwrap_or_else(|e| panic!("{e}\n{prom}"));
+    let prom = read(&run.out.join("metrics.prom"));
+    let samples = crate::prom_check::parse(&prom).unwrap_or_else(|e| panic!("{e}\n{prom}"));
     let get = |name: &str, labels: &[(&str, &str)]| -> f64 {
         samples
             .iter()

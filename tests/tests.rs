@@ -11,6 +11,7 @@ mod failures;
 mod interrupt;
 mod probe;
 mod profile;
+mod prom_check;
 mod protocols;
 mod regression;
 mod report;

@@ -9,6 +9,8 @@
 //! request-smuggling attacks exploit). The one leniency is optional
 //! whitespace between the size and `;` or CR, which some servers emit.
 
+use crate::ascii::push_hex;
+
 /// Why chunked framing was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChunkedError {
@@ -232,25 +234,10 @@ pub fn write_chunk(out: &mut Vec<u8>, data: &[u8]) {
     if data.is_empty() {
         return;
     }
-    write_hex(out, data.len());
+    push_hex(out, data.len());
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
-}
-
-/// Lowercase hex without leading zeros, written without formatting machinery.
-fn write_hex(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 16];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b"0123456789abcdef"[n & 0xf];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends the last chunk, `0\r\n\r\n`.
@@ -543,24 +530,6 @@ mod tests {
         want.extend_from_slice(&[b'x'; 0x1ab]);
         want.extend_from_slice(b"\r\n0\r\n\r\n");
         assert_eq!(out, want);
-    }
-
-    #[test]
-    fn write_hex_digits() {
-        for (n, s) in [
-            (0, "0"),
-            (1, "1"),
-            (15, "f"),
-            (16, "10"),
-            (0xdead_beef, "deadbeef"),
-        ] {
-            let mut out = Vec::new();
-            write_hex(&mut out, n);
-            assert_eq!(out, s.as_bytes());
-        }
-        let mut out = Vec::new();
-        write_hex(&mut out, usize::MAX);
-        assert_eq!(out.len(), 2 * size_of::<usize>());
     }
 
     /// Whatever the encoder writes, the decoder reads back, in any pieces.

@@ -110,6 +110,19 @@ impl ErrorClass {
         }
     }
 
+    /// Where a report key sorts in `ErrorCounts::named` order: by class,
+    /// `http_<code>` in place of `http_status` by code, and keys this
+    /// version does not know after all of them.
+    pub fn report_order(key: &str) -> (usize, u16) {
+        if let Some(code) = key.strip_prefix("http_").and_then(|c| c.parse().ok()) {
+            return (ErrorClass::HttpStatus as usize, code);
+        }
+        match ErrorClass::ALL.iter().find(|c| c.name() == key) {
+            Some(c) => (*c as usize, 0),
+            None => (CLASSES, 0),
+        }
+    }
+
     /// Saturation of the load generator itself, reported apart from the
     /// endpoint's errors.
     pub fn is_generator_side(self) -> bool {
@@ -221,5 +234,25 @@ mod tests {
                 ("malformed_response".to_string(), 1),
             ]
         );
+    }
+
+    /// Keys sorted by name (as a JSON object holds them) and then by
+    /// `report_order` come back in `named` order.
+    #[test]
+    fn report_order_restores_taxonomy_order() {
+        let mut e = ErrorCounts::default();
+        for (i, class) in ErrorClass::ALL[1..].iter().enumerate() {
+            e.add(*class, [200, 503, 429, 999][i % 4], i as u64 + 1);
+        }
+        e.record(ErrorClass::HttpStatus, 404);
+        let named = e.named();
+        let mut keys: Vec<&str> = named.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort();
+        keys.push("from_a_later_version");
+        keys.sort_by_key(|k| ErrorClass::report_order(k));
+        let mut want: Vec<&str> = named.iter().map(|(k, _)| k.as_str()).collect();
+        want.push("from_a_later_version");
+        assert_eq!(keys, want);
+        assert!(want.contains(&"http_404") && want.contains(&"dns_error"));
     }
 }

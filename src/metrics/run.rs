@@ -1,8 +1,11 @@
 //! What a finished run produced, before anyone renders it: per stage and
 //! scenario blocks, the run's totals, generator health and whether the run
-//! was complete. The engine fills it; `report` reads it.
+//! was complete. The engine fills it; `report` reads it. Why the generator
+//! limited a run and why a run is incomplete are enums carrying the raw
+//! facts, so the engine formats nothing and the English lives in `report`.
 
 use super::block::Block;
+use super::errors::ErrorClass;
 use super::thresholds::Verdict;
 use crate::plan::Load;
 
@@ -24,7 +27,101 @@ pub struct GeneratorStats {
     /// Parent busy-wait/sleep bookkeeping: arrivals the parent reached late.
     pub late_wakeups: u64,
     /// Reasons the generator, not the endpoint, limited the run.
-    pub limits: Vec<String>,
+    pub limits: Vec<Limit>,
+}
+
+/// One way the generator, not the endpoint, set the pace of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Limit {
+    /// Requests that found their worker's issue ring full.
+    RingFull(u64),
+    /// Requests that waited for a free connection.
+    WaitedForConnection(u64),
+    /// Open-loop arrivals held back by `openloop_max_inflight`.
+    HeldBack(u64),
+    /// Times a worker's completion records waited for the parent.
+    CompletionRingFull(u64),
+    /// The busiest worker's share of wall time handling events (0..1).
+    WorkerBusy(f64),
+    /// Requests left the generator late: the run's p99 send lateness.
+    SendLateness { p99_ns: u64 },
+    /// Connects that failed for lack of file descriptors or local ports.
+    Descriptors { fds: u64, ports: u64 },
+}
+
+/// A worker busier than this share of wall time could not keep up.
+const BUSY_SHARE: f64 = 0.9;
+/// Send lateness p99 above this means the generator did not send on time.
+const LATE_P99_NS: u64 = 1_000_000;
+
+impl Limit {
+    /// Every limit `g` and the run's `total` show, in report order.
+    pub fn find(g: &GeneratorStats, total: &Block) -> Vec<Limit> {
+        let mut out = Vec::new();
+        let counts = [
+            (g.ring_full, Limit::RingFull(g.ring_full)),
+            (
+                g.waited_for_connection,
+                Limit::WaitedForConnection(g.waited_for_connection),
+            ),
+            (g.held_back, Limit::HeldBack(g.held_back)),
+            (
+                g.completion_ring_full,
+                Limit::CompletionRingFull(g.completion_ring_full),
+            ),
+        ];
+        out.extend(counts.into_iter().filter(|(n, _)| *n > 0).map(|(_, l)| l));
+        if g.worker_busy_max > BUSY_SHARE {
+            out.push(Limit::WorkerBusy(g.worker_busy_max));
+        }
+        if let Some(p99_ns) = total.send_lateness.quantile_ns(0.99)
+            && p99_ns > LATE_P99_NS
+        {
+            out.push(Limit::SendLateness { p99_ns });
+        }
+        let fds = total.errors.get(ErrorClass::FdExhausted);
+        let ports = total.errors.get(ErrorClass::PortsExhausted);
+        if fds + ports > 0 {
+            out.push(Limit::Descriptors { fds, ports });
+        }
+        out
+    }
+}
+
+/// How a worker process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitHow {
+    /// Killed by this signal.
+    Signal(i32),
+    /// Exited with this status.
+    Status(i32),
+}
+
+/// A stage broke a threshold and `abort_on_fail` skipped the stages after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThresholdAbort {
+    pub stage: String,
+    /// The thresholds it broke, by name (`p99_ms`, …).
+    pub broken: Vec<&'static str>,
+}
+
+/// Why a run is incomplete: something it was asked to measure was not.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incomplete {
+    /// SIGINT or SIGTERM stopped the run.
+    Interrupted,
+    /// A worker process died with conversations in flight on it.
+    WorkerDied {
+        worker: usize,
+        pid: i32,
+        how: ExitHow,
+        /// Conversations in flight on it, counted as `worker_lost`.
+        lost: u64,
+    },
+    /// Conversations still in flight after the abort that no worker reported.
+    NeverReported { lost: u64 },
+    /// The later stages were skipped.
+    ThresholdAbort(ThresholdAbort),
 }
 
 /// A scenario's results within a stage (or the whole run).
@@ -59,14 +156,65 @@ pub struct RunResult {
     /// Every stage met every threshold.
     pub thresholds_passed: bool,
     /// Stopped early because a stage broke a threshold (`abort_on_fail`).
-    pub aborted_on_threshold: Option<String>,
+    pub aborted_on_threshold: Option<ThresholdAbort>,
     pub total_window_ns: u64,
     pub warmup: Block,
     pub generator: GeneratorStats,
     pub interrupted: bool,
     /// Every issued request was accounted for and no worker was lost.
     pub complete: bool,
-    pub incomplete_reasons: Vec<String>,
+    /// Why not, in the order the report lists them.
+    pub incomplete_reasons: Vec<Incomplete>,
     /// Start of run to first request on the wire, ns.
     pub startup_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::block::RequestSample;
+
+    #[test]
+    fn limits_in_report_order_with_their_facts() {
+        assert_eq!(
+            Limit::find(&GeneratorStats::default(), &Block::default()),
+            []
+        );
+        let g = GeneratorStats {
+            ring_full: 3,
+            held_back: 2,
+            completion_ring_full: 1,
+            worker_busy_max: 0.95,
+            ..Default::default()
+        };
+        let mut total = Block::default();
+        let late = RequestSample {
+            t_sched: 1,
+            t_send: 1 + 2_000_000,
+            t_end: 3_000_000,
+            ..Default::default()
+        };
+        total.record(&late, []);
+        let no_fd = RequestSample {
+            error: Some(ErrorClass::FdExhausted),
+            ..Default::default()
+        };
+        total.record(&no_fd, []);
+        total.record(&no_fd, []);
+        let limits = Limit::find(&g, &total);
+        assert_eq!(limits.len(), 6, "{limits:?}");
+        assert_eq!(limits[0], Limit::RingFull(3));
+        assert_eq!(limits[1], Limit::HeldBack(2));
+        assert_eq!(limits[2], Limit::CompletionRingFull(1));
+        assert_eq!(limits[3], Limit::WorkerBusy(0.95));
+        // One sample: its percentiles are the sample itself.
+        assert_eq!(limits[4], Limit::SendLateness { p99_ns: 2_000_000 });
+        assert_eq!(limits[5], Limit::Descriptors { fds: 2, ports: 0 });
+        // At the thresholds themselves the generator kept up.
+        let g = GeneratorStats {
+            worker_busy_max: BUSY_SHARE,
+            ..Default::default()
+        };
+        assert_eq!(Limit::find(&g, &Block::default()), []);
+    }
 }

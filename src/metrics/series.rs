@@ -12,7 +12,7 @@
 use std::fmt;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The histogram's top: one hour in nanoseconds. Longer values are recorded
 /// as one hour, so percentiles that fall among them read one hour (then at
@@ -33,9 +33,12 @@ pub struct Series {
 }
 
 /// The rollup the report shows, in a chosen unit (ms for latencies, µs for
-/// lateness). Every field is `None` when nothing was recorded.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Summary {
+/// lateness): the summary schema's `histogram`. Every field but `count` is
+/// `None` when nothing was recorded; a document that lacks a field reads as
+/// that empty rollup's field.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Rollup {
     pub count: u64,
     pub min: Option<f64>,
     pub mean: Option<f64>,
@@ -173,13 +176,13 @@ impl Series {
     }
 
     /// The rollup with every value divided by `unit_ns` (1e6 for ms, 1e3 for µs).
-    pub fn summary(&self, unit_ns: f64) -> Summary {
+    pub fn rollup(&self, unit_ns: f64) -> Rollup {
         if self.count == 0 {
-            return Summary::default();
+            return Rollup::default();
         }
         let scale = |ns: u64| Some(ns as f64 / unit_ns);
         let q = |q: f64| self.quantile_ns(q).and_then(scale);
-        Summary {
+        Rollup {
             count: self.count,
             min: scale(self.min),
             mean: self.mean_ns().map(|m| m / unit_ns),
@@ -268,7 +271,7 @@ mod tests {
             merged.merge(p);
         }
         merged.merge(&Series::new());
-        assert_eq!(merged.summary(1.0), whole.summary(1.0));
+        assert_eq!(merged.rollup(1.0), whole.rollup(1.0));
         assert_eq!(merged.sum_ns(), whole.sum_ns());
         for q in [0.0, 0.001, 0.25, 0.5, 0.75, 0.9, 0.99, 0.9999, 1.0] {
             assert_eq!(merged.quantile_ns(q), whole.quantile_ns(q), "q {q}");
@@ -277,7 +280,7 @@ mod tests {
         // Merging into an empty series copies; merging an empty one is a no-op.
         let mut copy = Series::new();
         copy.merge(&whole);
-        assert_eq!(copy.summary(1e6), whole.summary(1e6));
+        assert_eq!(copy.rollup(1e6), whole.rollup(1e6));
     }
 
     #[test]
@@ -301,7 +304,7 @@ mod tests {
             "{p50}"
         );
         assert_eq!(s.quantile_ns(1.0), Some(u64::MAX));
-        let sum = s.summary(1e6);
+        let sum = s.rollup(1e6);
         assert!(sum.p50.unwrap() <= sum.max.unwrap());
     }
 
@@ -309,7 +312,7 @@ mod tests {
     fn zero_is_kept_exact() {
         let mut s = Series::new();
         s.record(0);
-        let sum = s.summary(1.0);
+        let sum = s.rollup(1.0);
         assert_eq!(sum.count, 1);
         for v in [sum.min, sum.mean, sum.p50, sum.p999, sum.max] {
             assert_eq!(v, Some(0.0));
@@ -330,8 +333,8 @@ mod tests {
         assert_eq!(s.min_ns(), None);
         assert_eq!(s.max_ns(), None);
         assert_eq!(s.mean_ns(), None);
-        let sum = s.summary(1e6);
-        assert_eq!(sum, Summary::default());
+        let sum = s.rollup(1e6);
+        assert_eq!(sum, Rollup::default());
         assert_eq!(sum.p50, None);
         assert_eq!(
             serde_json::to_value(sum).unwrap(),
@@ -350,7 +353,7 @@ mod tests {
         for q in [0.0, 0.5, 0.9, 0.999, 1.0] {
             assert_eq!(s.quantile_ns(q), Some(v));
         }
-        let sum = s.summary(1.0);
+        let sum = s.rollup(1.0);
         let v = v as f64;
         assert_eq!(sum.count, 1);
         for field in [
@@ -366,8 +369,8 @@ mod tests {
         for ms in 1..=1000u64 {
             s.record(ms * 1_000_000);
         }
-        let ms = s.summary(1e6);
-        let us = s.summary(1e3);
+        let ms = s.rollup(1e6);
+        let us = s.rollup(1e3);
         assert_eq!(ms.count, 1000);
         assert_eq!(ms.min, Some(1.0));
         assert_eq!(ms.max, Some(1000.0));
@@ -390,7 +393,7 @@ mod tests {
         for v in log_normal_ns(&mut rng, 1000) {
             s.record(v);
         }
-        let m = s.summary(1e6);
+        let m = s.rollup(1e6);
         let seq = [m.min, m.p50, m.p90, m.p95, m.p99, m.p999, m.max].map(Option::unwrap);
         assert!(seq.windows(2).all(|w| w[0] <= w[1]), "{seq:?}");
     }
@@ -402,7 +405,7 @@ mod tests {
         s.record(7);
         s.clear();
         assert!(s.is_empty());
-        assert_eq!(s.summary(1.0), Summary::default());
+        assert_eq!(s.rollup(1.0), Rollup::default());
         s.record(9);
         assert_eq!(s.quantile_ns(0.5), Some(9));
         assert_eq!(s.min_ns(), Some(9));

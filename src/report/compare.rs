@@ -1,8 +1,9 @@
 //! Regression compare: two `summary.json` documents side by side, for a
 //! person (a table per matched slice) or a CI gate (a verdict, and JSON).
-//! Like the other renderings it reads only summary documents, so any two
-//! runs on disk can be compared, by any later version of the tool that still
-//! reads the schema. The trade-off is in matching: stages pair by name, and a
+//! Each document is read as a `Summary`, so any two runs on disk can be
+//! compared by any later version of the tool: a field a document lacks
+//! reads as zero or empty, and a field of the wrong type makes it not a
+//! summary. The trade-off is in matching: stages pair by name, and a
 //! stage whose name has no partner pairs with the unpaired stage at the same
 //! position in the other run (a renamed stage in an otherwise unchanged
 //! profile); scenarios pair by name only; the whole run always pairs.
@@ -20,15 +21,17 @@
 //! * error rate (failed / issued): `new − old > p/100`, i.e. up by more than
 //!   `p` percentage points (a relative change means nothing near zero).
 //!
-//! A metric missing on either side — an empty histogram, TTFT of a
-//! non-streaming run, an error rate with nothing issued — is shown and never
-//! a regression.
+//! A metric with no value on either side — an empty histogram, TTFT of a
+//! non-streaming run, an error rate with nothing issued — is shown as `-`
+//! and never a regression. Throughput always has a value: a document
+//! without it (none that llmload wrote) reads as 0.
 
 use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use super::csv::error_rate;
+use super::fmt::{Whole, num};
+use super::summary::{Numbers, Scenario, Stage, Summary};
 
 /// Latency changes smaller than this (ms) are never regressions.
 pub const LATENCY_FLOOR_MS: f64 = 1.0;
@@ -93,8 +96,8 @@ pub struct Metric {
     /// The table label, e.g. `ttft p99 ms`.
     pub label: &'static str,
     kind: Kind,
-    /// Where it lives in a block; empty for the error rate, which is derived.
-    path: &'static [&'static str],
+    /// Its value in a slice's numbers.
+    get: fn(&Numbers) -> Option<f64>,
 }
 
 /// The compared metrics, in table order.
@@ -103,66 +106,59 @@ pub const METRICS: [Metric; 9] = [
         key: "requests_per_s",
         label: "requests/s",
         kind: Kind::Throughput,
-        path: &["throughput", "requests_per_s"],
+        get: |n| Some(n.throughput.requests_per_s),
     },
     Metric {
         key: "output_tokens_per_s",
         label: "output tok/s",
         kind: Kind::Throughput,
-        path: &["throughput", "output_tokens_per_s"],
+        get: |n| Some(n.throughput.output_tokens_per_s),
     },
     Metric {
         key: "e2e_p50_ms",
         label: "e2e p50 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "e2e", "p50"],
+        get: |n| n.latency_ms.e2e.p50,
     },
     Metric {
         key: "e2e_p95_ms",
         label: "e2e p95 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "e2e", "p95"],
+        get: |n| n.latency_ms.e2e.p95,
     },
     Metric {
         key: "e2e_p99_ms",
         label: "e2e p99 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "e2e", "p99"],
+        get: |n| n.latency_ms.e2e.p99,
     },
     Metric {
         key: "ttft_p50_ms",
         label: "ttft p50 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "ttft", "p50"],
+        get: |n| n.latency_ms.ttft.p50,
     },
     Metric {
         key: "ttft_p95_ms",
         label: "ttft p95 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "ttft", "p95"],
+        get: |n| n.latency_ms.ttft.p95,
     },
     Metric {
         key: "ttft_p99_ms",
         label: "ttft p99 ms",
         kind: Kind::Latency,
-        path: &["latency_ms", "ttft", "p99"],
+        get: |n| n.latency_ms.ttft.p99,
     },
     Metric {
         key: "error_rate",
         label: "error rate",
         kind: Kind::ErrorRate,
-        path: &[],
+        get: |n| n.requests.error_rate(),
     },
 ];
 
 impl Metric {
-    fn get(&self, block: &Value) -> Option<f64> {
-        if self.kind == Kind::ErrorRate {
-            return error_rate(&block["requests"]);
-        }
-        self.path.iter().fold(block, |v, k| &v[k]).as_f64()
-    }
-
     fn regressed(&self, old: Option<f64>, new: Option<f64>, pct: f64) -> bool {
         let (Some(o), Some(n)) = (old, new) else {
             return false;
@@ -266,13 +262,19 @@ pub struct Comparison {
     pub new_run: String,
 }
 
-/// Compares two summary documents.
+/// Compares two summary documents, each read as a `Summary`.
 pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison, Error> {
     if !(regress_pct.is_finite() && regress_pct >= 0.0) {
         return Err(Error::BadRegressPct(regress_pct));
     }
-    check(old, Side::Old)?;
-    check(new, Side::New)?;
+    let read = |doc: &Value, side| {
+        Summary::from_value(doc.clone()).map_err(|reason| Error::NotASummary { side, reason })
+    };
+    let (old, new) = (read(old, Side::Old)?, read(new, Side::New)?);
+    compare_summaries(&old, &new, regress_pct)
+}
+
+fn compare_summaries(old: &Summary, new: &Summary, regress_pct: f64) -> Result<Comparison, Error> {
     let mut c = Comparison {
         regress_pct,
         matches: Vec::new(),
@@ -281,11 +283,11 @@ pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison,
         old_run: describe(old),
         new_run: describe(new),
     };
-    let rows = |o: &Value, n: &Value| -> Vec<Row> {
+    let rows = |o: &Numbers, n: &Numbers| -> Vec<Row> {
         METRICS
             .iter()
             .map(|m| {
-                let (old, new) = (m.get(o), m.get(n));
+                let (old, new) = ((m.get)(o), (m.get)(n));
                 Row {
                     metric: m,
                     old,
@@ -299,18 +301,18 @@ pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison,
     c.matches.push(Match {
         stage: None,
         scenario: None,
-        rows: rows(old, new),
+        rows: rows(&old.run, &new.run),
     });
-    scenarios(&mut c, None, old, new, &rows);
+    scenarios(&mut c, None, &old.scenarios, &new.scenarios, &rows);
 
-    let (os, ns) = (stages(old), stages(new));
+    let (os, ns) = (&old.stages, &new.stages);
     let pairs = pair_stages(os, ns);
     if pairs.iter().all(|p| p.is_none()) {
         return Err(Error::NoStageInCommon);
     }
     let mut new_paired = vec![false; ns.len()];
     for (i, pair) in pairs.iter().enumerate() {
-        let old_label = label(&os[i], i);
+        let old_label = label(&os[i].name, i);
         let Some((j, by)) = *pair else {
             c.unmatched.push(Unmatched {
                 only_in: Side::Old,
@@ -320,11 +322,12 @@ pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison,
             continue;
         };
         new_paired[j] = true;
-        let new_label = label(&ns[j], j);
-        if os[i]["load"] != ns[j]["load"] {
+        let new_label = label(&ns[j].name, j);
+        if os[i].load != ns[j].load {
             c.notes.push(format!(
                 "stage {old_label}: the load differs: old {}, new {}",
-                os[i]["load"], ns[j]["load"]
+                json!(os[i].load),
+                json!(ns[j].load)
             ));
         }
         let stage = StagePair {
@@ -335,15 +338,21 @@ pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison,
         c.matches.push(Match {
             stage: Some(stage.clone()),
             scenario: None,
-            rows: rows(&os[i], &ns[j]),
+            rows: rows(&os[i].numbers, &ns[j].numbers),
         });
-        scenarios(&mut c, Some(stage), &os[i], &ns[j], &rows);
+        scenarios(
+            &mut c,
+            Some(stage),
+            &os[i].scenarios,
+            &ns[j].scenarios,
+            &rows,
+        );
     }
     for (j, s) in ns.iter().enumerate() {
         if !new_paired[j] {
             c.unmatched.push(Unmatched {
                 only_in: Side::New,
-                stage: Some(label(s, j)),
+                stage: Some(label(&s.name, j)),
                 scenario: None,
             });
         }
@@ -351,53 +360,25 @@ pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison,
     Ok(c)
 }
 
-/// The structural minimum compare relies on; everything below it is read
-/// leniently (a missing number shows as `-`).
-fn check(doc: &Value, side: Side) -> Result<(), Error> {
-    let fail = |reason: &str| {
-        Err(Error::NotASummary {
-            side,
-            reason: reason.to_string(),
-        })
-    };
-    if !doc.is_object() {
-        return fail("not a JSON object");
-    }
-    if doc["tool"] != "llmload" {
-        return fail("no \"tool\": \"llmload\"");
-    }
-    let Some(stages) = doc["stages"].as_array() else {
-        return fail("no \"stages\" array");
-    };
-    if let Some(i) = stages.iter().position(|s| !s.is_object()) {
-        return fail(&format!("stages[{i}] is not an object"));
-    }
-    Ok(())
-}
-
-fn stages(doc: &Value) -> &[Value] {
-    doc["stages"].as_array().map_or(&[], Vec::as_slice)
-}
-
 /// A stage's or scenario's name, or `#<position>` when it has none.
-fn label(v: &Value, i: usize) -> String {
-    match v["name"].as_str() {
-        Some(n) if !n.is_empty() => n.to_string(),
-        _ => format!("#{}", i + 1),
+fn label(name: &str, i: usize) -> String {
+    if name.is_empty() {
+        format!("#{}", i + 1)
+    } else {
+        name.to_string()
     }
 }
 
-/// For each old stage, its partner in `new` and how it was found.
-fn pair_stages(old: &[Value], new: &[Value]) -> Vec<Option<(usize, PairedBy)>> {
+/// For each old stage, its partner in `new` and how it was found. A stage
+/// without a name pairs by position only.
+fn pair_stages(old: &[Stage], new: &[Stage]) -> Vec<Option<(usize, PairedBy)>> {
     let mut taken = vec![false; new.len()];
     let mut pairs = vec![None; old.len()];
     for (i, o) in old.iter().enumerate() {
-        let Some(name) = o["name"].as_str() else {
+        if o.name.is_empty() {
             continue;
-        };
-        if let Some(j) =
-            (0..new.len()).find(|&j| !taken[j] && new[j]["name"].as_str() == Some(name))
-        {
+        }
+        if let Some(j) = (0..new.len()).find(|&j| !taken[j] && new[j].name == o.name) {
             taken[j] = true;
             pairs[i] = Some((j, PairedBy::Name));
         }
@@ -411,21 +392,18 @@ fn pair_stages(old: &[Value], new: &[Value]) -> Vec<Option<(usize, PairedBy)>> {
     pairs
 }
 
-/// Pairs the scenarios of two paired blocks by name.
+/// Pairs the scenarios of two paired slices by name.
 fn scenarios(
     c: &mut Comparison,
     stage: Option<StagePair>,
-    old: &Value,
-    new: &Value,
-    rows: &dyn Fn(&Value, &Value) -> Vec<Row>,
+    old: &[Scenario],
+    new: &[Scenario],
+    rows: &dyn Fn(&Numbers, &Numbers) -> Vec<Row>,
 ) {
-    fn list(v: &Value) -> Vec<(String, &Value)> {
-        v["scenarios"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
+    fn list(v: &[Scenario]) -> Vec<(String, &Numbers)> {
+        v.iter()
             .enumerate()
-            .map(|(i, s)| (label(s, i), s))
+            .map(|(i, s)| (label(&s.name, i), &s.numbers))
             .collect()
     }
     let (os, ns) = (list(old), list(new));
@@ -459,53 +437,34 @@ fn scenarios(
     }
 }
 
-fn describe(doc: &Value) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or("?").to_string();
+fn describe(doc: &Summary) -> String {
+    let s = |v: &str| if v.is_empty() { "?" } else { v }.to_string();
     format!(
         "llmload {}, started {}, {}",
-        s(&doc["version"]),
-        s(&doc["started_at"]),
-        s(&doc["target"])
+        s(&doc.version),
+        s(&doc.started_at),
+        s(&doc.target)
     )
 }
 
-fn notes(old: &Value, new: &Value) -> Vec<String> {
+fn notes(old: &Summary, new: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
     for (side, doc) in [(Side::Old, old), (Side::New, new)] {
-        let reasons = |key: &str| -> String {
-            doc[key]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
-                .unwrap_or_default()
-        };
-        if doc["complete"] == false {
+        if !doc.complete {
             notes.push(format!(
                 "the {} run is incomplete: {}",
                 side.name(),
-                reasons("incomplete_reasons")
+                doc.incomplete_reasons.join("; ")
             ));
         }
-        if doc["generator"]["limited_by_generator"] == true {
-            let limits = doc["generator"]["limits"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
-                .unwrap_or_default();
+        if doc.generator.limited_by_generator {
             notes.push(format!(
-                "the load generator limited the {} run ({limits}): its numbers may describe the generator, not the endpoint",
-                side.name()
+                "the load generator limited the {} run ({}): its numbers may describe the generator, not the endpoint",
+                side.name(),
+                doc.generator.limits.join("; ")
             ));
         }
-        if doc["thresholds_passed"] == false {
+        if !doc.thresholds_passed {
             notes.push(format!(
                 "the {} run did not pass its thresholds",
                 side.name()
@@ -513,7 +472,7 @@ fn notes(old: &Value, new: &Value) -> Vec<String> {
         }
     }
     for key in ["api", "model", "stream", "max_tokens"] {
-        let (o, n) = (&old["config"][key], &new["config"][key]);
+        let (o, n) = (&old.config[key], &new.config[key]);
         if o != n {
             notes.push(format!("config {key} differs: old {o}, new {n}"));
         }
@@ -680,12 +639,12 @@ fn value(m: &Metric, v: f64) -> String {
     if m.kind == Kind::ErrorRate {
         format!("{:.2}%", v * 100.0)
     } else {
-        num(v)
+        num(v, 4, Whole::Decimals)
     }
 }
 
 fn signed(v: f64) -> String {
-    let s = num(v.abs());
+    let s = num(v.abs(), 4, Whole::Decimals);
     if v < 0.0 {
         format!("-{s}")
     } else {
@@ -693,24 +652,10 @@ fn signed(v: f64) -> String {
     }
 }
 
-/// Four significant digits at most; the histograms hold three.
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::csv::fixture;
+    use crate::report::fixture;
 
     fn regressed(c: &Comparison) -> Vec<(String, &'static str)> {
         c.matches
@@ -726,7 +671,7 @@ mod tests {
 
     #[test]
     fn identical_runs_pass() {
-        let s = fixture::summary();
+        let s = fixture::document();
         let c = compare(&s, &s, 10.0).unwrap();
         assert_eq!(c.regressions(), 0);
         assert!(c.unmatched.is_empty());
@@ -749,7 +694,7 @@ mod tests {
             }
             *p = v;
         };
-        let old = fixture::summary();
+        let old = fixture::document();
         // stage "high", scenario "chat": 12 req/s, 1536 tok/s, e2e p99 50 ms,
         // ttft p50 2 ms, 15 of 135 failed.
         let cases: [(&[&str], Value, Value, &str); 5] = [
@@ -811,7 +756,7 @@ mod tests {
 
     #[test]
     fn improvements_and_missing_values_are_not_regressions() {
-        let old = fixture::summary();
+        let old = fixture::document();
         let mut new = old.clone();
         new["throughput"]["requests_per_s"] = json!(1000.0);
         new["latency_ms"]["e2e"]["p99"] = json!(0.1);
@@ -829,7 +774,7 @@ mod tests {
 
     #[test]
     fn stages_pair_by_name_then_position() {
-        let old = fixture::summary();
+        let old = fixture::document();
         let mut new = old.clone();
         // Swapped order: still paired by name.
         new["stages"] = json!([old["stages"][1], old["stages"][0]]);
@@ -890,7 +835,7 @@ mod tests {
 
     #[test]
     fn today_summaries_without_scenarios() {
-        let mut old = fixture::summary();
+        let mut old = fixture::document();
         for st in old["stages"].as_array_mut().unwrap() {
             st["scenarios"] = json!([]);
         }
@@ -899,35 +844,27 @@ mod tests {
         assert_eq!(c.matches.len(), 3);
     }
 
+    /// Why a document is not a summary is `Summary::from_value`'s to say
+    /// (its tests list the cases); compare names the side.
     #[test]
     fn not_a_summary() {
-        let s = fixture::summary();
-        for (bad, reason) in [
-            (json!([1]), "not a JSON object"),
-            (json!({"tool": "oha"}), "no \"tool\": \"llmload\""),
-            (json!({"tool": "llmload"}), "no \"stages\" array"),
-            (
-                json!({"tool": "llmload", "stages": [3]}),
-                "stages[0] is not an object",
-            ),
-        ] {
-            let e = compare(&s, &bad, 10.0).unwrap_err();
-            assert_eq!(
-                e,
-                Error::NotASummary {
-                    side: Side::New,
-                    reason: reason.into()
-                }
-            );
-            let e = compare(&bad, &s, 10.0).unwrap_err();
-            assert!(matches!(
-                e,
-                Error::NotASummary {
-                    side: Side::Old,
-                    ..
-                }
-            ));
-        }
+        let s = fixture::document();
+        let bad = json!({"tool": "oha"});
+        let reason = "no \"tool\": \"llmload\"".to_string();
+        assert_eq!(
+            compare(&s, &bad, 10.0).unwrap_err(),
+            Error::NotASummary {
+                side: Side::New,
+                reason: reason.clone()
+            }
+        );
+        assert_eq!(
+            compare(&bad, &s, 10.0).unwrap_err(),
+            Error::NotASummary {
+                side: Side::Old,
+                reason
+            }
+        );
         let none = json!({"tool": "llmload", "stages": []});
         assert_eq!(
             compare(&s, &none, 10.0).unwrap_err(),
@@ -940,9 +877,24 @@ mod tests {
         assert!(compare(&s, &s, f64::NAN).is_err());
     }
 
+    /// The least a document can hold: no numbers, nothing flagged, and the
+    /// run described with `?` for what it does not say.
+    #[test]
+    fn a_bare_document_compares_without_notes() {
+        let bare = json!({"tool": "llmload", "stages": [{"name": "main"}]});
+        let c = compare(&bare, &bare, 10.0).unwrap();
+        assert_eq!(c.regressions(), 0);
+        assert_eq!(c.notes, Vec::<String>::new());
+        assert_eq!(c.old_run, "llmload ?, started ?, ?");
+        assert_eq!(c.matches.len(), 2);
+        let text = c.render_text("a", "b");
+        assert!(text.contains("error rate"), "{text}");
+        assert!(text.contains("no regression"), "{text}");
+    }
+
     #[test]
     fn notes_say_what_weakens_the_comparison() {
-        let old = fixture::summary();
+        let old = fixture::document();
         let mut new = old.clone();
         new["complete"] = json!(false);
         new["incomplete_reasons"] = json!(["interrupted by SIGINT"]);

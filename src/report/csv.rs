@@ -1,114 +1,32 @@
 //! `report.csv`: the summary as one table for spreadsheets and notebooks — a
 //! row per stage × scenario, an aggregate row per stage (scenario `*`) and
-//! rows for the whole run (stage `*`). It is rendered from the summary
-//! document rather than from the engine's result, so it can never disagree
-//! with `summary.json`; the price is that every cell is looked up by name in
-//! a `Value`, and a field the summary lacks becomes an empty cell instead of
-//! a compile error. The slice walk below is shared with `metrics.prom`.
+//! rows for the whole run (stage `*`). It is rendered from the `Summary`,
+//! so it can never disagree with `summary.json`, and every number is
+//! spelled exactly as summary.json spells it. Error classes are columns, so
+//! the header depends on which errors the run saw.
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use super::slices::{LATENCIES, Slice, Stat, slices};
+use super::summary::{Load, Summary};
 
-/// One measured slice of a run: the whole run, a stage, or one scenario of
-/// either.
-pub(crate) struct Slice<'a> {
-    /// The stage's label; `None` for run-wide slices.
-    pub stage: Option<String>,
-    /// The scenario's label; `None` for the aggregate over all scenarios.
-    pub scenario: Option<String>,
-    /// The block: `requests`, `window_s`, `throughput`, `tokens`, `latency_ms`.
-    pub block: &'a Value,
-    /// The stage's `load`, for slices within a stage.
-    pub load: Option<&'a Value>,
-    /// Send lateness in µs: the block's own, or the generator's for the run.
-    pub lateness: &'a Value,
-}
-
-/// Every slice of `summary` in report order: each stage's aggregate followed
-/// by its scenarios, then the whole run followed by its run-wide scenarios.
-///
-/// Labels are made unique because both outputs key rows by them: a missing
-/// name, a repeated one, or one equal to `reserved` (the marker the caller
-/// uses for "all") gets `#<position>` appended, 1-based.
-pub(crate) fn slices<'a>(summary: &'a Value, reserved: &str) -> Vec<Slice<'a>> {
-    let stages = array(&summary["stages"]);
-    let stage_labels = labels(stages, reserved);
-    let mut out = Vec::new();
-    for (stage, label) in stages.iter().zip(stage_labels) {
-        let lateness = &stage["send_lateness_us"];
-        out.push(Slice {
-            stage: Some(label.clone()),
-            scenario: None,
-            block: stage,
-            load: Some(&stage["load"]),
-            lateness,
-        });
-        let scenarios = array(&stage["scenarios"]);
-        for (sc, sc_label) in scenarios.iter().zip(labels(scenarios, reserved)) {
-            out.push(Slice {
-                stage: Some(label.clone()),
-                scenario: Some(sc_label),
-                block: sc,
-                load: Some(&stage["load"]),
-                lateness: &sc["send_lateness_us"],
-            });
-        }
-    }
-    out.push(Slice {
-        stage: None,
-        scenario: None,
-        block: summary,
-        load: None,
-        lateness: &summary["generator"]["send_lateness_us"],
-    });
-    let scenarios = array(&summary["scenarios"]);
-    for (sc, sc_label) in scenarios.iter().zip(labels(scenarios, reserved)) {
-        out.push(Slice {
-            stage: None,
-            scenario: Some(sc_label),
-            block: sc,
-            load: None,
-            lateness: &sc["send_lateness_us"],
-        });
-    }
-    out
-}
-
-fn array(v: &Value) -> &[Value] {
-    v.as_array().map_or(&[], Vec::as_slice)
-}
-
-fn labels(items: &[Value], reserved: &str) -> Vec<String> {
-    let mut used = BTreeSet::new();
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let name = item["name"].as_str().unwrap_or("");
-            let mut label = name.to_string();
-            let mut n = i + 1;
-            while label.is_empty() || label == reserved || used.contains(&label) {
-                label = format!("{name}#{n}");
-                n += 1;
-            }
-            used.insert(label.clone());
-            label
-        })
-        .collect()
-}
-
-/// The latency histograms, in column order.
-pub(crate) const LATENCIES: [&str; 5] = ["e2e", "service", "ttft", "tpot", "itl"];
-const STATS: [&str; 7] = ["p50", "p90", "p95", "p99", "p999", "mean", "max"];
+/// The histogram statistics each latency gets, in column order.
+const STATS: [(&str, Stat); 7] = [
+    ("p50", |h| h.p50),
+    ("p90", |h| h.p90),
+    ("p95", |h| h.p95),
+    ("p99", |h| h.p99),
+    ("p999", |h| h.p999),
+    ("mean", |h| h.mean),
+    ("max", |h| h.max),
+];
 
 /// Renders `report.csv` (RFC 4180: CRLF line ends, fields quoted when needed).
-pub fn render(summary: &Value) -> String {
+pub fn render(summary: &Summary) -> String {
     let slices = slices(summary, "*");
     let classes: BTreeSet<&str> = slices
         .iter()
-        .filter_map(|s| s.block["requests"]["errors"].as_object())
-        .flat_map(|m| m.keys().map(String::as_str))
+        .flat_map(|s| s.numbers.requests.errors.keys().map(String::as_str))
         .collect();
 
     let mut header: Vec<String> = [
@@ -129,8 +47,8 @@ pub fn render(summary: &Value) -> String {
     ]
     .map(String::from)
     .to_vec();
-    for l in LATENCIES {
-        header.extend(STATS.iter().map(|s| format!("{l}_{s}_ms")));
+    for (l, _) in LATENCIES {
+        header.extend(STATS.iter().map(|(s, _)| format!("{l}_{s}_ms")));
     }
     header.extend(["output_tokens", "input_tokens", "send_lateness_p99_us"].map(String::from));
     header.extend(classes.iter().map(|c| format!("errors_{c}")));
@@ -148,147 +66,58 @@ pub fn render(summary: &Value) -> String {
 }
 
 fn row(s: &Slice, classes: &BTreeSet<&str>) -> Vec<String> {
-    let b = s.block;
-    let req = &b["requests"];
-    let load = s.load.unwrap_or(&Value::Null);
+    let b = s.numbers;
+    let req = &b.requests;
+    let (concurrency, rates) = match s.load {
+        Some(Load::Concurrency { concurrency }) => (Some(*concurrency), None),
+        Some(Load::Poisson { rate_from, rate_to } | Load::Uniform { rate_from, rate_to }) => {
+            (None, Some((*rate_from, *rate_to)))
+        }
+        Some(Load::Offline) | None => (None, None),
+    };
     let mut r = vec![
         s.stage.clone().unwrap_or_else(|| "*".into()),
         s.scenario.clone().unwrap_or_else(|| "*".into()),
-        load["mode"].as_str().unwrap_or("").to_string(),
-        cell(&load["concurrency"]),
-        cell(&load["rate_from"]),
-        cell(&load["rate_to"]),
-        cell(&b["window_s"]),
-        cell(&req["issued"]),
-        cell(&req["completed"]),
-        cell(&req["failed"]),
-        error_rate(req).map_or_else(String::new, |r| r.to_string()),
-        cell(&b["throughput"]["requests_per_s"]),
-        cell(&b["throughput"]["output_tokens_per_s"]),
-        cell(&b["throughput"]["input_tokens_per_s"]),
+        s.load.map_or("", Load::mode).to_string(),
+        concurrency.map_or_else(String::new, |c| c.to_string()),
+        number(rates.map(|r| r.0)),
+        number(rates.map(|r| r.1)),
+        number(Some(b.window_s)),
+        req.issued.to_string(),
+        req.completed.to_string(),
+        req.failed.to_string(),
+        req.error_rate().map_or_else(String::new, |r| r.to_string()),
+        number(Some(b.throughput.requests_per_s)),
+        number(Some(b.throughput.output_tokens_per_s)),
+        number(Some(b.throughput.input_tokens_per_s)),
     ];
-    for l in LATENCIES {
-        let h = &b["latency_ms"][l];
-        r.extend(STATS.iter().map(|st| cell(&h[st])));
+    for (_, latency) in LATENCIES {
+        let h = latency(&b.latency_ms);
+        r.extend(STATS.iter().map(|(_, stat)| number(stat(h))));
     }
-    r.push(cell(&b["tokens"]["output_total"]));
-    r.push(cell(&b["tokens"]["input_total"]));
-    r.push(cell(&s.lateness["p99"]));
-    let errors = req["errors"].as_object();
-    r.extend(classes.iter().map(|c| match errors {
-        // The summary lists only classes that occurred: absent means zero.
-        Some(m) => m.get(*c).map_or_else(|| "0".to_string(), cell),
-        None => String::new(),
-    }));
+    r.push(b.tokens.output_total.to_string());
+    r.push(b.tokens.input_total.to_string());
+    r.push(number(s.lateness.p99));
+    // The summary lists only classes that occurred: absent means zero.
+    r.extend(
+        classes
+            .iter()
+            .map(|c| req.errors.get(*c).copied().unwrap_or(0).to_string()),
+    );
     r
 }
 
-/// A number exactly as summary.json spells it; anything else is empty.
-fn cell(v: &Value) -> String {
-    match v {
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    }
-}
-
-/// failed / issued, when anything was issued.
-pub(crate) fn error_rate(requests: &Value) -> Option<f64> {
-    let issued = requests["issued"].as_f64()?;
-    let failed = requests["failed"].as_f64()?;
-    (issued > 0.0).then(|| failed / issued)
-}
-
-/// A summary shaped as the integrator's extended document: two stages of two
-/// scenarios each, run-wide scenarios, errors, thresholds, and empty
-/// histograms (nulls). Shared by the renderers' and compare's tests.
-#[cfg(test)]
-pub(crate) mod fixture {
-    use serde_json::{Value, json};
-
-    /// A histogram in ms whose percentiles scale with `base`.
-    pub fn hist(count: u64, base: f64) -> Value {
-        json!({
-            "count": count, "min": base * 0.5, "mean": base * 1.1, "p50": base,
-            "p90": base * 1.5, "p95": base * 1.8, "p99": base * 2.5,
-            "p999": base * 3.0, "max": base * 3.2,
-        })
-    }
-
-    pub fn empty_hist() -> Value {
-        json!({"count": 0, "min": null, "mean": null, "p50": null, "p90": null,
-               "p95": null, "p99": null, "p999": null, "max": null})
-    }
-
-    /// One block: `ok` completions, `errors` failures by class, latencies
-    /// scaled by `ms`; TTFT empty when `ttft` is false.
-    pub fn block(name: &str, ok: u64, errors: &[(&str, u64)], ms: f64, ttft: bool) -> Value {
-        let failed: u64 = errors.iter().map(|e| e.1).sum();
-        let errs: serde_json::Map<String, Value> = errors
-            .iter()
-            .map(|(k, n)| (k.to_string(), json!(n)))
-            .collect();
-        json!({
-            "name": name,
-            "requests": {"issued": ok + failed, "completed": ok, "failed": failed, "errors": errs},
-            "window_s": 10.0,
-            "throughput": {"requests_per_s": ok as f64 / 10.0,
-                           "output_tokens_per_s": ok as f64 * 12.8,
-                           "input_tokens_per_s": ok as f64 * 2.0},
-            "tokens": {"output_total": ok * 128, "input_total": ok * 20,
-                       "output_source": "usage", "input_source": "usage"},
-            "latency_ms": {
-                "e2e": hist(ok, ms * 10.0), "service": hist(ok, ms * 9.0),
-                "ttft": if ttft { hist(ok, ms) } else { empty_hist() },
-                "tpot": hist(ok, ms * 0.1), "itl": hist(ok * 127, ms * 0.1),
-                "tpot_token_weighted": ms * 0.1,
-            },
-            "send_lateness_us": hist(ok + failed, 50.0),
-        })
-    }
-
-    /// Two stages ("low", concurrency 4; "high", a poisson ramp) × two
-    /// scenarios ("chat", "summarize"), and the run-wide blocks.
-    pub fn summary() -> Value {
-        let mut low = block("low", 100, &[], 1.0, true);
-        low["load"] = json!({"mode": "concurrency", "concurrency": 4});
-        low["scenarios"] = json!([
-            block("chat", 70, &[], 1.0, true),
-            block("summarize", 30, &[], 1.0, false),
-        ]);
-        low["thresholds"] =
-            json!([{"name": "p99_ms", "limit": 5000.0, "value": 25.0, "pass": true}]);
-        let mut high = block("high", 180, &[("http_503", 15), ("reset", 5)], 2.0, true);
-        high["load"] = json!({"mode": "poisson", "rate_from": 10.0, "rate_to": 20.0});
-        high["scenarios"] = json!([
-            block("chat", 120, &[("http_503", 15)], 2.0, true),
-            block("summarize", 60, &[("reset", 5)], 2.0, false),
-        ]);
-        high["thresholds"] =
-            json!([{"name": "p99_ms", "limit": 40.0, "value": 50.0, "pass": false}]);
-        let mut doc = block("run", 280, &[("http_503", 15), ("reset", 5)], 1.5, true);
-        let obj = doc.as_object_mut().unwrap();
-        obj.remove("name");
-        let lateness = obj.remove("send_lateness_us").unwrap();
-        doc["tool"] = json!("llmload");
-        doc["version"] = json!("0.1.0");
-        doc["complete"] = json!(true);
-        doc["interrupted"] = json!(false);
-        doc["config"] = json!({"api": "openai-chat", "model": "m\"1\\x\ny"});
-        doc["generator"] = json!({"send_lateness_us": lateness, "ring_full": 0,
-                                  "waited_for_connection": 3, "limited_by_generator": false});
-        doc["stages"] = json!([low, high]);
-        doc["scenarios"] = json!([
-            block("chat", 190, &[("http_503", 15)], 1.5, true),
-            block("summarize", 90, &[("reset", 5)], 1.5, false),
-        ]);
-        doc["thresholds_passed"] = json!(false);
-        doc
-    }
+/// A number exactly as summary.json spells it; nothing (or a value JSON
+/// cannot hold) is an empty cell.
+fn number(v: Option<f64>) -> String {
+    v.and_then(serde_json::Number::from_f64)
+        .map_or_else(String::new, |n| n.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixture;
     use serde_json::json;
 
     fn parse(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
@@ -358,9 +187,9 @@ mod tests {
     #[test]
     fn stage_without_scenarios_is_its_own_row() {
         let mut s = fixture::summary();
-        s["stages"][0]["scenarios"] = json!([]);
-        s["stages"][1]["scenarios"] = json!([]);
-        s["scenarios"] = json!([]);
+        s.stages[0].scenarios.clear();
+        s.stages[1].scenarios.clear();
+        s.scenarios.clear();
         let (header, rows) = parse(&render(&s));
         let keys: Vec<(&str, &str)> = rows.iter().map(|r| (&*r[0], &*r[1])).collect();
         assert_eq!(keys, [("low", "*"), ("high", "*"), ("*", "*")]);
@@ -370,9 +199,9 @@ mod tests {
     #[test]
     fn quoting_and_label_collisions() {
         let mut s = fixture::summary();
-        s["stages"][0]["name"] = json!("a, \"b\"\nc");
-        s["stages"][1]["name"] = json!("*");
-        s["stages"][0]["scenarios"][1]["name"] = json!("chat");
+        s.stages[0].name = "a, \"b\"\nc".into();
+        s.stages[1].name = "*".into();
+        s.stages[0].scenarios[1].name = "chat".into();
         let text = render(&s);
         assert!(text.contains("\"a, \"\"b\"\"\nc\""), "{text}");
         let (_, rows) = parse(&text);
@@ -382,15 +211,18 @@ mod tests {
     }
 
     #[test]
-    fn malformed_summary_renders_empty_cells() {
-        for doc in [
-            json!(null),
-            json!({"stages": 3}),
-            json!({"stages": [1, "x"]}),
-        ] {
-            let (header, rows) = parse(&render(&doc));
-            assert!(!rows.is_empty());
-            assert!(rows.iter().all(|r| r.len() == header.len()));
-        }
+    fn a_bare_document_renders_a_row_per_slice() {
+        let s = fixture::read(json!({"tool": "llmload", "stages": [{"name": "main"}]}));
+        let (header, rows) = parse(&render(&s));
+        let keys: Vec<(&str, &str)> = rows.iter().map(|r| (&*r[0], &*r[1])).collect();
+        assert_eq!(keys, [("main", "*"), ("*", "*")]);
+        assert!(rows.iter().all(|r| r.len() == header.len()));
+        let at = |c: &str| rows[0][col(&header, c)].as_str();
+        // No load: no mode; no requests: no error rate; counts are zero.
+        assert_eq!(
+            (at("load_mode"), at("error_rate"), at("issued")),
+            ("", "", "0")
+        );
+        assert_eq!(at("e2e_p50_ms"), "");
     }
 }

@@ -1,21 +1,28 @@
 //! Turning a finished run into what people and programs read: `summary.json`
-//! (the machine contract, validated against `docs/summary.schema.json`),
-//! `report.txt` (the same numbers for a person, also printed at the end),
-//! `report.csv` and `metrics.prom` (renderings of the summary), the
-//! per-request `events.jsonl` and live progress (`observer`), `compare`, and
-//! the atomic file writes they all go through.
+//! (the typed `Summary`, the machine contract validated against
+//! `docs/summary.schema.json`), and the renderings of that one value:
+//! `report.txt` (also printed at the end), `report.csv`, `metrics.prom` and
+//! `compare`. Also the per-request `events.jsonl` and live progress
+//! (`events`), and the atomic file writes they all go through. `report`
+//! reads the engine's results (`metrics`) and the plan, never the engine.
 
 pub mod atomic;
 pub mod compare;
 pub mod csv;
-pub mod observer;
+pub mod events;
+pub(crate) mod fmt;
 pub mod prom;
+pub(crate) mod slices;
 pub mod summary;
 pub mod text;
+
+#[cfg(test)]
+mod fixture;
 
 use serde_json::Value;
 
 use crate::metrics::run::RunResult;
+use summary::Summary;
 
 /// What the report says about a run beyond the engine's result.
 pub struct RunInfo {
@@ -32,22 +39,21 @@ pub struct RunInfo {
     /// Where the prompts came from and how many were loaded or skipped.
     pub dataset: Value,
     /// The per-request log.
-    pub events: observer::EventsStats,
+    pub events: events::EventsStats,
     /// What a reader must know to read the numbers right.
     pub notes: Vec<String>,
 }
 
 /// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom` into
-/// `dir` atomically and returns the text report. The CSV and Prometheus
-/// files are renderings of the summary document, so they cannot disagree
-/// with it.
+/// `dir` atomically and returns the text report. Every file is a rendering
+/// of one `Summary`, so none can disagree with another.
 pub fn write_all(dir: &std::path::Path, run: &RunResult, info: &RunInfo) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let summary = summary::build(run, info);
-    let mut json = serde_json::to_vec_pretty(&summary).expect("a Value always serializes");
+    let summary = Summary::build(run, info);
+    let mut json = serde_json::to_vec_pretty(&summary).expect("a summary always serializes");
     json.push(b'\n');
     atomic::write(&dir.join("summary.json"), &json)?;
-    let text = text::render(run, info);
+    let text = text::render(&summary);
     atomic::write(&dir.join("report.txt"), text.as_bytes())?;
     atomic::write(&dir.join("report.csv"), csv::render(&summary).as_bytes())?;
     atomic::write(&dir.join("metrics.prom"), prom::render(&summary).as_bytes())?;

@@ -1,6 +1,6 @@
 //! `metrics.prom`: the summary in the Prometheus text exposition format
 //! 0.0.4, for node_exporter's textfile collector or a Pushgateway. Like
-//! `report.csv` it is rendered from the summary document, over the same
+//! `report.csv` it is rendered from the `Summary`, over the same
 //! slices: labels `stage` and `scenario`, with `"all"` marking an aggregate
 //! (`stage="all",scenario="all"` is the whole run). Values are in base
 //! units — seconds, ratios in 0..1, `_total` counters — so the summary's
@@ -16,9 +16,9 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
-use super::csv::{LATENCIES, Slice, error_rate, slices};
+use super::slices::{LATENCIES, Slice, Stat, slices};
+use super::summary::Summary;
+use crate::metrics::series::Rollup;
 
 /// The aggregate marker in `stage` and `scenario` labels.
 const ALL: &str = "all";
@@ -27,7 +27,7 @@ const ALL: &str = "all";
 type Label = (&'static str, String);
 
 /// Renders `metrics.prom`.
-pub fn render(summary: &Value) -> String {
+pub fn render(summary: &Summary) -> String {
     let slices = slices(summary, ALL);
     let mut fams = Families::default();
     run_families(&mut fams, summary);
@@ -38,9 +38,9 @@ pub fn render(summary: &Value) -> String {
     fams.render()
 }
 
-fn run_families(f: &mut Families, summary: &Value) {
-    let cfg = &summary["config"];
-    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+fn run_families(f: &mut Families, summary: &Summary) {
+    let cfg = &summary.config;
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
     f.get(
         "llmload_info",
         Kind::Gauge,
@@ -49,51 +49,53 @@ fn run_families(f: &mut Families, summary: &Value) {
     .push(
         "",
         &[
-            ("version", text(&summary["version"])),
+            ("version", summary.version.clone()),
             ("api", text(&cfg["api"])),
             ("model", text(&cfg["model"])),
         ],
         Some("1".into()),
     );
+    let g = &summary.generator;
     let flags = [
         (
             "llmload_run_complete",
-            &summary["complete"],
+            summary.complete,
             "1 when every issued request was accounted for, no worker was lost and the run was not interrupted.",
         ),
         (
             "llmload_run_interrupted",
-            &summary["interrupted"],
+            summary.interrupted,
             "1 when the run was stopped by SIGINT or SIGTERM.",
         ),
         (
             "llmload_generator_limited",
-            &summary["generator"]["limited_by_generator"],
+            g.limited_by_generator,
             "1 when the load generator, not the endpoint, limited the run.",
         ),
         (
             "llmload_thresholds_passed",
-            &summary["thresholds_passed"],
+            summary.thresholds_passed,
             "1 when every stage met its thresholds.",
         ),
     ];
     for (name, v, help) in flags {
-        f.get(name, Kind::Gauge, help).push("", &[], bool01(v));
+        f.get(name, Kind::Gauge, help)
+            .push("", &[], Some(bool01(v)));
     }
-    for (name, key, help) in [
+    for (name, n, help) in [
         (
             "llmload_generator_ring_full_total",
-            "ring_full",
+            g.ring_full,
             "Times the scheduler found a worker's issue ring full.",
         ),
         (
             "llmload_generator_waited_for_connection_total",
-            "waited_for_connection",
+            g.waited_for_connection,
             "Requests that waited for a free connection.",
         ),
     ] {
         f.get(name, Kind::Counter, help)
-            .push("", &[], int(&summary["generator"][key]));
+            .push("", &[], Some(n.to_string()));
     }
 }
 
@@ -105,82 +107,80 @@ fn slice_families(f: &mut Families, s: &Slice) {
         l.extend(extra);
         l
     };
-    let b = s.block;
-    let req = &b["requests"];
+    let b = s.numbers;
+    let req = &b.requests;
 
     let requests = f.get(
         "llmload_requests_total",
         Kind::Counter,
         "Measured requests by outcome (warmup excluded).",
     );
-    for outcome in ["completed", "failed"] {
+    for (outcome, n) in [("completed", req.completed), ("failed", req.failed)] {
         requests.push(
             "",
             &at(Some(("outcome", outcome.into()))),
-            int(&req[outcome]),
+            Some(n.to_string()),
         );
     }
-    if let Some(errors) = req["errors"].as_object() {
-        let fam = f.get(
-            "llmload_errors_total",
-            Kind::Counter,
-            "Failed requests by error class (connect_refused, reset, http_503, ...).",
-        );
-        for (class, n) in errors {
-            fam.push("", &at(Some(("class", class.clone()))), int(n));
-        }
+    let fam = f.get(
+        "llmload_errors_total",
+        Kind::Counter,
+        "Failed requests by error class (connect_refused, reset, http_503, ...).",
+    );
+    for (class, n) in &req.errors {
+        fam.push("", &at(Some(("class", class.clone()))), Some(n.to_string()));
     }
     f.get(
         "llmload_error_ratio",
         Kind::Gauge,
         "Failed over issued measured requests.",
     )
-    .push("", &at(None), error_rate(req).map(float));
+    .push("", &at(None), req.error_rate().map(float));
 
-    let tp = &b["throughput"];
-    for (name, key, help) in [
+    let tp = &b.throughput;
+    for (name, v, help) in [
         (
             "llmload_window_seconds",
-            &b["window_s"],
+            b.window_s,
             "Measured window: from the end of warmup to the last measured completion.",
         ),
         (
             "llmload_requests_per_second",
-            &tp["requests_per_s"],
+            tp.requests_per_s,
             "Completed requests per second over the measured window.",
         ),
         (
             "llmload_output_tokens_per_second",
-            &tp["output_tokens_per_s"],
+            tp.output_tokens_per_s,
             "Output tokens per second over the measured window.",
         ),
         (
             "llmload_input_tokens_per_second",
-            &tp["input_tokens_per_s"],
+            tp.input_tokens_per_s,
             "Input tokens per second over the measured window.",
         ),
     ] {
         f.get(name, Kind::Gauge, help)
-            .push("", &at(None), key.as_f64().map(float));
+            .push("", &at(None), Some(float(v)));
     }
-    for (name, key, help) in [
+    for (name, n, help) in [
         (
             "llmload_output_tokens_total",
-            "output_total",
+            b.tokens.output_total,
             "Output tokens of completed requests.",
         ),
         (
             "llmload_input_tokens_total",
-            "input_total",
+            b.tokens.input_total,
             "Input tokens of completed requests.",
         ),
     ] {
         f.get(name, Kind::Counter, help)
-            .push("", &at(None), int(&b["tokens"][key]));
+            .push("", &at(None), Some(n.to_string()));
     }
 
-    for (latency, family) in LATENCIES.iter().zip(LATENCY_FAMILIES) {
-        summary_family(f, family, &b["latency_ms"][latency], 1e-3, &at);
+    for ((_, latency), family) in LATENCIES.iter().zip(LATENCY_FAMILIES) {
+        summary_family(f, family, latency(&b.latency_ms), 1e-3, &at);
     }
     summary_family(
         f,
@@ -219,50 +219,45 @@ const LATENCY_FAMILIES: [(&str, &str); 5] = [
 ];
 
 /// Quantile labels and the histogram fields they come from.
-const QUANTILES: [(&str, &str); 6] = [
-    ("0.5", "p50"),
-    ("0.9", "p90"),
-    ("0.95", "p95"),
-    ("0.99", "p99"),
-    ("0.999", "p999"),
-    ("1", "max"),
+const QUANTILES: [(&str, Stat); 6] = [
+    ("0.5", |h| h.p50),
+    ("0.9", |h| h.p90),
+    ("0.95", |h| h.p95),
+    ("0.99", |h| h.p99),
+    ("0.999", |h| h.p999),
+    ("1", |h| h.max),
 ];
 
 fn summary_family(
     f: &mut Families,
     (name, help): (&'static str, &'static str),
-    h: &Value,
+    h: &Rollup,
     to_seconds: f64,
     at: &dyn Fn(Option<Label>) -> Vec<Label>,
 ) {
     let fam = f.get(name, Kind::Summary, help);
-    for (q, key) in QUANTILES {
-        let v = h[key].as_f64().map(|v| float(v * to_seconds));
+    for (q, stat) in QUANTILES {
+        let v = stat(h).map(|v| float(v * to_seconds));
         fam.push("", &at(Some(("quantile", q.into()))), v);
     }
-    let count = h["count"].as_u64();
-    let sum = match (count, h["mean"].as_f64()) {
-        (Some(0), _) => Some(0.0),
-        (Some(n), Some(mean)) => Some(mean * n as f64 * to_seconds),
-        _ => None,
+    let sum = match (h.count, h.mean) {
+        (0, _) => Some(0.0),
+        (n, Some(mean)) => Some(mean * n as f64 * to_seconds),
+        (_, None) => None,
     };
     // A summary's _sum and _count describe the same observations: write both or neither.
-    if let (Some(sum), Some(count)) = (sum, count) {
+    if let Some(sum) = sum {
         fam.push("_sum", &at(None), Some(float(sum)));
-        fam.push("_count", &at(None), Some(count.to_string()));
+        fam.push("_count", &at(None), Some(h.count.to_string()));
     }
 }
 
-fn threshold_families(f: &mut Families, summary: &Value, slices: &[Slice]) {
+fn threshold_families(f: &mut Families, summary: &Summary, slices: &[Slice]) {
     // Stage labels come from the slice walk so they match the other series.
     let stage_labels = slices
         .iter()
         .filter(|s| s.stage.is_some() && s.scenario.is_none());
-    let stages = summary["stages"].as_array().map_or(&[][..], Vec::as_slice);
-    for (stage, s) in stages.iter().zip(stage_labels) {
-        let Some(list) = stage["thresholds"].as_array() else {
-            continue;
-        };
+    for (stage, s) in summary.stages.iter().zip(stage_labels) {
         let fam = f.get(
             "llmload_threshold_passed",
             Kind::Gauge,
@@ -270,14 +265,13 @@ fn threshold_families(f: &mut Families, summary: &Value, slices: &[Slice]) {
         );
         let label = s.stage.clone().unwrap_or_default();
         let mut seen = std::collections::BTreeSet::new();
-        for t in list {
-            let name = t["name"].as_str().unwrap_or("").to_string();
+        for t in &stage.thresholds {
             // Two thresholds of one name would be one series twice; keep the first.
-            if seen.insert(name.clone()) {
+            if seen.insert(t.name.as_str()) {
                 fam.push(
                     "",
-                    &[("stage", label.clone()), ("threshold", name)],
-                    bool01(&t["pass"]),
+                    &[("stage", label.clone()), ("threshold", t.name.clone())],
+                    Some(bool01(t.pass)),
                 );
             }
         }
@@ -383,12 +377,8 @@ fn escape_help(v: &str) -> String {
     v.replace('\\', "\\\\").replace('\n', "\\n")
 }
 
-fn bool01(v: &Value) -> Option<String> {
-    v.as_bool().map(|b| if b { "1" } else { "0" }.into())
-}
-
-fn int(v: &Value) -> Option<String> {
-    v.as_u64().map(|n| n.to_string())
+fn bool01(v: bool) -> String {
+    if v { "1" } else { "0" }.into()
 }
 
 /// A float in the format's syntax (which Go's ParseFloat reads). Rounded to
@@ -409,182 +399,18 @@ fn float(v: f64) -> String {
     rounded.to_string()
 }
 
-#[doc(hidden)]
-pub mod check {
-    //! A deliberately naive reader of the exposition format, independent of
-    //! the writer above: enough to catch a malformed line, a sample before
-    //! its family's HELP and TYPE, a family split in two, or a series twice.
-    //! Public only so the integration tests can hold real output to it too.
-
-    use std::collections::{BTreeMap, BTreeSet};
-
-    /// One sample: metric name, labels in order, value.
-    pub type Sample = (String, Vec<(String, String)>, f64);
-
-    /// Parses `text` or says what is wrong with which line.
-    pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
-        if !text.is_empty() && !text.ends_with('\n') {
-            return Err("the last line must end with a line feed".into());
-        }
-        let mut help = BTreeSet::new();
-        let mut types: BTreeMap<String, String> = BTreeMap::new();
-        let mut started = BTreeSet::new();
-        let mut current: Option<String> = None;
-        let mut series = BTreeSet::new();
-        let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            let err = |m: &str| Err(format!("line {}: {m}: {line:?}", i + 1));
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix("# ") {
-                let mut it = rest.splitn(3, ' ');
-                let (kw, name) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
-                if !valid_name(name) {
-                    return err("bad metric name");
-                }
-                if current.as_deref() != Some(name) {
-                    if !started.insert(name.to_string()) {
-                        return err("family appears twice");
-                    }
-                    current = Some(name.to_string());
-                }
-                match kw {
-                    "HELP" => {
-                        if !help.insert(name.to_string()) {
-                            return err("second HELP");
-                        }
-                    }
-                    "TYPE" => {
-                        let t = it.next().unwrap_or("");
-                        if !["counter", "gauge", "summary", "histogram", "untyped"].contains(&t) {
-                            return err("bad type");
-                        }
-                        if types.insert(name.to_string(), t.to_string()).is_some() {
-                            return err("second TYPE");
-                        }
-                    }
-                    _ => return err("unknown comment keyword"),
-                }
-                continue;
-            }
-            let (name, labels, value) = match sample(line) {
-                Ok(s) => s,
-                Err(m) => return err(&m),
-            };
-            let family = family_of(&name, &types);
-            if current.as_deref() != Some(family.as_str()) {
-                return err("sample outside its family's block");
-            }
-            if !help.contains(&family) || !types.contains_key(&family) {
-                return err("sample before its family's HELP and TYPE");
-            }
-            if types[&family] == "summary" {
-                let has_q = labels.iter().any(|(k, _)| k == "quantile");
-                if has_q == (name != family) {
-                    return err("summary: quantile only on the bare name, not on _sum/_count");
-                }
-            }
-            let mut key = labels.clone();
-            key.sort();
-            if !series.insert((name.clone(), key)) {
-                return err("duplicate series");
-            }
-            out.push((name, labels, value));
-        }
-        Ok(out)
-    }
-
-    fn family_of(name: &str, types: &BTreeMap<String, String>) -> String {
-        for suffix in ["_sum", "_count"] {
-            if let Some(base) = name.strip_suffix(suffix)
-                && types.get(base).is_some_and(|t| t == "summary")
-            {
-                return base.to_string();
-            }
-        }
-        name.to_string()
-    }
-
-    pub fn valid_name(n: &str) -> bool {
-        let mut c = n.chars();
-        matches!(c.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':')
-            && c.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-    }
-
-    fn valid_label(n: &str) -> bool {
-        valid_name(n) && !n.contains(':')
-    }
-
-    fn sample(line: &str) -> Result<Sample, String> {
-        let name_end = line.find(['{', ' ']).ok_or("no value")?;
-        let name = &line[..name_end];
-        if !valid_name(name) {
-            return Err("bad metric name".into());
-        }
-        let mut rest = &line[name_end..];
-        let mut labels = Vec::new();
-        if let Some(r) = rest.strip_prefix('{') {
-            rest = r;
-            loop {
-                if let Some(r) = rest.strip_prefix('}') {
-                    rest = r;
-                    break;
-                }
-                let eq = rest.find("=\"").ok_or("label without =\"")?;
-                let key = &rest[..eq];
-                if !valid_label(key) {
-                    return Err(format!("bad label name {key:?}"));
-                }
-                let mut value = String::new();
-                let mut chars = rest[eq + 2..].char_indices();
-                let end = loop {
-                    match chars.next().ok_or("unterminated label value")? {
-                        (i, '"') => break eq + 2 + i + 1,
-                        (_, '\\') => match chars.next().ok_or("dangling backslash")?.1 {
-                            '\\' => value.push('\\'),
-                            '"' => value.push('"'),
-                            'n' => value.push('\n'),
-                            c => return Err(format!("bad escape \\{c}")),
-                        },
-                        (_, '\n') => return Err("raw line feed in label value".into()),
-                        (_, c) => value.push(c),
-                    }
-                };
-                if labels.iter().any(|(k, _): &(String, String)| k == key) {
-                    return Err(format!("label {key} twice"));
-                }
-                labels.push((key.to_string(), value));
-                rest = &rest[end..];
-                rest = rest.strip_prefix(',').unwrap_or(rest);
-            }
-        }
-        let rest = rest.strip_prefix(' ').ok_or("no space before the value")?;
-        let mut parts = rest.split(' ');
-        let v = parts.next().unwrap_or("");
-        let value = match v {
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            "NaN" => f64::NAN,
-            v => v.parse().map_err(|_| format!("bad value {v:?}"))?,
-        };
-        if let Some(ts) = parts.next()
-            && ts.parse::<i64>().is_err()
-        {
-            return Err("bad timestamp".into());
-        }
-        if parts.next().is_some() {
-            return Err("trailing tokens".into());
-        }
-        Ok((name.to_string(), labels, value))
-    }
-}
+/// The naive reader of the format that the tests hold output to; it lives
+/// with the integration tests, which read real runs' files with it too.
+#[cfg(test)]
+#[path = "../../tests/prom_check.rs"]
+mod check;
 
 #[cfg(test)]
 mod tests {
     use super::check::{Sample, parse};
     use super::*;
-    use crate::report::csv::fixture;
+    use crate::report::fixture;
+    use crate::report::summary::Threshold;
     use serde_json::json;
 
     fn find(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -600,7 +426,7 @@ mod tests {
             .map(|s| s.2)
     }
 
-    fn rendered(doc: &Value) -> (String, Vec<Sample>) {
+    fn rendered(doc: &Summary) -> (String, Vec<Sample>) {
         let text = render(doc);
         let samples = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         (text, samples)
@@ -706,10 +532,10 @@ mod tests {
     #[test]
     fn empty_scenarios_leave_stage_and_run_series() {
         let mut doc = fixture::summary();
-        for st in doc["stages"].as_array_mut().unwrap() {
-            st["scenarios"] = json!([]);
+        for st in &mut doc.stages {
+            st.scenarios.clear();
         }
-        doc["scenarios"] = json!([]);
+        doc.scenarios.clear();
         let (_, s) = rendered(&doc);
         let mut pairs: Vec<(String, String)> = s
             .iter()
@@ -724,29 +550,39 @@ mod tests {
     #[test]
     fn colliding_names_stay_distinct_series() {
         let mut doc = fixture::summary();
-        doc["stages"][0]["name"] = json!("all");
-        doc["stages"][1]["name"] = json!("all");
-        doc["stages"][1]["scenarios"][0]["name"] = json!("all");
-        doc["stages"][1]["thresholds"] = json!([
-            {"name": "p99_ms", "pass": true}, {"name": "p99_ms", "pass": false}
-        ]);
-        let (text, _) = rendered(&doc);
+        doc.stages[0].name = "all".into();
+        doc.stages[1].name = "all".into();
+        doc.stages[1].scenarios[0].name = "all".into();
+        let p99 = |pass| Threshold {
+            name: "p99_ms".into(),
+            pass,
+            ..Threshold::default()
+        };
+        doc.stages[1].thresholds = vec![p99(true), p99(false)];
+        let (text, s) = rendered(&doc);
         assert!(text.contains("stage=\"all#1\""), "{text}");
         assert!(
             text.contains("stage=\"all#2\",scenario=\"all#1\""),
             "{text}"
         );
+        // The first of two thresholds of one name is kept.
+        let passed = [("stage", "all#2"), ("threshold", "p99_ms")];
+        assert_eq!(find(&s, "llmload_threshold_passed", &passed), Some(1.0));
     }
 
     #[test]
-    fn malformed_summary_still_renders_valid_text() {
-        for doc in [
-            json!(null),
-            json!({"stages": [1, {"latency_ms": 3}]}),
-            json!([]),
-        ] {
-            rendered(&doc);
-        }
+    fn a_bare_document_renders_valid_text() {
+        let doc = fixture::read(json!({"tool": "llmload", "stages": [{"name": "main"}]}));
+        let (text, s) = rendered(&doc);
+        let main = [("stage", "main"), ("scenario", "all")];
+        assert_eq!(find(&s, "llmload_requests_per_second", &main), Some(0.0));
+        // Nothing issued: no error ratio, and empty histograms count zero.
+        assert_eq!(find(&s, "llmload_error_ratio", &main), None);
+        assert_eq!(
+            find(&s, "llmload_e2e_latency_seconds_count", &main),
+            Some(0.0)
+        );
+        assert!(!text.contains("quantile"), "{text}");
     }
 
     #[test]

@@ -1,191 +1,517 @@
-//! `summary.json`: every number of a run, machine-readable. Field names and
-//! units follow DESIGN.md (times in milliseconds as floats, lateness in
-//! microseconds, rates per second); `docs/summary.schema.json` is the contract
-//! and a test validates real output against it.
+//! `summary.json`: every number of a run, machine-readable, as one typed
+//! `Summary` that every other rendering (`report.txt`, `report.csv`,
+//! `metrics.prom`, `compare`) reads, so a field one of them needs and the
+//! summary lacks is a compile error. Field names and units follow DESIGN.md
+//! (times in milliseconds as floats, lateness in microseconds, rates per
+//! second); `docs/summary.schema.json` is the contract and a test validates
+//! real output against it. The engine's reasons (limits, incomplete runs,
+//! a threshold abort) become English here and nowhere else.
+//!
+//! Reading is lenient so `compare` can read any llmload's summary: beyond
+//! `tool` and `stages`, a field a document lacks (one added after it was
+//! written) reads as zero, empty, or — for `complete` and
+//! `thresholds_passed` — true, so that absence never reads as a failure.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::RunInfo;
+use super::events::EventsStats;
 use crate::clock::format_utc;
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
-use crate::metrics::run::RunResult;
-use crate::plan::Load;
+use crate::metrics::run::{ExitHow, Incomplete, Limit, RunResult, ThresholdAbort};
+use crate::metrics::series::Rollup;
+use crate::metrics::thresholds::Verdict;
+use crate::plan::{self, ArrivalKind};
 use crate::protocol::Finish;
 
 const MS: f64 = 1e6;
 const US: f64 = 1e3;
 
 /// The whole summary document.
-pub fn build(run: &RunResult, info: &RunInfo) -> Value {
-    let g = &run.generator;
-    let lateness = run.total.send_lateness.summary(US);
-    let mut doc = json!({
-        "tool": "llmload",
-        "version": env!("CARGO_PKG_VERSION"),
-        "complete": run.complete,
-        "interrupted": run.interrupted,
-        "incomplete_reasons": run.incomplete_reasons,
-        "started_at": format_utc(info.started_wall_ns),
-        "target": info.target,
-        "config": info.config,
-        "dataset": info.dataset,
-        "requests": requests(&run.total),
-        "error_messages": run.total.error_messages,
-        "warmup": {
-            "issued": run.warmup.issued,
-            "completed": run.warmup.completed,
-            "failed": run.warmup.failed,
-        },
-        "window_s": run.total_window_ns as f64 / 1e9,
-        "throughput": throughput(&run.total, run.total_window_ns),
-        "tokens": tokens(&run.total),
-        "latency_ms": latency(&run.total),
-        "generator": {
-            "send_lateness_us": lateness,
-            "ring_full": g.ring_full,
-            "held_back": g.held_back,
-            "waited_for_connection": g.waited_for_connection,
-            "completion_ring_full": g.completion_ring_full,
-            "itl_truncated": g.itl_truncated,
-            "connections_opened": g.connections_opened,
-            "stale_connection_retries": g.stale_retries,
-            "workers": g.workers,
-            "worker_busy_max": g.worker_busy_max,
-            "fd_limit": info.fd_limit,
-            "startup_ms": run.startup_ns as f64 / MS,
-            "limited_by_generator": !g.limits.is_empty(),
-            "limits": g.limits,
-        },
-        "stages": run.stages.iter().map(|s| {
-            let mut v = slice(&s.block, s.window_ns);
-            v["name"] = s.name.clone().into();
-            v["load"] = load(&s.load);
-            v["scenarios"] = s
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    /// Always `llmload`.
+    pub tool: String,
+    pub version: String,
+    /// Every issued request was accounted for, no worker was lost and the
+    /// run was not interrupted.
+    #[serde(default = "yes")]
+    pub complete: bool,
+    /// Stopped by SIGINT or SIGTERM.
+    pub interrupted: bool,
+    pub incomplete_reasons: Vec<String>,
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started_at: String,
+    /// What was measured: URL, API and model.
+    pub target: String,
+    /// The resolved configuration, secrets redacted: free-form, its shape is
+    /// the profile's.
+    pub config: Value,
+    /// Where the prompts came from (`source`, `samples`, `skipped`,
+    /// `skip_examples`, per scenario when several): free-form, its shape is
+    /// the dataset loader's.
+    pub dataset: Value,
+    /// The whole run's numbers (warmup excluded).
+    #[serde(flatten)]
+    pub run: Numbers,
+    pub warmup: Warmup,
+    pub generator: Generator,
+    pub stages: Vec<Stage>,
+    /// Each scenario over the whole run.
+    pub scenarios: Vec<Scenario>,
+    #[serde(default = "yes")]
+    pub thresholds_passed: bool,
+    /// Why later stages were skipped, if a threshold stopped the run.
+    pub aborted_on_threshold: Option<String>,
+    pub events: EventsStats,
+    /// What a reader must know to read the numbers right.
+    pub notes: Vec<String>,
+    /// Counters of the built-in endpoint, when the run started one:
+    /// free-form, its shape is the server's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub builtin_endpoint: Option<Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The numbers every slice of a run has: the whole run, a stage, a scenario.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Numbers {
+    pub requests: Requests,
+    /// Up to three distinct messages per failure key (`http_503`, …).
+    pub error_messages: BTreeMap<String, Vec<String>>,
+    /// The measured window, s.
+    pub window_s: f64,
+    pub throughput: Throughput,
+    pub tokens: Tokens,
+    pub latency_ms: Latency,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Requests {
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Failures by key (`reset`, `http_503`, …); only keys that occurred.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Requests {
+    /// failed / issued, when anything was issued.
+    pub fn error_rate(&self) -> Option<f64> {
+        (self.issued > 0).then(|| self.failed as f64 / self.issued as f64)
+    }
+}
+
+/// Per second over the slice's window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub input_tokens_per_s: f64,
+    pub total_tokens_per_s: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tokens {
+    pub output_total: u64,
+    pub input_total: u64,
+    /// Where output counts came from: usage, tokenizer, events, mixed,
+    /// unknown or none.
+    pub output_source: String,
+    /// Where input counts came from: input_ids, tokenizer, usage, mixed,
+    /// unknown or none.
+    pub input_source: String,
+    /// Successful requests per output count source.
+    pub output_source_requests: BTreeMap<String, u64>,
+    /// Successful requests per input count source.
+    pub input_source_requests: BTreeMap<String, u64>,
+    pub output_per_request_mean: f64,
+    pub input_per_request_mean: f64,
+    /// Input tokens per successful request.
+    pub isl: Rollup,
+    /// Output tokens per successful request.
+    pub osl: Rollup,
+    pub text_bytes: u64,
+    /// Successful requests by finish reason; only reasons that occurred.
+    pub finish_reasons: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    pub e2e: Rollup,
+    pub service: Rollup,
+    pub ttft: Rollup,
+    pub ttft_sched: Rollup,
+    /// Request-weighted TPOT (vLLM).
+    pub tpot: Rollup,
+    /// Token-weighted TPOT (guidellm): decode time over decode tokens, ms.
+    pub tpot_token_weighted: Option<f64>,
+    pub itl: Rollup,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Warmup {
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// How the load generator itself coped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Generator {
+    pub send_lateness_us: Rollup,
+    pub ring_full: u64,
+    pub held_back: u64,
+    pub waited_for_connection: u64,
+    pub completion_ring_full: u64,
+    pub itl_truncated: u64,
+    pub connections_opened: u64,
+    pub stale_connection_retries: u64,
+    pub workers: usize,
+    pub worker_busy_max: f64,
+    pub fd_limit: u64,
+    pub startup_ms: f64,
+    pub limited_by_generator: bool,
+    /// Why the generator, not the endpoint, limited the run.
+    pub limits: Vec<String>,
+}
+
+/// One stage: its load, its numbers, its scenarios and thresholds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stage {
+    pub name: String,
+    /// Always written; `None` only for a read document that lacks it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<Load>,
+    #[serde(flatten)]
+    pub numbers: Numbers,
+    pub send_lateness_us: Rollup,
+    /// The stage split by scenario, in profile order.
+    pub scenarios: Vec<Scenario>,
+    pub thresholds: Vec<Threshold>,
+    #[serde(default = "yes")]
+    pub thresholds_passed: bool,
+}
+
+/// One scenario of a stage or of the whole run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(flatten)]
+    pub numbers: Numbers,
+    pub send_lateness_us: Rollup,
+}
+
+/// A stage's load, as `{"mode": …}` with the mode's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum Load {
+    Concurrency { concurrency: usize },
+    Offline,
+    Poisson { rate_from: f64, rate_to: f64 },
+    Uniform { rate_from: f64, rate_to: f64 },
+}
+
+impl Load {
+    /// The schema's name of the mode.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            Load::Concurrency { .. } => "concurrency",
+            Load::Offline => "offline",
+            Load::Poisson { .. } => "poisson",
+            Load::Uniform { .. } => "uniform",
+        }
+    }
+}
+
+impl From<&plan::Load> for Load {
+    fn from(l: &plan::Load) -> Load {
+        match *l {
+            plan::Load::Closed { concurrency } => Load::Concurrency { concurrency },
+            plan::Load::Offline => Load::Offline,
+            plan::Load::Open {
+                kind: ArrivalKind::Poisson,
+                rate_from,
+                rate_to,
+            } => Load::Poisson { rate_from, rate_to },
+            plan::Load::Open {
+                kind: ArrivalKind::Uniform,
+                rate_from,
+                rate_to,
+            } => Load::Uniform { rate_from, rate_to },
+        }
+    }
+}
+
+/// One threshold's outcome. The name stays a string so a summary naming a
+/// threshold this version does not know still reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Threshold {
+    /// `ttft_p95_ms`, `p95_ms`, `p99_ms`, `error_rate` or `min_rps`.
+    pub name: String,
+    pub limit: f64,
+    /// `None` when the stage had no data for it.
+    pub value: Option<f64>,
+    pub pass: bool,
+}
+
+impl From<&Verdict> for Threshold {
+    fn from(v: &Verdict) -> Threshold {
+        Threshold {
+            name: v.name.to_string(),
+            limit: v.limit,
+            value: v.value,
+            pass: v.pass,
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of `run`.
+    pub fn build(run: &RunResult, info: &RunInfo) -> Summary {
+        let g = &run.generator;
+        Summary {
+            tool: "llmload".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            complete: run.complete,
+            interrupted: run.interrupted,
+            incomplete_reasons: run.incomplete_reasons.iter().map(incomplete).collect(),
+            started_at: format_utc(info.started_wall_ns),
+            target: info.target.clone(),
+            config: info.config.clone(),
+            dataset: info.dataset.clone(),
+            run: Numbers::of(&run.total, run.total_window_ns),
+            warmup: Warmup {
+                issued: run.warmup.issued,
+                completed: run.warmup.completed,
+                failed: run.warmup.failed,
+            },
+            generator: Generator {
+                send_lateness_us: run.total.send_lateness.rollup(US),
+                ring_full: g.ring_full,
+                held_back: g.held_back,
+                waited_for_connection: g.waited_for_connection,
+                completion_ring_full: g.completion_ring_full,
+                itl_truncated: g.itl_truncated,
+                connections_opened: g.connections_opened,
+                stale_connection_retries: g.stale_retries,
+                workers: g.workers,
+                worker_busy_max: g.worker_busy_max,
+                fd_limit: info.fd_limit,
+                startup_ms: run.startup_ns as f64 / MS,
+                limited_by_generator: !g.limits.is_empty(),
+                limits: g.limits.iter().map(limit).collect(),
+            },
+            stages: run
+                .stages
+                .iter()
+                .map(|s| Stage {
+                    name: s.name.clone(),
+                    load: Some(Load::from(&s.load)),
+                    numbers: Numbers::of(&s.block, s.window_ns),
+                    send_lateness_us: s.block.send_lateness.rollup(US),
+                    scenarios: s
+                        .scenarios
+                        .iter()
+                        .map(|sc| Scenario::of(&sc.name, &sc.block, s.window_ns))
+                        .collect(),
+                    thresholds: s.thresholds.iter().map(Threshold::from).collect(),
+                    thresholds_passed: s.thresholds.iter().all(|t| t.pass),
+                })
+                .collect(),
+            scenarios: run
                 .scenarios
                 .iter()
-                .map(|sc| {
-                    let mut b = slice(&sc.block, s.window_ns);
-                    b["name"] = sc.name.clone().into();
-                    b
-                })
-                .collect::<Vec<_>>()
-                .into();
-            v["thresholds"] = serde_json::to_value(&s.thresholds).expect("verdicts serialize");
-            v["thresholds_passed"] = s.thresholds.iter().all(|t| t.pass).into();
-            v
-        }).collect::<Vec<_>>(),
-        "scenarios": run.scenarios.iter().map(|sc| {
-            let mut b = slice(&sc.block, run.total_window_ns);
-            b["name"] = sc.name.clone().into();
-            b
-        }).collect::<Vec<_>>(),
-        "thresholds_passed": run.thresholds_passed,
-        "aborted_on_threshold": run.aborted_on_threshold,
-        "events": info.events,
-        "notes": info.notes,
-    });
-    if let Some(stats) = &info.builtin_endpoint {
-        doc["builtin_endpoint"] = stats.clone();
-    }
-    doc
-}
-
-/// The blocks every slice of a run has (a stage, a scenario).
-fn slice(b: &Block, window_ns: u64) -> Value {
-    json!({
-        "requests": requests(b),
-        "error_messages": b.error_messages,
-        "window_s": window_ns as f64 / 1e9,
-        "throughput": throughput(b, window_ns),
-        "tokens": tokens(b),
-        "latency_ms": latency(b),
-        "send_lateness_us": b.send_lateness.summary(US),
-    })
-}
-
-fn requests(b: &Block) -> Value {
-    let errors: serde_json::Map<String, Value> = b
-        .errors
-        .named()
-        .into_iter()
-        .map(|(k, n)| (k, Value::from(n)))
-        .collect();
-    json!({
-        "issued": b.issued,
-        "completed": b.completed,
-        "failed": b.failed,
-        "errors": errors,
-    })
-}
-
-fn throughput(b: &Block, window_ns: u64) -> Value {
-    let secs = window_ns as f64 / 1e9;
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-    json!({
-        "requests_per_s": rate(b.completed),
-        "output_tokens_per_s": rate(b.output_tokens),
-        "input_tokens_per_s": rate(b.input_tokens),
-        "total_tokens_per_s": rate(b.output_tokens + b.input_tokens),
-    })
-}
-
-fn tokens(b: &Block) -> Value {
-    let by_source = |counts: &[u64; 4], names: &[&str; 4]| -> Value {
-        names
-            .iter()
-            .zip(counts)
-            .map(|(k, n)| (k.to_string(), Value::from(*n)))
-            .collect::<serde_json::Map<_, _>>()
-            .into()
-    };
-    let mean = |n: u64| {
-        if b.completed > 0 {
-            n as f64 / b.completed as f64
-        } else {
-            0.0
+                .map(|sc| Scenario::of(&sc.name, &sc.block, run.total_window_ns))
+                .collect(),
+            thresholds_passed: run.thresholds_passed,
+            aborted_on_threshold: run.aborted_on_threshold.as_ref().map(threshold_abort),
+            events: info.events.clone(),
+            notes: info.notes.clone(),
+            builtin_endpoint: info.builtin_endpoint.clone(),
         }
-    };
-    json!({
-        "output_total": b.output_tokens,
-        "input_total": b.input_tokens,
-        "output_source": b.output_source(),
-        "input_source": b.input_source(),
-        "output_source_requests": by_source(&b.output_sources, &OUTPUT_SOURCES),
-        "input_source_requests": by_source(&b.input_sources, &INPUT_SOURCES),
-        "output_per_request_mean": mean(b.output_tokens),
-        "input_per_request_mean": mean(b.input_tokens),
-        "isl": b.isl.summary(1.0),
-        "osl": b.osl.summary(1.0),
-        "text_bytes": b.text_bytes,
-        "finish_reasons": Finish::ALL
-            .iter()
-            .zip(b.finish)
-            .filter(|(_, n)| *n > 0)
-            .map(|(f, n)| (f.name().to_string(), Value::from(n)))
-            .collect::<serde_json::Map<_, _>>(),
-    })
-}
+    }
 
-fn latency(b: &Block) -> Value {
-    json!({
-        "e2e": b.e2e.summary(MS),
-        "service": b.service.summary(MS),
-        "ttft": b.ttft.summary(MS),
-        "ttft_sched": b.ttft_sched.summary(MS),
-        "tpot": b.tpot.summary(MS),
-        "tpot_token_weighted": b.tpot_token_weighted_ns().map(|ns| ns / MS),
-        "itl": b.itl.summary(MS),
-    })
-}
-
-fn load(l: &Load) -> Value {
-    match *l {
-        Load::Closed { concurrency } => json!({"mode": "concurrency", "concurrency": concurrency}),
-        Load::Offline => json!({"mode": "offline"}),
-        Load::Open {
-            kind,
-            rate_from,
-            rate_to,
-        } => json!({"mode": kind, "rate_from": rate_from, "rate_to": rate_to}),
+    /// Reads a summary document, or says why it is not one: the structure
+    /// `compare` relies on (an object, `"tool": "llmload"`, a `stages` array
+    /// of objects) first, then every field present must have its type.
+    pub fn from_value(doc: Value) -> Result<Summary, String> {
+        if !doc.is_object() {
+            return Err("not a JSON object".into());
+        }
+        if doc["tool"] != "llmload" {
+            return Err("no \"tool\": \"llmload\"".into());
+        }
+        let Some(stages) = doc["stages"].as_array() else {
+            return Err("no \"stages\" array".into());
+        };
+        if let Some(i) = stages.iter().position(|s| !s.is_object()) {
+            return Err(format!("stages[{i}] is not an object"));
+        }
+        serde_path_to_error::deserialize(doc).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                e.into_inner().to_string()
+            } else {
+                format!("{path}: {}", e.into_inner())
+            }
+        })
     }
 }
+
+impl Numbers {
+    fn of(b: &Block, window_ns: u64) -> Numbers {
+        let secs = window_ns as f64 / 1e9;
+        let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        let mean = |n: u64| {
+            if b.completed > 0 {
+                n as f64 / b.completed as f64
+            } else {
+                0.0
+            }
+        };
+        let by_source = |counts: &[u64; 4], names: &[&str; 4]| {
+            names
+                .iter()
+                .zip(counts)
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect()
+        };
+        Numbers {
+            requests: Requests {
+                issued: b.issued,
+                completed: b.completed,
+                failed: b.failed,
+                errors: b.errors.named().into_iter().collect(),
+            },
+            error_messages: b.error_messages.clone(),
+            window_s: secs,
+            throughput: Throughput {
+                requests_per_s: rate(b.completed),
+                output_tokens_per_s: rate(b.output_tokens),
+                input_tokens_per_s: rate(b.input_tokens),
+                total_tokens_per_s: rate(b.output_tokens + b.input_tokens),
+            },
+            tokens: Tokens {
+                output_total: b.output_tokens,
+                input_total: b.input_tokens,
+                output_source: b.output_source().into(),
+                input_source: b.input_source().into(),
+                output_source_requests: by_source(&b.output_sources, &OUTPUT_SOURCES),
+                input_source_requests: by_source(&b.input_sources, &INPUT_SOURCES),
+                output_per_request_mean: mean(b.output_tokens),
+                input_per_request_mean: mean(b.input_tokens),
+                isl: b.isl.rollup(1.0),
+                osl: b.osl.rollup(1.0),
+                text_bytes: b.text_bytes,
+                finish_reasons: Finish::ALL
+                    .iter()
+                    .zip(b.finish)
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(f, n)| (f.name().to_string(), n))
+                    .collect(),
+            },
+            latency_ms: Latency {
+                e2e: b.e2e.rollup(MS),
+                service: b.service.rollup(MS),
+                ttft: b.ttft.rollup(MS),
+                ttft_sched: b.ttft_sched.rollup(MS),
+                tpot: b.tpot.rollup(MS),
+                tpot_token_weighted: b.tpot_token_weighted_ns().map(|ns| ns / MS),
+                itl: b.itl.rollup(MS),
+            },
+        }
+    }
+}
+
+impl Scenario {
+    fn of(name: &str, b: &Block, window_ns: u64) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            numbers: Numbers::of(b, window_ns),
+            send_lateness_us: b.send_lateness.rollup(US),
+        }
+    }
+}
+
+/// Why the generator limited the run, for a person.
+fn limit(l: &Limit) -> String {
+    match *l {
+        Limit::RingFull(n) => format!(
+            "{n} request(s) found their worker's issue ring full (workers could not keep up)"
+        ),
+        Limit::WaitedForConnection(n) => {
+            format!("{n} request(s) waited for a free connection (raise --connections)")
+        }
+        Limit::HeldBack(n) => format!(
+            "{n} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)"
+        ),
+        Limit::CompletionRingFull(n) => {
+            format!("completion records waited {n} time(s) for the parent to read them")
+        }
+        Limit::WorkerBusy(share) => format!(
+            "a worker was busy {:.0}% of the time (add --workers or cores)",
+            share * 100.0
+        ),
+        Limit::SendLateness { p99_ns } => format!(
+            "send lateness p99 was {:.2} ms (requests left later than scheduled)",
+            p99_ns as f64 / 1e6
+        ),
+        Limit::Descriptors { fds, ports } => format!(
+            "{fds} connect(s) failed for lack of file descriptors and {ports} for lack of local ports"
+        ),
+    }
+}
+
+/// Why the run is incomplete, for a person.
+fn incomplete(i: &Incomplete) -> String {
+    match i {
+        Incomplete::Interrupted => "interrupted by a signal".into(),
+        Incomplete::WorkerDied {
+            worker,
+            pid,
+            how,
+            lost,
+        } => {
+            let how = match how {
+                ExitHow::Signal(n) => format!("was killed by signal {n}"),
+                ExitHow::Status(n) => format!("exited with status {n}"),
+            };
+            format!(
+                "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"
+            )
+        }
+        Incomplete::NeverReported { lost } => {
+            format!("{lost} conversation(s) were never reported by a worker after the abort")
+        }
+        Incomplete::ThresholdAbort(abort) => threshold_abort(abort),
+    }
+}
+
+fn threshold_abort(a: &ThresholdAbort) -> String {
+    format!(
+        "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
+        a.stage,
+        a.broken.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests;

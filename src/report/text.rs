@@ -1,74 +1,80 @@
 //! `report.txt`, and what the terminal shows at the end of a run: the same
 //! numbers as summary.json laid out for a person, with the metric definitions
-//! and a plain verdict on whether the generator limited the run.
+//! and a plain verdict on whether the generator limited the run. It reads
+//! only the `Summary`, so it cannot show a number summary.json lacks.
 
 use std::fmt::Write;
 
-use super::RunInfo;
-use crate::metrics::block::Block;
-use crate::metrics::run::{RunResult, ScenarioResult};
-use crate::metrics::series::{Series, Summary};
-use crate::plan::{ArrivalKind, Load};
+use super::fmt::{Whole, num};
+use super::summary::{Load, Numbers, Scenario, Summary};
+use crate::metrics::errors::ErrorClass;
+use crate::metrics::series::Rollup;
 use crate::protocol::Finish;
 
+/// Report values: four digits, whole numbers bare.
+fn n(v: f64) -> String {
+    num(v, 4, Whole::Bare)
+}
+
 /// Renders the report.
-pub fn render(run: &RunResult, info: &RunInfo) -> String {
+pub fn render(s: &Summary) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "llmload {} — {}", env!("CARGO_PKG_VERSION"), info.target);
-    let status = if run.complete {
+    let _ = writeln!(o, "llmload {} — {}", s.version, s.target);
+    let status = if s.complete {
         "complete".to_string()
-    } else if run.interrupted {
-        format!("INTERRUPTED — {}", run.incomplete_reasons.join("; "))
+    } else if s.interrupted {
+        format!("INTERRUPTED — {}", s.incomplete_reasons.join("; "))
     } else {
-        format!("INCOMPLETE — {}", run.incomplete_reasons.join("; "))
+        format!("INCOMPLETE — {}", s.incomplete_reasons.join("; "))
     };
     let _ = writeln!(o, "status: {status}");
-    for s in &run.stages {
-        let _ = writeln!(o, "load: {} ({})", load(&s.load), s.name);
+    for st in &s.stages {
+        let _ = writeln!(o, "load: {} ({})", load(st.load.as_ref()), st.name);
     }
-    for n in &info.notes {
-        let _ = writeln!(o, "note: {n}");
+    for note in &s.notes {
+        let _ = writeln!(o, "note: {note}");
     }
-    if let Some(skipped) = info.dataset["skipped"].as_u64()
+    if let Some(skipped) = s.dataset["skipped"].as_u64()
         && skipped > 0
     {
         let _ = writeln!(
             o,
             "dataset: {} invalid entries skipped, e.g. {}",
-            skipped, info.dataset["skip_examples"][0]
+            skipped, s.dataset["skip_examples"][0]
         );
     }
-    if run.warmup.issued > 0 {
+    let w = &s.warmup;
+    if w.issued > 0 {
         let _ = writeln!(
             o,
             "warmup: {} issued, {} completed, {} failed (excluded below)",
-            run.warmup.issued, run.warmup.completed, run.warmup.failed
+            w.issued, w.completed, w.failed
         );
     }
     o.push('\n');
-    block(&mut o, &run.total, run.total_window_ns);
-    if run.scenarios.len() > 1 {
+    block(&mut o, &s.run);
+    if s.scenarios.len() > 1 {
         o.push('\n');
-        scenario_table(&mut o, &run.scenarios, run.total_window_ns);
+        scenario_table(&mut o, &s.scenarios);
     }
-    if run.stages.len() > 1 {
-        for s in &run.stages {
-            let _ = writeln!(o, "\n== stage {} ({}) ==", s.name, load(&s.load));
-            block(&mut o, &s.block, s.window_ns);
-            if s.scenarios.len() > 1 {
+    if s.stages.len() > 1 {
+        for st in &s.stages {
+            let _ = writeln!(o, "\n== stage {} ({}) ==", st.name, load(st.load.as_ref()));
+            block(&mut o, &st.numbers);
+            if st.scenarios.len() > 1 {
                 o.push('\n');
-                scenario_table(&mut o, &s.scenarios, s.window_ns);
+                scenario_table(&mut o, &st.scenarios);
             }
         }
     }
-    thresholds(&mut o, run);
-    generator(&mut o, run, info);
-    if info.events.dropped > 0 || info.events.error.is_some() {
+    thresholds(&mut o, s);
+    generator(&mut o, s);
+    if s.events.dropped > 0 || s.events.error.is_some() {
         let _ = writeln!(
             o,
             "  WARNING: events.jsonl lost {} line(s){}",
-            info.events.dropped,
-            info.events
+            s.events.dropped,
+            s.events
                 .error
                 .as_deref()
                 .map(|e| format!(" ({e})"))
@@ -79,16 +85,16 @@ pub fn render(run: &RunResult, info: &RunInfo) -> String {
     o
 }
 
-fn block(o: &mut String, b: &Block, window_ns: u64) {
-    let secs = window_ns as f64 / 1e9;
-    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+fn block(o: &mut String, b: &Numbers) {
+    let r = &b.requests;
     let _ = writeln!(
         o,
         "requests    issued {}  completed {}  failed {}",
-        b.issued, b.completed, b.failed
+        r.issued, r.completed, r.failed
     );
-    let errors = b.errors.named();
-    if !errors.is_empty() {
+    if !r.errors.is_empty() {
+        let mut errors: Vec<(&String, &u64)> = r.errors.iter().collect();
+        errors.sort_by_key(|(key, _)| ErrorClass::report_order(key));
         let list: Vec<String> = errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         let _ = writeln!(o, "errors      {}", list.join(", "));
         for (key, msgs) in &b.error_messages {
@@ -97,28 +103,26 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
             }
         }
     }
-    let _ = writeln!(o, "window      {secs:.3} s");
+    let _ = writeln!(o, "window      {:.3} s", b.window_s);
+    let t = &b.throughput;
     let _ = writeln!(
         o,
         "throughput  {:.2} req/s  {:.1} output tok/s  {:.1} input tok/s  {:.1} total tok/s",
-        rate(b.completed),
-        rate(b.output_tokens),
-        rate(b.input_tokens),
-        rate(b.output_tokens + b.input_tokens)
+        t.requests_per_s, t.output_tokens_per_s, t.input_tokens_per_s, t.total_tokens_per_s
     );
+    let k = &b.tokens;
     let _ = writeln!(
         o,
         "tokens      output {} (from {})  input {} (from {})",
-        b.output_tokens,
-        b.output_source(),
-        b.input_tokens,
-        b.input_source()
+        k.output_total, k.output_source, k.input_total, k.input_source
     );
     let finishes: Vec<String> = Finish::ALL
         .iter()
-        .zip(b.finish)
-        .filter(|(f, n)| *n > 0 && **f != Finish::None)
-        .map(|(f, n)| format!("{} {n}", f.name()))
+        .filter(|f| **f != Finish::None)
+        .filter_map(|f| {
+            let n = k.finish_reasons.get(f.name()).copied().unwrap_or(0);
+            (n > 0).then(|| format!("{} {n}", f.name()))
+        })
         .collect();
     if !finishes.is_empty() {
         let _ = writeln!(o, "finish      {}", finishes.join(", "));
@@ -128,21 +132,22 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
         "\n{:<18}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
         "latency (ms)", "count", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"
     );
-    for (name, s) in [
-        ("e2e", &b.e2e),
-        ("service", &b.service),
-        ("ttft", &b.ttft),
-        ("ttft from sched", &b.ttft_sched),
-        ("tpot", &b.tpot),
-        ("itl", &b.itl),
+    let l = &b.latency_ms;
+    for (name, h) in [
+        ("e2e", &l.e2e),
+        ("service", &l.service),
+        ("ttft", &l.ttft),
+        ("ttft from sched", &l.ttft_sched),
+        ("tpot", &l.tpot),
+        ("itl", &l.itl),
     ] {
-        row(o, name, s, 1e6);
+        row(o, name, h);
     }
-    if let Some(w) = b.tpot_token_weighted_ns() {
+    if let Some(w) = l.tpot_token_weighted {
         let _ = writeln!(
             o,
             "tpot above is request-weighted (vLLM); token-weighted (guidellm): {} ms",
-            num(w / 1e6)
+            n(w)
         );
     }
     let _ = writeln!(
@@ -150,12 +155,11 @@ fn block(o: &mut String, b: &Block, window_ns: u64) {
         "\n{:<18}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
         "length (tokens)", "count", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"
     );
-    row(o, "input (isl)", &b.isl, 1.0);
-    row(o, "output (osl)", &b.osl, 1.0);
+    row(o, "input (isl)", &k.isl);
+    row(o, "output (osl)", &k.osl);
 }
 
-fn scenario_table(o: &mut String, scenarios: &[ScenarioResult], window_ns: u64) {
-    let secs = window_ns as f64 / 1e9;
+fn scenario_table(o: &mut String, scenarios: &[Scenario]) {
     let _ = writeln!(
         o,
         "{:<16}{:>9}{:>9}{:>9}{:>10}{:>10}{:>10}{:>11}{:>11}",
@@ -169,74 +173,56 @@ fn scenario_table(o: &mut String, scenarios: &[ScenarioResult], window_ns: u64) 
         "ttft p50",
         "ttft p95"
     );
-    let ms = |s: &Series, q: f64| {
-        s.quantile_ns(q)
-            .map_or("-".to_string(), |v| num(v as f64 / 1e6))
-    };
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), n);
     for sc in scenarios {
-        let b = &sc.block;
+        let b = &sc.numbers;
         let _ = writeln!(
             o,
             "{:<16}{:>9}{:>9}{:>9}{:>10.2}{:>10}{:>10}{:>11}{:>11}",
             sc.name,
-            b.issued,
-            b.completed,
-            b.failed,
-            if secs > 0.0 {
-                b.completed as f64 / secs
-            } else {
-                0.0
-            },
-            ms(&b.e2e, 0.5),
-            ms(&b.e2e, 0.99),
-            ms(&b.ttft, 0.5),
-            ms(&b.ttft, 0.95),
+            b.requests.issued,
+            b.requests.completed,
+            b.requests.failed,
+            b.throughput.requests_per_s,
+            ms(b.latency_ms.e2e.p50),
+            ms(b.latency_ms.e2e.p99),
+            ms(b.latency_ms.ttft.p50),
+            ms(b.latency_ms.ttft.p95),
         );
     }
 }
 
-fn thresholds(o: &mut String, run: &RunResult) {
-    if run.stages.iter().all(|s| s.thresholds.is_empty()) {
+fn thresholds(o: &mut String, s: &Summary) {
+    if s.stages.iter().all(|st| st.thresholds.is_empty()) {
         return;
     }
     let _ = writeln!(o, "\nthresholds");
-    for s in &run.stages {
-        for t in &s.thresholds {
-            let value = t.value.map_or("no data".to_string(), num);
+    for st in &s.stages {
+        for t in &st.thresholds {
+            let value = t.value.map_or("no data".to_string(), n);
             let op = if t.name == "min_rps" { "≥" } else { "≤" };
             let _ = writeln!(
                 o,
                 "  {:<4} stage {:<12} {:<12} {op} {:<10} measured {:<10}",
                 if t.pass { "PASS" } else { "FAIL" },
-                s.name,
+                st.name,
                 t.name,
-                num(t.limit),
+                n(t.limit),
                 value
             );
         }
     }
-    if let Some(why) = &run.aborted_on_threshold {
+    if let Some(why) = &s.aborted_on_threshold {
         let _ = writeln!(o, "  stopped early: {why}");
     }
 }
 
-fn row(o: &mut String, name: &str, s: &Series, unit: f64) {
-    let Summary {
-        count,
-        min,
-        mean,
-        p50,
-        p90,
-        p95,
-        p99,
-        p999,
-        max,
-    } = s.summary(unit);
-    let _ = write!(o, "{name:<18}{count:>8}");
-    for v in [min, mean, p50, p90, p95, p99, p999, max] {
+fn row(o: &mut String, name: &str, h: &Rollup) {
+    let _ = write!(o, "{name:<18}{:>8}", h.count);
+    for v in [h.min, h.mean, h.p50, h.p90, h.p95, h.p99, h.p999, h.max] {
         match v {
             Some(v) => {
-                let _ = write!(o, "{:>10}", num(v));
+                let _ = write!(o, "{:>10}", n(v));
             }
             None => {
                 let _ = write!(o, "{:>10}", "-");
@@ -246,23 +232,10 @@ fn row(o: &mut String, name: &str, s: &Series, unit: f64) {
     o.push('\n');
 }
 
-/// Three significant digits at most, as the histograms hold.
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 || v >= 1000.0 {
-        format!("{v:.0}")
-    } else if v >= 100.0 {
-        format!("{v:.1}")
-    } else if v >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
-    let g = &run.generator;
-    let l = run.total.send_lateness.summary(1e3);
-    let f = |v: Option<f64>| v.map_or("-".to_string(), num);
+fn generator(o: &mut String, s: &Summary) {
+    let g = &s.generator;
+    let l = &g.send_lateness_us;
+    let f = |v: Option<f64>| v.map_or("-".to_string(), n);
     let _ = writeln!(o, "\ngenerator health");
     let _ = writeln!(
         o,
@@ -274,7 +247,11 @@ fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
     let _ = writeln!(
         o,
         "  ring full {}  waited for connection {}  held back {}  completion ring full {}  stale-connection retries {}",
-        g.ring_full, g.waited_for_connection, g.held_back, g.completion_ring_full, g.stale_retries
+        g.ring_full,
+        g.waited_for_connection,
+        g.held_back,
+        g.completion_ring_full,
+        g.stale_connection_retries
     );
     let _ = writeln!(
         o,
@@ -282,8 +259,8 @@ fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
         g.workers,
         g.worker_busy_max * 100.0,
         g.connections_opened,
-        info.fd_limit,
-        run.startup_ns as f64 / 1e6
+        g.fd_limit,
+        g.startup_ms
     );
     if g.limits.is_empty() {
         let _ = writeln!(
@@ -299,25 +276,22 @@ fn generator(o: &mut String, run: &RunResult, info: &RunInfo) {
     }
 }
 
-fn load(l: &Load) -> String {
-    match *l {
-        Load::Closed { concurrency } => format!("concurrency {concurrency}, closed loop"),
-        Load::Offline => "offline, every request due at start".to_string(),
-        Load::Open {
-            kind,
-            rate_from,
-            rate_to,
-        } => {
-            let kind = match kind {
-                ArrivalKind::Uniform => "uniform",
-                ArrivalKind::Poisson => "poisson",
-            };
-            if rate_from == rate_to {
-                format!("{kind} arrivals at {rate_from} req/s, open loop")
-            } else {
-                format!("{kind} arrivals ramping {rate_from} → {rate_to} req/s, open loop")
-            }
+fn load(l: Option<&Load>) -> String {
+    let open = |kind: &str, from: f64, to: f64| {
+        if from == to {
+            format!("{kind} arrivals at {from} req/s, open loop")
+        } else {
+            format!("{kind} arrivals ramping {from} → {to} req/s, open loop")
         }
+    };
+    match l {
+        Some(Load::Concurrency { concurrency }) => {
+            format!("concurrency {concurrency}, closed loop")
+        }
+        Some(Load::Offline) => "offline, every request due at start".to_string(),
+        Some(Load::Poisson { rate_from, rate_to }) => open("poisson", *rate_from, *rate_to),
+        Some(Load::Uniform { rate_from, rate_to }) => open("uniform", *rate_from, *rate_to),
+        None => "unknown".to_string(),
     }
 }
 

@@ -6,8 +6,8 @@
 //! the parse.
 
 use super::access::{self, ApiKey};
-use super::decimal::push_u64;
 use super::formats::Format;
+use crate::ascii::push_u64;
 
 /// Most bytes a request head may take.
 pub const MAX_HEAD: usize = 64 * 1024;

@@ -19,11 +19,10 @@
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
 //! `faults` (which requests fail), `stats` (shared counters), `socket` (raw
-//! socket options), `decimal` (number formatting).
+//! socket options). Numbers are written by `crate::ascii`.
 
 mod access;
 mod conn;
-mod decimal;
 mod faults;
 pub mod formats;
 mod head;

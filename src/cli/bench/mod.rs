@@ -16,7 +16,7 @@ use crate::config::duration::format_duration;
 use crate::config::profile::{Profile, StageLoad};
 use crate::engine::{Plan, supervisor};
 use crate::plan::Limits;
-use crate::report::observer::RunObserver;
+use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
 use crate::tokens::Tokenizer;

@@ -13,6 +13,7 @@ use crate::clock::now_ns;
 use crate::engine::shared::RunPhase;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::run::{ExitHow, Incomplete};
 
 /// After `ABORT`, how long workers get to report what they failed.
 const ABORT_GRACE_NS: u64 = 5_000_000_000;
@@ -80,9 +81,7 @@ impl Parent<'_, '_, '_> {
                 }
                 Stop::Reached => {
                     let lost = self.inflight;
-                    self.incomplete.push(format!(
-                        "{lost} conversation(s) were never reported by a worker after the abort"
-                    ));
+                    self.incomplete.push(Incomplete::NeverReported { lost });
                     for w in &mut self.workers {
                         w.inflight = 0;
                     }
@@ -116,22 +115,24 @@ impl Parent<'_, '_, '_> {
             // SAFETY: waitpid on our own child with WNOHANG only reads its state.
             let r = unsafe { libc::waitpid(self.workers[k].pid, &mut status, libc::WNOHANG) };
             if r == self.workers[k].pid {
-                self.worker_died(k, describe_exit(status));
+                self.worker_died(k, exit_how(status));
             }
         }
     }
 
-    fn worker_died(&mut self, k: usize, how: String) {
+    fn worker_died(&mut self, k: usize, how: ExitHow) {
         self.collect();
         let w = &mut self.workers[k];
         w.alive = false;
         let lost = w.inflight;
         w.inflight = 0;
         self.inflight -= lost;
-        self.incomplete.push(format!(
-            "worker {k} (pid {}) {how}; {lost} conversation(s) in flight on it were lost",
-            w.pid
-        ));
+        self.incomplete.push(Incomplete::WorkerDied {
+            worker: k,
+            pid: w.pid,
+            how,
+            lost,
+        });
         self.record_lost(lost);
     }
 
@@ -155,10 +156,11 @@ impl Parent<'_, '_, '_> {
     }
 }
 
-fn describe_exit(status: i32) -> String {
+/// How a worker ended, from its `waitpid` status.
+fn exit_how(status: i32) -> ExitHow {
     if libc::WIFSIGNALED(status) {
-        format!("was killed by signal {}", libc::WTERMSIG(status))
+        ExitHow::Signal(libc::WTERMSIG(status))
     } else {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
+        ExitHow::Status(libc::WEXITSTATUS(status))
     }
 }

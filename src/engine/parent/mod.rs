@@ -24,7 +24,7 @@ use crate::clock::now_ns;
 use crate::dataset::Picker;
 use crate::metrics::block::Block;
 use crate::metrics::observe::Observer;
-use crate::metrics::run::RunResult;
+use crate::metrics::run::{Incomplete, RunResult, ThresholdAbort};
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 use live::LiveWindow;
@@ -112,9 +112,9 @@ pub struct Parent<'a, 's, 'o> {
     rng: Rng,
     interrupted: bool,
     /// Why later stages were skipped (`abort_on_fail`).
-    threshold_abort: Option<String>,
+    threshold_abort: Option<ThresholdAbort>,
     /// Why the run is incomplete, in the order it happened.
-    incomplete: Vec<String>,
+    incomplete: Vec<Incomplete>,
     next_liveness: u64,
     live: Option<LiveWindow>,
 }
@@ -364,7 +364,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
 
     /// Whether stage `si` broke a threshold that stops the run
     /// (`abort_on_fail`), and which.
-    fn broken_thresholds(&self, si: usize) -> Option<String> {
+    fn broken_thresholds(&self, si: usize) -> Option<ThresholdAbort> {
         if !self.plan.thresholds.abort_on_fail {
             return None;
         }
@@ -381,12 +381,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             .filter(|v| !v.pass)
             .map(|v| v.name)
             .collect();
-        (!broken.is_empty()).then(|| {
-            format!(
-                "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
-                self.plan.stages[si].name,
-                broken.join(", ")
-            )
+        (!broken.is_empty()).then(|| ThresholdAbort {
+            stage: self.plan.stages[si].name.clone(),
+            broken,
         })
     }
 }

@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering;
 use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::Block;
-use crate::metrics::errors::ErrorClass;
-use crate::metrics::run::{GeneratorStats, RunResult, ScenarioResult, StageResult};
+use crate::metrics::run::{
+    GeneratorStats, Incomplete, Limit, RunResult, ScenarioResult, StageResult,
+};
 
 impl Parent<'_, '_, '_> {
     pub(super) fn finish(mut self, started_ns: u64) -> RunResult {
@@ -63,13 +64,13 @@ impl Parent<'_, '_, '_> {
             });
         }
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
-        generator.limits = limits(&generator, &total);
+        generator.limits = Limit::find(&generator, &total);
         let mut incomplete = std::mem::take(&mut self.incomplete);
         if self.interrupted {
-            incomplete.insert(0, "interrupted by a signal".to_string());
+            incomplete.insert(0, Incomplete::Interrupted);
         }
-        if let Some(why) = &self.threshold_abort {
-            incomplete.push(why.clone());
+        if let Some(abort) = &self.threshold_abort {
+            incomplete.push(Incomplete::ThresholdAbort(abort.clone()));
         }
         RunResult {
             started_wall_ns: 0,
@@ -91,58 +92,4 @@ impl Parent<'_, '_, '_> {
             startup_ns: self.first_send.saturating_sub(started_ns),
         }
     }
-}
-
-/// Send lateness p99 above this means the generator did not send on time.
-const LATE_P99_NS: u64 = 1_000_000;
-
-/// Why the generator, rather than the endpoint, may have set the pace.
-fn limits(g: &GeneratorStats, total: &Block) -> Vec<String> {
-    let mut out = Vec::new();
-    if g.ring_full > 0 {
-        out.push(format!(
-            "{} request(s) found their worker's issue ring full (workers could not keep up)",
-            g.ring_full
-        ));
-    }
-    if g.waited_for_connection > 0 {
-        out.push(format!(
-            "{} request(s) waited for a free connection (raise --connections)",
-            g.waited_for_connection
-        ));
-    }
-    if g.held_back > 0 {
-        out.push(format!(
-            "{} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)",
-            g.held_back
-        ));
-    }
-    if g.completion_ring_full > 0 {
-        out.push(format!(
-            "completion records waited {} time(s) for the parent to read them",
-            g.completion_ring_full
-        ));
-    }
-    if g.worker_busy_max > 0.9 {
-        out.push(format!(
-            "a worker was busy {:.0}% of the time (add --workers or cores)",
-            g.worker_busy_max * 100.0
-        ));
-    }
-    if let Some(p99) = total.send_lateness.quantile_ns(0.99)
-        && p99 > LATE_P99_NS
-    {
-        out.push(format!(
-            "send lateness p99 was {:.2} ms (requests left later than scheduled)",
-            p99 as f64 / 1e6
-        ));
-    }
-    let fds = total.errors.get(ErrorClass::FdExhausted);
-    let ports = total.errors.get(ErrorClass::PortsExhausted);
-    if fds + ports > 0 {
-        out.push(format!(
-            "{fds} connect(s) failed for lack of file descriptors and {ports} for lack of local ports"
-        ));
-    }
-    out
 }

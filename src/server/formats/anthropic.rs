@@ -12,10 +12,10 @@
 
 use serde::Deserialize;
 
-use super::super::decimal::push_u64;
 use super::json::{Messages, Model, Words};
 use super::text::{push_json_str, push_tokens, token};
 use super::{Events, Identity, Reply, Request};
+use crate::ascii::push_u64;
 
 #[derive(Deserialize)]
 struct Raw<'a> {

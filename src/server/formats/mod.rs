@@ -23,7 +23,7 @@ pub mod text;
 
 use std::borrow::Cow;
 
-use super::decimal::push_hex;
+use crate::ascii::push_hex;
 use crate::http::chunked::write_chunk;
 
 /// The model named in `/v1/models` and in responses to requests that name

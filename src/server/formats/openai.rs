@@ -3,9 +3,9 @@
 //! object, the error object, and the `/v1/models` list. All of it is
 //! appended as fixed byte strings and decimal numbers, never through `fmt`.
 
-use super::super::decimal::push_u64;
 use super::Identity;
 use super::text::push_json_str;
+use crate::ascii::push_u64;
 
 /// What the in-band error fault sends in an OpenAI stream or body.
 pub const INBAND_ERROR: &[u8] =

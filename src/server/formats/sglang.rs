@@ -11,10 +11,10 @@
 
 use serde::Deserialize;
 
-use super::super::decimal::{len_u64, push_u64};
 use super::json::{Model, Text, TokenIds};
 use super::text::{push_tokens, tokens_len};
 use super::{DATA, Events, Identity, Reply, Request};
+use crate::ascii::{len_u64, push_u64};
 
 #[derive(Deserialize)]
 struct Raw<'a> {

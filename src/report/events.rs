@@ -1,4 +1,4 @@
-//! The run's observer: every finished request becomes one line of
+//! The run's events: every finished request becomes one line of
 //! `events.jsonl`, and every live interval one progress line on stderr. Both
 //! are written by a sink thread, so the collector only hands over a small
 //! owned record through a bounded channel and never waits on a disk or a
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 #[cfg(test)]
 use serde_json::Value;
 
+use crate::ascii::push_u64;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
@@ -50,8 +51,9 @@ enum Msg {
     Live(String),
 }
 
-/// What the events log ended up holding.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+/// What the events log ended up holding: the summary's `events`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EventsStats {
     pub path: String,
     pub written: u64,
@@ -327,7 +329,7 @@ impl<'a> JsonLine<'a> {
 
     fn uint(&mut self, k: &str, v: u64) {
         self.key(k);
-        push_uint(self.out, v);
+        push_u64(self.out, v);
     }
 
     fn opt_uint(&mut self, k: &str, v: Option<u64>) {
@@ -370,7 +372,7 @@ impl<'a> JsonLine<'a> {
     fn millis(&mut self, k: &str, us: Option<u64>) {
         let Some(us) = us else { return self.null(k) };
         self.key(k);
-        push_uint(self.out, us / 1000);
+        push_u64(self.out, us / 1000);
         let frac = us % 1000;
         self.out.extend_from_slice(&[
             b'.',
@@ -383,20 +385,6 @@ impl<'a> JsonLine<'a> {
     fn end(self) {
         self.out.push(b'}');
     }
-}
-
-fn push_uint(out: &mut Vec<u8>, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 #[cfg(test)]
