@@ -13,17 +13,11 @@ use super::diagnose::{Class, Verdict, classify, list_some, note};
 use super::exchange::{Check, Kind};
 use super::{CHOSEN_TOKENS, DISCOVERY_TOKENS, Report};
 use crate::protocol::Finish;
+use crate::report::fmt::{Whole, num};
 
 /// Milliseconds with three significant digits or so, as the report prints them.
 pub(super) fn ms(d: Duration) -> String {
-    let v = d.as_secs_f64() * 1e3;
-    if v < 10.0 {
-        format!("{v:.2} ms")
-    } else if v < 100.0 {
-        format!("{v:.1} ms")
-    } else {
-        format!("{v:.0} ms")
-    }
+    format!("{} ms", num(d.as_secs_f64() * 1e3, 3, Whole::Decimals))
 }
 
 /// Milliseconds to the microsecond, for `--json`.
