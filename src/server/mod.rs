@@ -22,11 +22,11 @@
 //! socket options), `decimal` (number formatting).
 
 mod access;
-mod conn;
+pub(crate) mod conn;
 mod decimal;
 mod faults;
 pub mod formats;
-mod head;
+pub(crate) mod head;
 mod socket;
 mod stats;
 mod supervisor;

@@ -10,6 +10,10 @@ use crate::http::sse::SseSplitter;
 use crate::metrics::errors::ErrorClass;
 use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 
+/// Per-connection receive buffer `Rx::receive` reads from; a response head
+/// must fit in it.
+pub(crate) const READ_BUF: usize = 16 * 1024;
+
 /// Largest single SSE event accepted before the response is malformed.
 pub const MAX_EVENT: usize = 1 << 20;
 /// Largest non-streamed body kept for parsing.

@@ -13,11 +13,8 @@ use mio::{Events, Interest, Token};
 
 use super::{BELL, Job, Ready, Worker};
 use crate::clock::now_ns;
-use crate::engine::conn::Rx;
+use crate::engine::conn::{READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
-
-/// Per-connection receive buffer; a response head must fit in it.
-const READ_BUF: usize = 16 * 1024;
 
 /// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
