@@ -228,20 +228,7 @@ fn whole(r: &Reply, shape: Shape) -> Wire {
     } else {
         formats::body(r, &ident(), &mut Vec::new(), &mut body);
     }
-    let mut out = Vec::new();
-    head::write(
-        &mut out,
-        &ResponseHead {
-            status: Status::Ok,
-            content_type: head::JSON,
-            framing: Framing::Length(body.len()),
-            messages: 1,
-            keep_alive: true,
-            http10: false,
-            extra: b"",
-        },
-    );
-    out.extend_from_slice(&body);
+    let out = json_response(Status::Ok, &body, true);
     if shape == Shape::Inband {
         let mut w = Wire::bare(
             out,
@@ -274,11 +261,9 @@ fn whole(r: &Reply, shape: Shape) -> Wire {
     }
 }
 
-/// An error response as `Conn::error` and `Conn::simple` build it. The
-/// receiver keeps the body's first `MAX_MESSAGE` bytes as the message.
-fn error(format: Option<Format>, status: Status, problem: Problem, msg: &str, keep: bool) -> Wire {
-    let mut body = Vec::new();
-    formats::error_body(format, &mut body, problem, status.code(), msg);
+/// A JSON body behind its content-length head, as `Conn::simple` and the
+/// deferred body of `Conn::generate` send it.
+fn json_response(status: Status, body: &[u8], keep_alive: bool) -> Vec<u8> {
     let mut out = Vec::new();
     head::write(
         &mut out,
@@ -286,13 +271,22 @@ fn error(format: Option<Format>, status: Status, problem: Problem, msg: &str, ke
             status,
             content_type: head::JSON,
             framing: Framing::Length(body.len()),
-            messages: 0,
-            keep_alive: keep,
+            messages: 1,
+            keep_alive,
             http10: false,
             extra: b"",
         },
     );
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
+    out
+}
+
+/// An error response as `Conn::error` and `Conn::simple` build it. The
+/// receiver keeps the body's first `MAX_MESSAGE` bytes as the message.
+fn error(format: Option<Format>, status: Status, problem: Problem, msg: &str, keep: bool) -> Wire {
+    let mut body = Vec::new();
+    formats::error_body(format, &mut body, problem, status.code(), msg);
+    let out = json_response(status, &body, keep);
     let mut w = Wire::bare(
         out,
         status.code(),
@@ -632,19 +626,7 @@ fn bytes_after_the_response_end_the_connection() {
     // another if the extra bytes came in the same read. The bodiless
     // response ends with its head, the others with their body.
     let r = Reply::new(Format::Chat, 3, 0, PROMPT, true);
-    let mut bodiless = Vec::new();
-    head::write(
-        &mut bodiless,
-        &ResponseHead {
-            status: Status::Unavailable,
-            content_type: head::JSON,
-            framing: Framing::Length(0),
-            messages: 0,
-            keep_alive: true,
-            http10: false,
-            extra: b"",
-        },
-    );
+    let bodiless = json_response(Status::Unavailable, b"", true);
     let cases = [
         (stream(&r, Shape::Whole, false).bytes, ErrorClass::None, 3),
         (whole(&r, Shape::Whole).bytes, ErrorClass::None, 3),
