@@ -12,8 +12,9 @@
 //! This file is the loop and what it decides: taking issues, matching jobs to
 //! connections, timeouts and abort. `pool` holds the connections, `exchange`
 //! one request's bytes on one of them, `convs` the conversations, `emit` the
-//! records; each is an `impl Worker` block over the same fields, so the split
-//! costs no indirection.
+//! records. Each is an `impl Worker` block over the worker's own fields (the
+//! conversations and the outbox are fields of their own types), so the split
+//! adds no indirection, dispatch or copy to a request.
 
 mod convs;
 mod emit;
