@@ -109,7 +109,7 @@ pub struct Conv {
 
 impl Conv {
     /// The issue a turn of this conversation stands for, due at `t_sched`.
-    pub fn slot(&self, t_sched: u64) -> IssueSlot {
+    pub(crate) fn slot(&self, t_sched: u64) -> IssueSlot {
         IssueSlot {
             seq: self.seq,
             t_sched,

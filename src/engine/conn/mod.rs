@@ -200,7 +200,7 @@ impl Rx {
     /// are dropped from its front) and the answer is `More`; after it, every
     /// buffered byte is consumed and `*filled` drops to 0. A head that does
     /// not fit `buf` is malformed.
-    pub fn receive(
+    pub(crate) fn receive(
         &mut self,
         buf: &mut [u8],
         filled: &mut usize,
@@ -347,14 +347,14 @@ impl Rx {
 
     /// The response's status; 0 before its head.
     #[inline]
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         self.head.map_or(0, |h| h.status)
     }
 
     /// The response is complete: reads a kept body into the tally and says
     /// how the request went (an error status, an in-band error, or well).
     #[inline]
-    pub fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
+    pub(crate) fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
         if !(200..300).contains(&self.status()) {
             return ErrorClass::HttpStatus;
         }
