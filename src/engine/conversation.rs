@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use super::shared::IssueSlot;
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Message, Protocol, Sampling};
 use crate::rng::Rng;
@@ -104,6 +105,19 @@ pub struct Conv {
     pub turn: u16,
     pub turns: u16,
     pub history: Vec<Message>,
+}
+
+impl Conv {
+    /// The issue a turn of this conversation stands for, due at `t_sched`.
+    pub(crate) fn slot(&self, t_sched: u64) -> IssueSlot {
+        IssueSlot {
+            seq: self.seq,
+            t_sched,
+            sample: self.sample,
+            stage: self.stage,
+            scenario: self.scenario,
+        }
+    }
 }
 
 impl ConversationTemplate {

@@ -276,4 +276,242 @@ mod tests {
         assert_eq!(find(br#"{"a":"#, &A), None);
         assert_eq!(find_u32(br#"{"n": 99999999999}"#, &N), None);
     }
+
+    /// `find`, `find_u32` and `for_each_key` against serde_json on random
+    /// documents: serde_json parses the text, and walking its tree in
+    /// document order (a key before its value, entries in the order they
+    /// are written) gives what the scanner must return for the first
+    /// occurrence of each key at any depth.
+    mod oracle {
+        use super::*;
+        use crate::rng::Rng;
+        use serde_json::{Map, Value as J};
+
+        json_key!(K_A = "a");
+        json_key!(K_TEXT = "text");
+        json_key!(K_CONTENT = "content");
+        json_key!(K_USAGE = "usage");
+        json_key!(K_N = "n");
+        json_key!(K_TEXT_DELTA = "text_delta");
+
+        /// Keys are plain words, some a prefix of another (`text`,
+        /// `text_delta`). The scanner matches a key as spelled: a key
+        /// written with escapes (`"te\u0078t"`) is `text` to serde_json but
+        /// not to the scanner; serde_json never writes such escapes and
+        /// servers do not for these names, so none is generated. Keys are
+        /// unique within an object by construction (a `Map`): with
+        /// duplicates serde_json keeps the last, the scanner finds the
+        /// first.
+        static KEYS: [(&str, &Key); 6] = [
+            ("a", &K_A),
+            ("text", &K_TEXT),
+            ("content", &K_CONTENT),
+            ("usage", &K_USAGE),
+            ("n", &K_N),
+            ("text_delta", &K_TEXT_DELTA),
+        ];
+
+        /// Keys no caller asks for that spell one that is asked for with
+        /// escapes around it: a key's escaped quote must not start or end
+        /// a key the scanner looks for.
+        const ODD_KEYS: [&str; 4] = ["x\"text", "text\\", "\"content\"", "us\"age\""];
+
+        /// What string values are made of: structure characters, escapes,
+        /// and whole key spellings, so values imitate keys.
+        const PIECES: [&str; 20] = [
+            "\"",
+            "\\",
+            ":",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            " ",
+            "\n",
+            "\u{1}",
+            "\u{e9}",
+            "x",
+            "text",
+            "\"text\":",
+            "\"content\": \"",
+            "\\\"",
+            "null",
+            "12",
+            ": [1]",
+        ];
+
+        fn string(rng: &mut Rng) -> String {
+            (0..rng.below(6))
+                .map(|_| PIECES[rng.below(PIECES.len() as u64) as usize])
+                .collect()
+        }
+
+        fn number(rng: &mut Rng) -> J {
+            match rng.below(6) {
+                0 => J::from(rng.below(1000)),
+                // Around the edge of `u32`.
+                1 => J::from(u64::from(u32::MAX) - 1 + rng.below(3)),
+                2 => J::from(rng.next_u64()),
+                3 => J::from(-(rng.below(1 << 40) as i64) - 1),
+                4 => J::from((rng.next_f64() - 0.5) * 1e6),
+                _ => J::from(rng.below(100) as f64),
+            }
+        }
+
+        fn value(rng: &mut Rng, depth: u32) -> J {
+            let kinds = if depth == 0 { 5 } else { 7 };
+            match rng.below(kinds) {
+                0 | 1 => J::String(string(rng)),
+                2 => number(rng),
+                3 => J::Bool(rng.below(2) == 1),
+                4 => J::Null,
+                5 => object(rng, depth - 1),
+                _ => J::Array((0..rng.below(4)).map(|_| value(rng, depth - 1)).collect()),
+            }
+        }
+
+        fn object(rng: &mut Rng, depth: u32) -> J {
+            let mut m = Map::new();
+            for _ in 0..rng.below(5) {
+                let key = if rng.below(4) == 0 {
+                    ODD_KEYS[rng.below(ODD_KEYS.len() as u64) as usize]
+                } else {
+                    KEYS[rng.below(KEYS.len() as u64) as usize].0
+                };
+                m.insert(key.to_string(), value(rng, depth));
+            }
+            J::Object(m)
+        }
+
+        /// The value of the first `key` in document order.
+        fn first<'v>(v: &'v J, key: &str) -> Option<&'v J> {
+            match v {
+                J::Object(m) => m
+                    .iter()
+                    .find_map(|(k, x)| if k == key { Some(x) } else { first(x, key) }),
+                J::Array(a) => a.iter().find_map(|x| first(x, key)),
+                _ => None,
+            }
+        }
+
+        /// Every key whose value is a string, object or array, with its
+        /// value, in document order.
+        fn carrying(v: &J, out: &mut Vec<(String, J)>) {
+            match v {
+                J::Object(m) => {
+                    for (k, x) in m {
+                        if matches!(x, J::String(_) | J::Object(_) | J::Array(_)) {
+                            out.push((k.clone(), x.clone()));
+                        }
+                        carrying(x, out);
+                    }
+                }
+                J::Array(a) => a.iter().for_each(|x| carrying(x, out)),
+                _ => {}
+            }
+        }
+
+        /// What the scanner's raw value means, decoded by serde_json; the
+        /// kind must agree with the bytes it returned.
+        fn decode(v: Option<Value<'_>>) -> Option<J> {
+            let parse = |raw: &[u8]| serde_json::from_slice::<J>(raw).expect("a whole value");
+            let (j, kind_ok): (J, fn(&J) -> bool) = match v? {
+                Value::Str(raw) => (parse(&[b"\"", raw, b"\""].concat()), J::is_string),
+                Value::Num(raw) => (parse(raw), J::is_number),
+                Value::Object(raw) => (parse(raw), J::is_object),
+                Value::Array(raw) => (parse(raw), J::is_array),
+                Value::Null => (J::Null, J::is_null),
+                Value::Bool(b) => (J::Bool(b), J::is_boolean),
+            };
+            assert!(kind_ok(&j), "{j}");
+            Some(j)
+        }
+
+        /// A document, compact and pretty (whitespace around every token),
+        /// each text checked to parse back to what was generated.
+        fn document(rng: &mut Rng) -> (J, [Vec<u8>; 2]) {
+            let doc = object(rng, 3);
+            let texts = [
+                serde_json::to_vec(&doc).unwrap(),
+                serde_json::to_vec_pretty(&doc).unwrap(),
+            ];
+            for t in &texts {
+                assert_eq!(serde_json::from_slice::<J>(t).unwrap(), doc);
+            }
+            (doc, texts)
+        }
+
+        #[test]
+        fn find_agrees_with_serde_json() {
+            let mut rng = Rng::seeded(11);
+            let (mut present, mut absent) = (0, 0);
+            for _ in 0..4000 {
+                let (doc, texts) = document(&mut rng);
+                for text in &texts {
+                    let shown = String::from_utf8_lossy(text);
+                    for (name, key) in &KEYS {
+                        let want = first(&doc, name);
+                        assert_eq!(decode(find(text, key)), want.cloned(), "{name} in {shown}");
+                        let want_u32 = want.and_then(J::as_u64).and_then(|n| u32::try_from(n).ok());
+                        assert_eq!(find_u32(text, key), want_u32, "{name} in {shown}");
+                        if want.is_some() {
+                            present += 1;
+                        } else {
+                            absent += 1;
+                        }
+                    }
+                }
+            }
+            // The generator reaches both answers often.
+            assert!(present > 5_000 && absent > 5_000, "{present} {absent}");
+        }
+
+        #[test]
+        fn for_each_key_agrees_with_serde_json() {
+            let mut rng = Rng::seeded(12);
+            let (mut visits, mut phantoms) = (0, 0);
+            for _ in 0..4000 {
+                let (doc, texts) = document(&mut rng);
+                let mut want = Vec::new();
+                carrying(&doc, &mut want);
+                let odd: Vec<String> = want
+                    .iter()
+                    .filter(|(k, _)| ODD_KEYS.contains(&k.as_str()))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                want.retain(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
+                for text in &texts {
+                    let mut got = Vec::new();
+                    for_each_key(text, |k, v| {
+                        got.push((String::from_utf8(k.to_vec()).unwrap(), v.value()))
+                    });
+                    // Odd keys may be visited or not (one ending in a
+                    // backslash is not); what matters is the keys callers
+                    // ask for. A string value that opens with a colon and a
+                    // bracket (`": [1]"`) is visited too, as if it were a
+                    // key's value, under the name of the bytes between the
+                    // quote before it and its opening quote. Those bytes are
+                    // JSON structure (`:`, `,`, `:[1,`), never a name a
+                    // caller asks for, so the visit is harmless; it is set
+                    // aside here after checking that it is such a name.
+                    let (got, other): (Vec<_>, Vec<_>) = got
+                        .into_iter()
+                        .partition(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
+                    let phantom = other.iter().filter(|(k, _)| !odd.contains(k));
+                    for (k, _) in phantom {
+                        assert!(k.bytes().any(|b| b":,[{".contains(&b)), "{k:?}");
+                        phantoms += 1;
+                    }
+                    let got: Vec<(String, J)> = got
+                        .into_iter()
+                        .map(|(k, v)| (k, decode(v).expect("a whole value")))
+                        .collect();
+                    assert_eq!(got, want, "{}", String::from_utf8_lossy(text));
+                    visits += got.len();
+                }
+            }
+            assert!(visits > 5_000 && phantoms > 0, "{visits} {phantoms}");
+        }
+    }
 }

@@ -22,10 +22,10 @@
 //! socket options). Numbers are written by `crate::ascii`.
 
 mod access;
-mod conn;
+pub(crate) mod conn;
 mod faults;
 pub mod formats;
-mod head;
+pub(crate) mod head;
 mod socket;
 mod stats;
 mod supervisor;

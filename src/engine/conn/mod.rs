@@ -1,13 +1,18 @@
 //! One client connection's response in progress: head, body framing, SSE
 //! events and the per-request tally (timestamps, token counts, gaps). Pure
 //! state driven by bytes and timestamps, no I/O, so the worker loop stays a
-//! thin layer of syscalls around it.
+//! thin layer of syscalls around it and the tests can feed it any response
+//! cut at any byte.
 
 use crate::http::chunked::ChunkedDecoder;
-use crate::http::response::{BodyKind, Head};
+use crate::http::response::{BodyKind, Head, MAX_HEAD_LEN, parse_head};
 use crate::http::sse::SseSplitter;
 use crate::metrics::errors::ErrorClass;
 use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
+
+/// Per-connection receive buffer `Rx::receive` reads from; a response head
+/// must fit in it.
+pub(crate) const READ_BUF: usize = 16 * 1024;
 
 /// Largest single SSE event accepted before the response is malformed.
 pub const MAX_EVENT: usize = 1 << 20;
@@ -190,8 +195,53 @@ impl Rx {
         self.tally.reset();
     }
 
+    /// Takes what a receive buffer holds, `buf[..*filled]`, read at `t`.
+    /// Until the head is complete the bytes stay in `buf` (interim 1xx heads
+    /// are dropped from its front) and the answer is `More`; after it, every
+    /// buffered byte is consumed and `*filled` drops to 0. A head that does
+    /// not fit `buf` is malformed.
+    pub(crate) fn receive(
+        &mut self,
+        buf: &mut [u8],
+        filled: &mut usize,
+        t: u64,
+        proto: &dyn Protocol,
+    ) -> Result<Step, ErrorClass> {
+        if self.t_first_byte == 0 {
+            self.t_first_byte = t;
+        }
+        let mut start = 0;
+        if self.head.is_none() {
+            loop {
+                match parse_head(&buf[..*filled]) {
+                    Ok(None) if *filled < MAX_HEAD_LEN.min(buf.len()) => return Ok(Step::More),
+                    Ok(None) | Err(_) => return Err(ErrorClass::MalformedResponse),
+                    Ok(Some(h)) if (100..200).contains(&h.status) && h.status != 101 => {
+                        buf.copy_within(h.len..*filled, 0);
+                        *filled -= h.len;
+                    }
+                    Ok(Some(h)) => {
+                        start = h.len;
+                        if let Step::Done { keep_alive } = self.begin(h) {
+                            // Bytes after a complete bodiless response are
+                            // not ours to read: the connection cannot go on.
+                            let extra = *filled > start;
+                            return Ok(Step::Done {
+                                keep_alive: keep_alive && !extra,
+                            });
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        let step = self.feed(&buf[start..*filled], t, proto);
+        *filled = 0;
+        step
+    }
+
     /// Takes a parsed head. Returns the first step for an empty body.
-    pub fn begin(&mut self, head: Head) -> Step {
+    fn begin(&mut self, head: Head) -> Step {
         let ok = (200..300).contains(&head.status);
         self.sse_mode = ok && head.event_stream;
         self.keep_body = ok && !head.event_stream;
@@ -212,7 +262,7 @@ impl Rx {
     }
 
     /// Feeds body bytes received at `t`; every byte is consumed.
-    pub fn feed(&mut self, data: &[u8], t: u64, proto: &dyn Protocol) -> Result<Step, ErrorClass> {
+    fn feed(&mut self, data: &[u8], t: u64, proto: &dyn Protocol) -> Result<Step, ErrorClass> {
         let Some(head) = self.head else {
             return Err(ErrorClass::MalformedResponse);
         };
@@ -295,8 +345,29 @@ impl Rx {
         }
     }
 
+    /// The response's status; 0 before its head.
+    #[inline]
+    pub(crate) fn status(&self) -> u16 {
+        self.head.map_or(0, |h| h.status)
+    }
+
+    /// The response is complete: reads a kept body into the tally and says
+    /// how the request went (an error status, an in-band error, or well).
+    #[inline]
+    pub(crate) fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
+        if !(200..300).contains(&self.status()) {
+            return ErrorClass::HttpStatus;
+        }
+        self.finish_body(proto);
+        if self.tally.error.is_some() {
+            ErrorClass::InBandError
+        } else {
+            ErrorClass::None
+        }
+    }
+
     /// Reads the kept non-streamed body into the tally.
-    pub fn finish_body(&mut self, proto: &dyn Protocol) {
+    fn finish_body(&mut self, proto: &dyn Protocol) {
         if self.keep_body {
             let info = proto.parse_body(&self.body);
             let t = &mut self.tally;
@@ -310,3 +381,6 @@ impl Rx {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,213 @@
+//! What the worker tells its parent: one completion record per request (or
+//! per conversation that ends without one), built in one place from the job
+//! and how it ended, and the backlog of encoded records the completion ring
+//! had no room for. The backlog trades memory for never blocking the loop:
+//! a full ring delays records, it never stalls sockets.
+
+use std::sync::atomic::Ordering;
+
+use super::{Job, Worker};
+use crate::engine::record::{self, Completion};
+use crate::engine::shared::WorkerCounters;
+use crate::metrics::errors::ErrorClass;
+use crate::shm::ring::{ByteProducer, PushError};
+
+/// Output text a record carries at most (a quarter of the completion ring
+/// minus room for the gaps).
+const MAX_TEXT: usize = 512 * 1024;
+
+/// How a job ended, as its record says.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Outcome {
+    /// The request went out on connection `conn` (or tried to): the record
+    /// carries what its receiver tallied.
+    Exchange {
+        conn: usize,
+        status: u16,
+        error: ErrorClass,
+        /// The last request of its conversation.
+        conv_end: bool,
+    },
+    /// The request never reached a connection; its conversation ends.
+    Unsent(ErrorClass),
+    /// The conversation ended without sending this turn.
+    ConvEnd,
+}
+
+impl Worker<'_> {
+    /// Records the end of the request on connection `i`, after feeding its
+    /// reply to the conversation (which may schedule the next turn).
+    pub(super) fn emit(&mut self, i: usize, error: ErrorClass, status: u16, t_end: u64) {
+        let conv_end = self.continue_conversation(i, error, t_end);
+        let outcome = Outcome::Exchange {
+            conn: i,
+            status,
+            error,
+            conv_end,
+        };
+        self.record(self.conns[i].job, t_end, outcome);
+    }
+
+    /// Builds `job`'s completion record and sends it (or queues it).
+    /// Always inlined: each caller passes one known variant, so each gets
+    /// only its own arm (the response path is the hot one).
+    #[inline(always)]
+    pub(super) fn record(&mut self, job: Job, t_end: u64, outcome: Outcome) {
+        let mut rec = Completion {
+            seq: job.slot.seq,
+            t_sched: job.slot.t_sched,
+            t_end,
+            sample: job.slot.sample,
+            stage: job.slot.stage,
+            scenario: job.slot.scenario,
+            turn: job.turn,
+            conv_id: job.id,
+            prompt_tokens: Completion::code(None),
+            completion_tokens: Completion::code(None),
+            ..Completion::default()
+        };
+        match outcome {
+            Outcome::Unsent(error) => {
+                rec.error = error as u8;
+                rec.flags = record::CONV_END;
+                self.out.push(self.counters, &rec, &[], &[], &[]);
+            }
+            Outcome::ConvEnd => {
+                rec.flags = record::CONV_END | record::NO_REQUEST;
+                self.out.push(self.counters, &rec, &[], &[], &[]);
+            }
+            Outcome::Exchange {
+                conn,
+                status,
+                error,
+                conv_end,
+            } => {
+                let rx = &self.conns[conn].rx;
+                let tally = &rx.tally;
+                let sc = &self.s.scenarios[job.slot.scenario as usize];
+                let ship_text = self.s.keep_text || sc.keep_text;
+                if conv_end {
+                    rec.flags |= record::CONV_END;
+                }
+                if rx.sse_mode {
+                    rec.flags |= record::STREAMED;
+                }
+                if tally.gaps_truncated {
+                    rec.flags |= record::GAPS_TRUNCATED;
+                    self.counters.itl_truncated.fetch_add(1, Ordering::Relaxed);
+                }
+                rec.t_send = rx.t_send;
+                rec.t_first_byte = rx.t_first_byte;
+                rec.t_first_token = tally.t_first_token;
+                rec.t_last_token = tally.t_last_token;
+                rec.status = status;
+                rec.error = error as u8;
+                rec.prompt_tokens = Completion::code(tally.prompt_tokens);
+                rec.completion_tokens = Completion::code(tally.completion_tokens);
+                rec.text_events = tally.text_events;
+                rec.text_bytes = tally.text_bytes;
+                rec.n_gaps = tally.gaps.len() as u32;
+                rec.finish = tally.finish as u8;
+                rec.text_len = if ship_text {
+                    tally.text.len().min(MAX_TEXT) as u32
+                } else {
+                    0
+                };
+                let msg = tally.error_message();
+                rec.msg_len = msg.len() as u32;
+                self.out
+                    .push(self.counters, &rec, &tally.gaps, &tally.text, msg);
+            }
+        }
+    }
+}
+
+/// The completion ring's producer end and the records waiting for room in
+/// it.
+pub(super) struct Outbox {
+    ring: ByteProducer,
+    /// Encoded records the ring had no room for, in order, each behind its
+    /// length.
+    backlog: Vec<u8>,
+    /// A record went out since the parent was last rung.
+    published: bool,
+}
+
+impl Outbox {
+    pub(super) fn new(ring: ByteProducer) -> Outbox {
+        Outbox {
+            ring,
+            backlog: Vec::new(),
+            published: false,
+        }
+    }
+
+    /// No record is waiting for room.
+    pub(super) fn is_empty(&self) -> bool {
+        self.backlog.is_empty()
+    }
+
+    /// Whether records went out since the last call.
+    pub(super) fn take_published(&mut self) -> bool {
+        std::mem::take(&mut self.published)
+    }
+
+    /// Pushes one record, or queues it behind earlier ones when the ring is
+    /// full (order among records does not matter to the parent, but the
+    /// backlog must drain before new records so none waits forever).
+    fn push(
+        &mut self,
+        counters: &WorkerCounters,
+        rec: &Completion,
+        gaps: &[u64],
+        text: &[u8],
+        msg: &[u8],
+    ) {
+        self.published = true;
+        let len = rec.encoded_len();
+        if self.backlog.is_empty() {
+            match self
+                .ring
+                .push_with(len, |buf| rec.encode(gaps, text, msg, buf))
+            {
+                Ok(()) => return,
+                Err(PushError::TooLarge) => {
+                    // What one record cannot carry is dropped, flagged: the
+                    // gaps beyond the limit and the text.
+                    let mut r = *rec;
+                    r.n_gaps = 0;
+                    r.text_len = 0;
+                    r.flags |= record::GAPS_TRUNCATED;
+                    self.push(counters, &r, &[], &[], msg);
+                    return;
+                }
+                Err(PushError::Full) => {}
+            }
+        }
+        counters
+            .completion_ring_full
+            .fetch_add(1, Ordering::Relaxed);
+        self.backlog.extend_from_slice(&(len as u32).to_ne_bytes());
+        let at = self.backlog.len();
+        self.backlog.resize(at + len, 0);
+        rec.encode(gaps, text, msg, &mut self.backlog[at..]);
+    }
+
+    /// Moves queued records into the ring while it has room.
+    pub(super) fn flush(&mut self) {
+        let mut at = 0;
+        while at < self.backlog.len() {
+            let len =
+                u32::from_ne_bytes(self.backlog[at..at + 4].try_into().expect("4 bytes")) as usize;
+            let rec = &self.backlog[at + 4..at + 4 + len];
+            match self.ring.push_with(len, |buf| buf.copy_from_slice(rec)) {
+                Ok(()) => {
+                    at += 4 + len;
+                    self.published = true;
+                }
+                Err(_) => break,
+            }
+        }
+        self.backlog.drain(..at);
+    }
+}

@@ -1,0 +1,394 @@
+//! A worker process: one mio event loop that takes requests from its issue
+//! ring, writes their prebuilt bytes on keep-alive connections (one pool per
+//! endpoint), timestamps and parses the responses, and pushes one completion
+//! record per request to its completion ring. A single-turn request never
+//! allocates (connection buffers are allocated on a connection's first use
+//! and reused; a conversation id is written over a placeholder in a copy),
+//! never formats, and makes no syscall beyond the socket I/O, `epoll_wait`,
+//! and a doorbell write when the parent sleeps. Multi-turn conversations are
+//! the exception DESIGN.md names: the worker owns them and builds each turn
+//! from the history (see `conversation`).
+//!
+//! This file is the loop and what it decides: taking issues, matching jobs to
+//! connections, timeouts and abort. `pool` holds the connections, `exchange`
+//! one request's bytes on one of them, `convs` the conversations, `emit` the
+//! records. Each is an `impl Worker` block over the worker's own fields (the
+//! conversations and the outbox are fields of their own types), so the split
+//! adds no indirection, dispatch or copy to a request.
+
+mod convs;
+mod emit;
+mod exchange;
+mod pool;
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+
+use super::ScenarioPlan;
+use super::shared::{IssueSlot, RunPhase, Shared, WorkerCounters};
+use crate::clock::now_ns;
+use crate::metrics::errors::ErrorClass;
+use crate::plan::Limits;
+use crate::rng::Rng;
+use crate::shm::ring::SlotConsumer;
+use convs::Convs;
+use emit::{Outbox, Outcome};
+use pool::{Conn, ConnState};
+
+/// What a worker needs; inherited through `fork()`.
+pub struct WorkerSetup<'a> {
+    pub index: usize,
+    pub shared: &'a Shared,
+    pub scenarios: &'a [ScenarioPlan<'a>],
+    /// Resolved endpoints; `None` when the name did not resolve.
+    pub endpoints: &'a [Option<SocketAddr>],
+    /// Connections this worker may open (to all endpoints together).
+    pub max_conns: usize,
+    pub limits: Limits,
+    /// Connections to open before reporting ready, so a closed loop's first
+    /// requests do not queue behind a burst of TCP handshakes.
+    pub warm_conns: usize,
+    /// Endpoint the warm connections go to.
+    pub warm_endpoint: usize,
+    /// Send each response's output text with its record (for counting tokens
+    /// in the parent, or recording outputs); scenarios may ask for it too.
+    pub keep_text: bool,
+    /// Seeds conversation ids and turn draws.
+    pub seed: u64,
+}
+
+const BELL: Token = Token(usize::MAX);
+/// How often timeouts are checked.
+const SWEEP_NS: u64 = 5_000_000;
+/// Requests waiting in the worker for a connection, at most.
+const PENDING_CAP: usize = 16384;
+
+/// What an event says about a socket.
+#[derive(Clone, Copy, Debug)]
+struct Ready {
+    readable: bool,
+    writable: bool,
+    /// The peer closed or reset: no further edge will come.
+    closed: bool,
+}
+
+impl Ready {
+    fn of(ev: &mio::event::Event) -> Ready {
+        Ready {
+            readable: ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+            writable: ev.is_writable() || ev.is_error(),
+            closed: ev.is_read_closed() || ev.is_error(),
+        }
+    }
+}
+
+/// `Job::conv` of a request that is not part of a multi-turn conversation.
+const NO_CONV: u32 = u32::MAX;
+
+/// One request: what the parent issued, and where it is in its conversation.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    /// For turns after the first, `t_sched` is when the turn was due.
+    slot: IssueSlot,
+    t_dispatch: u64,
+    retried: bool,
+    /// Conversation slot, or `NO_CONV`.
+    conv: u32,
+    /// Turn number, from 1.
+    turn: u16,
+    /// The conversation id (a single request's own id).
+    id: [u8; 16],
+}
+
+impl Default for Job {
+    fn default() -> Job {
+        Job {
+            slot: IssueSlot::default(),
+            t_dispatch: 0,
+            retried: false,
+            conv: NO_CONV,
+            turn: 1,
+            id: [0; 16],
+        }
+    }
+}
+
+/// Runs worker `setup.index` until the parent says exit; returns the exit code.
+pub fn run(setup: WorkerSetup<'_>) -> i32 {
+    match Worker::new(setup) {
+        Ok(mut w) => {
+            w.run();
+            0
+        }
+        Err(_) => 3,
+    }
+}
+
+struct Worker<'a> {
+    s: WorkerSetup<'a>,
+    counters: &'a WorkerCounters,
+    poll: Poll,
+    conns: Vec<Conn>,
+    /// Connections with no socket.
+    free: Vec<usize>,
+    /// Idle keep-alive connections, per endpoint.
+    idle: Vec<Vec<usize>>,
+    pending: VecDeque<Job>,
+    convs: Convs,
+    rng: Rng,
+    body_scratch: Vec<u8>,
+    /// No new turns start (the run is draining).
+    draining: bool,
+    issue: SlotConsumer<IssueSlot>,
+    out: Outbox,
+    /// Connections carrying a request (Connecting, Sending, Receiving).
+    busy: usize,
+}
+
+impl<'a> Worker<'a> {
+    fn new(s: WorkerSetup<'a>) -> io::Result<Worker<'a>> {
+        let poll = Poll::new()?;
+        let bell = &s.shared.worker_bells[s.index];
+        poll.registry()
+            .register(&mut SourceFd(&bell.fd()), BELL, Interest::READABLE)?;
+        let (issue, out) = s.shared.worker_ends(s.index);
+        Ok(Worker {
+            counters: s.shared.counters(s.index),
+            conns: (0..s.max_conns).map(|_| Conn::new()).collect(),
+            free: (0..s.max_conns).rev().collect(),
+            idle: vec![Vec::new(); s.endpoints.len()],
+            pending: VecDeque::with_capacity(PENDING_CAP),
+            convs: Convs::default(),
+            rng: Rng::seeded(s.seed ^ (s.index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            body_scratch: Vec::new(),
+            draining: false,
+            out: Outbox::new(out),
+            busy: 0,
+            poll,
+            issue,
+            s,
+        })
+    }
+
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let bell = &self.s.shared.worker_bells[self.s.index];
+        let mut aborted = false;
+        let mut next_sweep = 0;
+        self.warm_up(&mut events);
+        self.counters.ready.store(1, Ordering::Release);
+        let mut busy_from = now_ns();
+        loop {
+            let ph = self.s.shared.phase();
+            if ph == RunPhase::Exit {
+                break;
+            }
+            let now = now_ns();
+            if ph >= RunPhase::WindDown && !self.draining {
+                self.draining = true;
+                self.end_thinking(now);
+            }
+            if ph == RunPhase::Abort && !aborted {
+                aborted = true;
+                self.abort_all(now);
+            }
+            if !aborted {
+                self.take_issues(now);
+                self.wake_thinkers(now);
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_NS;
+            }
+            self.out.flush();
+            if self.out.take_published() {
+                self.s.shared.parent_bell.ring();
+            }
+            if aborted && self.busy == 0 && self.pending.is_empty() && self.out.is_empty() {
+                self.counters.finished.store(1, Ordering::Release);
+            }
+
+            let mut until = if self.busy > 0 || !self.out.is_empty() {
+                next_sweep
+            } else {
+                now_ns() + 1_000_000_000
+            };
+            if let Some(due) = self.convs.next_due() {
+                until = until.min(due);
+            }
+            let mut timeout = Duration::from_nanos(until.saturating_sub(now_ns()));
+            let t = now_ns();
+            self.counters
+                .busy_ns
+                .fetch_add(t - busy_from, Ordering::Relaxed);
+            bell.prepare_sleep();
+            if !self.issue.is_empty() || self.s.shared.phase() != ph {
+                timeout = Duration::ZERO;
+            }
+            let polled = self.poll.poll(&mut events, Some(timeout));
+            bell.cancel_sleep();
+            busy_from = now_ns();
+            if let Err(e) = polled {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+                continue;
+            }
+            for ev in events.iter() {
+                let tok = ev.token();
+                if tok == BELL {
+                    continue;
+                }
+                self.on_event(tok.0, Ready::of(ev));
+            }
+            self.drain_pending();
+        }
+        for c in &mut self.conns {
+            c.stream = None;
+        }
+    }
+
+    /// Moves requests from the issue ring to connections or the pending queue.
+    fn take_issues(&mut self, now: u64) {
+        while self.pending.len() < PENDING_CAP {
+            let Some(slot) = self.issue.pop() else { break };
+            let job = self.first_job(slot, now);
+            self.enqueue(job);
+        }
+        self.drain_pending();
+    }
+
+    /// Sends `job` now if a connection is free, else queues it.
+    fn enqueue(&mut self, job: Job) {
+        if self.pending.is_empty() && self.dispatch(job) {
+            return;
+        }
+        self.counters
+            .waited_for_connection
+            .fetch_add(1, Ordering::Relaxed);
+        self.pending.push_back(job);
+    }
+
+    fn drain_pending(&mut self) {
+        // Popped before dispatching: a dispatch can fail at once and queue a
+        // retry at the front, which must not be mistaken for this job.
+        while let Some(job) = self.pending.pop_front() {
+            if !self.dispatch(job) {
+                self.pending.push_front(job);
+                break;
+            }
+        }
+    }
+
+    /// Starts `job` on an idle or new connection; false when none is free.
+    fn dispatch(&mut self, job: Job) -> bool {
+        let ep = self.s.scenarios[job.slot.scenario as usize].endpoint;
+        if let Some(i) = self.idle[ep].pop() {
+            self.start(i, job);
+            true
+        } else if let Some(i) = self.free.pop() {
+            self.connect(i, ep, job);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn on_event(&mut self, i: usize, ready: Ready) {
+        let Ready {
+            readable,
+            writable,
+            closed,
+        } = ready;
+        match self.conns[i].state {
+            ConnState::Empty => {}
+            ConnState::Connecting => {
+                if readable || writable {
+                    self.on_connecting(i, readable, closed);
+                }
+            }
+            ConnState::Sending => {
+                if writable {
+                    self.write_more(i);
+                }
+                if readable
+                    && matches!(
+                        self.conns[i].state,
+                        ConnState::Sending | ConnState::Receiving
+                    )
+                {
+                    self.read_more(i, closed);
+                }
+            }
+            ConnState::Receiving => {
+                if readable {
+                    self.read_more(i, closed);
+                }
+            }
+            ConnState::Idle => {
+                if readable {
+                    self.check_idle(i);
+                }
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.state {
+                ConnState::Connecting
+                    if now.saturating_sub(c.t_connect) > self.s.limits.connect_ns =>
+                {
+                    self.fail(i, ErrorClass::ConnectTimeout, now);
+                }
+                ConnState::Connecting | ConnState::Sending | ConnState::Receiving
+                    if now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
+                {
+                    self.fail(i, ErrorClass::RequestTimeout, now);
+                }
+                ConnState::Sending | ConnState::Receiving
+                    if c.rx.tally.t_first_token == 0
+                        && now.saturating_sub(c.rx.t_send)
+                            > self.s.limits.ttft_ns.unwrap_or(u64::MAX) =>
+                {
+                    self.fail(i, ErrorClass::TtftTimeout, now);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn abort_all(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            if matches!(
+                self.conns[i].state,
+                ConnState::Connecting | ConnState::Sending | ConnState::Receiving
+            ) {
+                self.fail(i, ErrorClass::Aborted, now);
+            }
+        }
+        while let Some(job) = self.pending.pop_front() {
+            self.unsent(job, ErrorClass::Aborted, now);
+        }
+        while let Some(slot) = self.issue.pop() {
+            let job = self.first_job(slot, now);
+            self.unsent(job, ErrorClass::Aborted, now);
+        }
+    }
+
+    /// Records a request that never reached a connection; it ends its
+    /// conversation.
+    fn unsent(&mut self, job: Job, error: ErrorClass, t_end: u64) {
+        if job.conv != NO_CONV {
+            self.convs.release(job.conv);
+        }
+        self.record(job, t_end, Outcome::Unsent(error));
+    }
+}
