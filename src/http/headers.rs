@@ -1,0 +1,63 @@
+//! Which request headers carry credentials: one rule for everything that
+//! writes a configuration or an exchange out (the run summary, the probe's
+//! report), so a header masked in one is masked in all. The rule reads the
+//! name only; a secret under an innocuous name cannot be told apart.
+
+/// What a masked credential becomes.
+pub const REDACTED: &str = "<redacted>";
+
+/// Header names whose values are credentials.
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+];
+
+/// Whether a header's value must never be written out.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    SECRET_HEADERS.contains(&n.as_str()) || n.contains("token") || n.contains("secret")
+}
+
+/// Whether a header already carries an API key, so that one from
+/// `--api-key` is not added beside it. Narrower than [`is_secret_header`]:
+/// a cookie or a session token is not the API's key.
+pub fn is_auth_header(name: &str) -> bool {
+    name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("x-api-key")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_headers_are_recognized() {
+        for h in [
+            "Authorization",
+            "Proxy-Authorization",
+            "X-API-Key",
+            "api-key",
+            "cookie",
+            "X-Auth-Token",
+            "my-secret",
+        ] {
+            assert!(is_secret_header(h), "{h}");
+        }
+        for h in ["x-request-id", "accept", "x-tenant", "x-api-version"] {
+            assert!(!is_secret_header(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn auth_headers_are_the_key_carriers() {
+        for h in ["Authorization", "x-api-key", "X-API-KEY"] {
+            assert!(is_auth_header(h), "{h}");
+        }
+        // Secret, but not where an API key goes.
+        for h in ["cookie", "x-auth-token", "proxy-authorization"] {
+            assert!(is_secret_header(h) && !is_auth_header(h), "{h}");
+        }
+    }
+}
