@@ -95,7 +95,7 @@ pub enum ArrivalKind {
 
 impl ArrivalKind {
     /// The profile's `arrival` (and `bench --arrival`).
-    pub fn parse(s: &str) -> Result<ArrivalKind, String> {
+    pub(crate) fn parse(s: &str) -> Result<ArrivalKind, String> {
         match s {
             "uniform" => Ok(ArrivalKind::Uniform),
             "poisson" => Ok(ArrivalKind::Poisson),
@@ -103,7 +103,7 @@ impl ArrivalKind {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ArrivalKind::Uniform => "uniform",
             ArrivalKind::Poisson => "poisson",

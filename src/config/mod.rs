@@ -5,7 +5,7 @@
 
 pub mod duration;
 pub mod profile;
-pub mod resolve;
+pub(crate) mod resolve;
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ use crate::plan::{Limits, Load, StagePlan, Thresholds};
 use crate::protocol::{Protocol, Sampling};
 use profile::{Profile, Scenario};
 
-/// A validated `bench` configuration: [`resolve::resolve`]'s result.
+/// A validated `bench` configuration: `resolve::resolve`'s result.
 pub struct BenchConfig {
     /// The merged profile, as reports show it (before redaction).
     pub profile: Profile,

@@ -35,7 +35,7 @@ const WORKER_OWN_FDS: u64 = 1_000;
 
 /// Resolves a merged profile into a run, or says everything that is wrong
 /// with it, each error as `json.path: message` in the order of the fields.
-pub fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
+pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     let mut errs = Errors::default();
     let p = &profile;
     let protocol = p
@@ -280,7 +280,7 @@ pub fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
 /// What the profile cannot know: whether this machine can run it.
 /// `fd_limit` is the descriptor limit each worker will have (the soft limit
 /// once raised to the hard one; 0 when it could not be read).
-pub fn check_host(cfg: &BenchConfig, fd_limit: u64) -> Result<(), String> {
+pub(crate) fn check_host(cfg: &BenchConfig, fd_limit: u64) -> Result<(), String> {
     // Reached only by the CPU-derived default: a written count is validated.
     if !(1..=MAX_WORKERS).contains(&cfg.workers) {
         return Err(format!(

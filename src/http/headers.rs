@@ -4,7 +4,7 @@
 //! name only; a secret under an innocuous name cannot be told apart.
 
 /// What a masked credential becomes.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Header names whose values are credentials.
 const SECRET_HEADERS: &[&str] = &[
@@ -16,7 +16,7 @@ const SECRET_HEADERS: &[&str] = &[
 ];
 
 /// Whether a header's value must never be written out.
-pub fn is_secret_header(name: &str) -> bool {
+pub(crate) fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     SECRET_HEADERS.contains(&n.as_str()) || n.contains("token") || n.contains("secret")
 }
@@ -24,7 +24,7 @@ pub fn is_secret_header(name: &str) -> bool {
 /// Whether a header already carries an API key, so that one from
 /// `--api-key` is not added beside it. Narrower than [`is_secret_header`]:
 /// a cookie or a session token is not the API's key.
-pub fn is_auth_header(name: &str) -> bool {
+pub(crate) fn is_auth_header(name: &str) -> bool {
     name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("x-api-key")
 }
 

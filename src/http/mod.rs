@@ -7,7 +7,7 @@
 
 pub mod chunked;
 pub mod endpoint;
-pub mod headers;
+pub(crate) mod headers;
 pub mod request;
 pub mod response;
 pub mod sse;

@@ -38,7 +38,7 @@ pub struct Built<'a> {
 /// Where one scenario's prompts came from, as the summary's `dataset`
 /// block shows it.
 #[derive(Clone, Debug, Serialize)]
-pub struct DatasetInfo {
+pub(crate) struct DatasetInfo {
     pub scenario: String,
     /// Distinct prompts (single turn) or conversations' first turns.
     pub samples: u64,
@@ -49,7 +49,7 @@ pub struct DatasetInfo {
 /// A scenario's prompt source and what is worth knowing about it.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "source", rename_all = "lowercase")]
-pub enum Source {
+pub(crate) enum Source {
     Builtin,
     Pool,
     Scripted,
@@ -74,13 +74,13 @@ pub enum Source {
 
 /// Invalid entries a dataset file had (with `skip_invalid=true`).
 #[derive(Clone, Debug, Serialize)]
-pub struct Skips {
+pub(crate) struct Skips {
     pub skipped: u64,
     pub skip_examples: Vec<String>,
 }
 
 impl Source {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Source::Builtin => "builtin",
             Source::Pool => "pool",
@@ -104,7 +104,7 @@ impl Source {
 /// totals over several with each one's beside them.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum Datasets {
+pub(crate) enum Datasets {
     One(DatasetInfo),
     Many {
         /// The first scenario's.
@@ -116,7 +116,7 @@ pub enum Datasets {
 }
 
 impl Datasets {
-    pub fn of(mut list: Vec<DatasetInfo>) -> Datasets {
+    pub(crate) fn of(mut list: Vec<DatasetInfo>) -> Datasets {
         if list.len() == 1 {
             return Datasets::One(list.remove(0));
         }

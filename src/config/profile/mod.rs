@@ -34,7 +34,7 @@ use values::ser_num;
 pub use values::{HumanDuration, Turns};
 
 /// The values a profile field takes when it is not set. `bench` has the same
-/// defaults for its flags (its help shows them through [`defaults::shown`]);
+/// defaults for its flags (its help shows them through `defaults::shown`);
 /// a default that depends on another setting or on the machine (workers,
 /// connections in closed loop, ttft_timeout) is described at its field
 /// instead.
@@ -73,7 +73,7 @@ pub mod defaults {
 
     /// The constant called `name` in this module, as help text shows it
     /// (`TIMEOUT` → `300s`); `None` for a name that is not one.
-    pub fn shown(name: &str) -> Option<String> {
+    pub(crate) fn shown(name: &str) -> Option<String> {
         let on = |b: bool| if b { "on" } else { "off" }.to_string();
         Some(match name {
             "API" => API.to_string(),

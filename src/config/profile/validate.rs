@@ -39,7 +39,7 @@ impl Errors {
 impl Profile {
     /// Every impossible value in the profile, each as `json.path: message`;
     /// empty means the profile can run (the endpoint's host was resolved but
-    /// not contacted). The error half of [`crate::config::resolve::resolve`].
+    /// not contacted). The error half of `config::resolve::resolve`.
     pub fn validate(&self) -> Vec<String> {
         crate::config::resolve::resolve(self.clone())
             .err()
