@@ -128,25 +128,25 @@ pub fn summary(label: &str, cfg: &BenchConfig) -> String {
         );
     }
 
+    let t = &cfg.thresholds;
     let mut limits = Vec::new();
-    if let Some(t) = &p.thresholds {
-        let ms = |name: &str, v: Option<f64>, limits: &mut Vec<String>| {
-            if let Some(x) = v.filter(|x| *x > 0.0) {
-                limits.push(format!("{name} ≤ {x} ms"));
-            }
-        };
-        ms("TTFT p95", t.ttft_p95_ms, &mut limits);
-        ms("p95", t.p95_ms, &mut limits);
-        ms("p99", t.p99_ms, &mut limits);
-        if let Some(e) = t.error_rate {
-            limits.push(format!("error rate ≤ {}", percent(e)));
+    for (name, v) in [
+        ("TTFT p95", t.ttft_p95_ms),
+        ("p95", t.p95_ms),
+        ("p99", t.p99_ms),
+    ] {
+        if let Some(x) = v {
+            limits.push(format!("{name} ≤ {x} ms"));
         }
-        if let Some(r) = t.min_rps.filter(|r| *r > 0.0) {
-            limits.push(format!("≥ {r} req/s"));
-        }
-        if !limits.is_empty() && t.abort_on_fail == Some(true) {
-            limits.push("abort after the first stage that fails".to_string());
-        }
+    }
+    if let Some(e) = t.error_rate {
+        limits.push(format!("error rate ≤ {}", percent(e)));
+    }
+    if let Some(r) = t.min_rps {
+        limits.push(format!("≥ {r} req/s"));
+    }
+    if !limits.is_empty() && t.abort_on_fail {
+        limits.push("abort after the first stage that fails".to_string());
     }
     if limits.is_empty() {
         s += " No thresholds.";

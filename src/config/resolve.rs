@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::BenchConfig;
-use super::profile::typed::{self, nanos};
+use super::profile::typed::{self, Mode, nanos};
 use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
 };
@@ -50,7 +50,9 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     if p.model.as_deref() == Some("") {
         errs.at("model", "empty model name (leave it out to ask /v1/models)");
     }
-    let arrival = typed::arrival(p, &mut errs);
+    // Parsed once; an unknown mode is reported with the stage it shapes.
+    let mode = p.mode.as_deref().map(Mode::parse);
+    let arrival = typed::arrival(p, mode.as_ref(), &mut errs);
     let cache_mode = p.cache_mode.as_deref().map_or(defaults::CACHE_MODE, |c| {
         CacheMode::parse(c).unwrap_or_else(|e| {
             errs.at("cache_mode", e);
@@ -151,7 +153,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         );
     }
     let before = errs.len();
-    let stages = typed::stages(p, arrival, &mut errs);
+    let stages = typed::stages(p, mode.as_ref(), arrival, &mut errs);
     let max_closed = stages
         .iter()
         .filter_map(|s| match s.load {

@@ -44,6 +44,35 @@ impl CacheMode {
     }
 }
 
+/// A single-stage run's `mode`, parsed once: it shapes the stage and, when
+/// open-loop, names the arrival law.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Offline,
+    Open(ArrivalKind),
+    Concurrency,
+}
+
+impl Mode {
+    pub(crate) fn parse(s: &str) -> Result<Mode, String> {
+        match s {
+            "offline" => Ok(Mode::Offline),
+            "concurrency" => Ok(Mode::Concurrency),
+            other => ArrivalKind::parse(other)
+                .map(Mode::Open)
+                .map_err(|_| format!("'{other}': expected one of {}", MODES.join(", "))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Offline => "offline",
+            Mode::Open(kind) => kind.name(),
+            Mode::Concurrency => "concurrency",
+        }
+    }
+}
+
 /// One scenario of a resolved profile: the top level with the scenario's
 /// overrides applied.
 #[derive(Clone)]
@@ -104,10 +133,17 @@ impl Turns {
     }
 }
 
-/// The open-loop arrival law: `arrival`, else `uniform` when `mode` is
-/// uniform, else the default. A contradiction with `mode` is an error.
-pub(crate) fn arrival(p: &Profile, errs: &mut Errors) -> ArrivalKind {
-    let from_mode = p.mode.as_deref().and_then(|m| ArrivalKind::parse(m).ok());
+/// The open-loop arrival law: `arrival`, else the law `mode` names, else
+/// the default. A contradiction with `mode` is an error.
+pub(crate) fn arrival(
+    p: &Profile,
+    mode: Option<&Result<Mode, String>>,
+    errs: &mut Errors,
+) -> ArrivalKind {
+    let from_mode = match mode {
+        Some(Ok(Mode::Open(kind))) => Some(*kind),
+        _ => None,
+    };
     let Some(written) = &p.arrival else {
         return from_mode.unwrap_or(defaults::ARRIVAL);
     };
@@ -130,7 +166,12 @@ pub(crate) fn arrival(p: &Profile, errs: &mut Errors) -> ArrivalKind {
 /// The run's stages with defaults applied: `stages` as written, or the
 /// single stage `mode`/`rate`/`concurrency`/`duration`/`requests` describe.
 /// Open-loop stages arrive by `kind`.
-pub(crate) fn stages(p: &Profile, kind: ArrivalKind, errs: &mut Errors) -> Vec<StagePlan> {
+pub(crate) fn stages(
+    p: &Profile,
+    mode: Option<&Result<Mode, String>>,
+    kind: ArrivalKind,
+    errs: &mut Errors,
+) -> Vec<StagePlan> {
     if p.duration.is_some_and(|d| d.0.is_zero()) {
         errs.at("duration", "must be longer than 0");
     }
@@ -138,7 +179,7 @@ pub(crate) fn stages(p: &Profile, kind: ArrivalKind, errs: &mut Errors) -> Vec<S
         errs.at("requests", "must be at least 1");
     }
     let Some(specs) = &p.stages else {
-        return single_stage(p, kind, errs).into_iter().collect();
+        return single_stage(p, mode, kind, errs).into_iter().collect();
     };
     for (name, set) in [
         ("mode", p.mode.is_some()),
@@ -182,15 +223,25 @@ pub(crate) fn stages(p: &Profile, kind: ArrivalKind, errs: &mut Errors) -> Vec<S
     out
 }
 
-fn single_stage(p: &Profile, kind: ArrivalKind, errs: &mut Errors) -> Option<StagePlan> {
-    let mode = match (&p.mode, p.rate) {
-        (Some(m), _) => m.as_str(),
-        (None, Some(_)) => "poisson",
-        (None, None) => "concurrency",
+fn single_stage(
+    p: &Profile,
+    mode: Option<&Result<Mode, String>>,
+    kind: ArrivalKind,
+    errs: &mut Errors,
+) -> Option<StagePlan> {
+    let mode = match (mode, p.rate) {
+        (Some(Ok(m)), _) => *m,
+        (Some(Err(e)), _) => {
+            errs.at("mode", e);
+            return None;
+        }
+        // Named poisson in messages; the stage arrives by `kind`.
+        (None, Some(_)) => Mode::Open(ArrivalKind::Poisson),
+        (None, None) => Mode::Concurrency,
     };
     let load = match mode {
-        "offline" => Load::Offline,
-        "poisson" | "uniform" => match p.rate {
+        Mode::Offline => Load::Offline,
+        Mode::Open(_) => match p.rate {
             Some(r) if r.is_finite() && r > 0.0 => Load::Open {
                 kind,
                 rate_from: r,
@@ -203,36 +254,29 @@ fn single_stage(p: &Profile, kind: ArrivalKind, errs: &mut Errors) -> Option<Sta
             None => {
                 errs.at(
                     "rate",
-                    format!("mode {mode} needs a rate (requests per second)"),
+                    format!("mode {} needs a rate (requests per second)", mode.name()),
                 );
                 return None;
             }
         },
-        "concurrency" => match p.concurrency.unwrap_or(defaults::CONCURRENCY) {
+        Mode::Concurrency => match p.concurrency.unwrap_or(defaults::CONCURRENCY) {
             0 => {
                 errs.at("concurrency", "must be at least 1");
                 return None;
             }
             n => Load::Closed { concurrency: n },
         },
-        other => {
-            errs.at(
-                "mode",
-                format!("'{other}': expected one of {}", MODES.join(", ")),
-            );
-            return None;
-        }
     };
     if p.rate.is_some() && !matches!(load, Load::Open { .. }) {
         errs.at(
             "rate",
-            format!("applies to modes poisson and uniform, not {mode}"),
+            format!("applies to modes poisson and uniform, not {}", mode.name()),
         );
     }
     if p.concurrency.is_some() && !matches!(load, Load::Closed { .. }) {
         errs.at(
             "concurrency",
-            format!("applies to mode concurrency, not {mode}"),
+            format!("applies to mode concurrency, not {}", mode.name()),
         );
     }
     let (duration, requests) = match (p.duration, p.requests, load) {
