@@ -93,6 +93,24 @@ pub enum ArrivalKind {
     Poisson,
 }
 
+impl ArrivalKind {
+    /// The profile's `arrival` (and `bench --arrival`).
+    pub(crate) fn parse(s: &str) -> Result<ArrivalKind, String> {
+        match s {
+            "uniform" => Ok(ArrivalKind::Uniform),
+            "poisson" => Ok(ArrivalKind::Poisson),
+            _ => Err(format!("'{s}': expected uniform or poisson")),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ArrivalKind::Uniform => "uniform",
+            ArrivalKind::Poisson => "poisson",
+        }
+    }
+}
+
 /// Limits; `None` is not checked.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Thresholds {

@@ -5,11 +5,15 @@
 //! endpoint's host is resolved but never contacted.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
-use crate::config::profile::{Content, Profile, Stage, StageLoad, defaults};
+use crate::config::profile::{Content, Profile};
+use crate::config::resolve::resolve;
+use crate::plan::{Load, StagePlan};
 
 /// Check a run profile and summarize the run it describes.
 #[derive(FromArgs, Debug)]
@@ -30,59 +34,64 @@ pub fn run(args: ValidateArgs) -> i32 {
             return 1;
         }
     };
-    let errors = profile.validate();
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("{label}: {e}");
+    match resolve(profile) {
+        Ok(cfg) => {
+            println!("{}", wrap(&summary(&label, &cfg), 78));
+            0
         }
-        return 1;
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{label}: {e}");
+            }
+            1
+        }
     }
-    println!("{}", wrap(&summary(&label, &profile), 78));
-    0
 }
 
 /// The run a valid profile describes, as one paragraph.
-pub fn summary(label: &str, p: &Profile) -> String {
+pub fn summary(label: &str, cfg: &BenchConfig) -> String {
+    let p = &cfg.profile;
     let mut s = format!(
         "{label} is valid: {} at {}, model {}, {}, max_tokens {}.",
-        p.api.as_deref().unwrap_or(defaults::API),
+        cfg.protocol.name(),
         p.endpoint.as_deref().unwrap_or("the built-in endpoint"),
         p.model.as_deref().unwrap_or("from /v1/models"),
-        if p.stream.unwrap_or(defaults::STREAM) {
+        if cfg.stream {
             "streaming"
         } else {
             "non-streaming"
         },
-        p.max_tokens.unwrap_or(defaults::MAX_TOKENS),
+        cfg.max_tokens,
     );
-    let stages = p.stages().unwrap_or_default();
-    let open = stages
-        .iter()
-        .any(|st| matches!(st.load, StageLoad::Open { .. } | StageLoad::Ramp { .. }));
-    let warmup = p.warmup.map_or(defaults::WARMUP, |w| w.0);
-    if !warmup.is_zero() {
-        s += &format!(" {} warmup, then", format_duration(warmup));
+    let stages = &cfg.stages;
+    let arrival = stages.iter().find_map(|st| match st.load {
+        Load::Open { kind, .. } => Some(kind),
+        _ => None,
+    });
+    if cfg.warmup_ns > 0 {
+        s += &format!(
+            " {} warmup, then",
+            format_duration(Duration::from_nanos(cfg.warmup_ns))
+        );
     }
     s += &format!(
         " {} stage{}",
         stages.len(),
         if stages.len() == 1 { "" } else { "s" }
     );
-    if open {
-        s += &format!(
-            " ({} arrivals)",
-            p.arrival().map(|a| a.name()).unwrap_or("poisson")
-        );
+    if let Some(kind) = arrival {
+        s += &format!(" ({} arrivals)", kind.name());
     }
     let list: Vec<String> = stages.iter().map(describe_stage).collect();
     s += &format!(": {}.", list.join("; "));
 
-    let scenarios = p.scenarios().unwrap_or_default();
-    if p.scenarios.is_some() {
+    if let Some(specs) = &p.scenarios {
+        let scenarios = &cfg.scenarios;
         let total: f64 = scenarios.iter().map(|sc| sc.weight).sum();
         let list: Vec<String> = scenarios
             .iter()
-            .map(|sc| {
+            .zip(specs)
+            .map(|(sc, spec)| {
                 let turns = if sc.turns.min == sc.turns.max {
                     format!(
                         "{} turn{}",
@@ -99,7 +108,7 @@ pub fn summary(label: &str, p: &Profile) -> String {
                     Some(Content::Sized { .. }) => "sized",
                     Some(Content::Dataset { .. }) => "dataset",
                 };
-                let checked = if sc.spec.checks.is_some() {
+                let checked = if spec.checks.is_some() {
                     ", checked"
                 } else {
                     ""
@@ -119,25 +128,25 @@ pub fn summary(label: &str, p: &Profile) -> String {
         );
     }
 
+    let t = &cfg.thresholds;
     let mut limits = Vec::new();
-    if let Some(t) = &p.thresholds {
-        let ms = |name: &str, v: Option<f64>, limits: &mut Vec<String>| {
-            if let Some(x) = v.filter(|x| *x > 0.0) {
-                limits.push(format!("{name} ≤ {x} ms"));
-            }
-        };
-        ms("TTFT p95", t.ttft_p95_ms, &mut limits);
-        ms("p95", t.p95_ms, &mut limits);
-        ms("p99", t.p99_ms, &mut limits);
-        if let Some(e) = t.error_rate {
-            limits.push(format!("error rate ≤ {}", percent(e)));
+    for (name, v) in [
+        ("TTFT p95", t.ttft_p95_ms),
+        ("p95", t.p95_ms),
+        ("p99", t.p99_ms),
+    ] {
+        if let Some(x) = v {
+            limits.push(format!("{name} ≤ {x} ms"));
         }
-        if let Some(r) = t.min_rps.filter(|r| *r > 0.0) {
-            limits.push(format!("≥ {r} req/s"));
-        }
-        if !limits.is_empty() && t.abort_on_fail == Some(true) {
-            limits.push("abort after the first stage that fails".to_string());
-        }
+    }
+    if let Some(e) = t.error_rate {
+        limits.push(format!("error rate ≤ {}", percent(e)));
+    }
+    if let Some(r) = t.min_rps {
+        limits.push(format!("≥ {r} req/s"));
+    }
+    if !limits.is_empty() && t.abort_on_fail {
+        limits.push("abort after the first stage that fails".to_string());
     }
     if limits.is_empty() {
         s += " No thresholds.";
@@ -147,14 +156,18 @@ pub fn summary(label: &str, p: &Profile) -> String {
     s
 }
 
-fn describe_stage(st: &Stage) -> String {
+fn describe_stage(st: &StagePlan) -> String {
     let load = match st.load {
-        StageLoad::Offline => "offline (every request due at the start)".to_string(),
-        StageLoad::Closed { concurrency } => format!("{concurrency} in flight"),
-        StageLoad::Open { rate } => format!("{rate} req/s"),
-        StageLoad::Ramp { from, to } => format!("{from} → {to} req/s"),
+        Load::Offline => "offline (every request due at the start)".to_string(),
+        Load::Closed { concurrency } => format!("{concurrency} in flight"),
+        Load::Open {
+            rate_from, rate_to, ..
+        } if rate_from == rate_to => format!("{rate_from} req/s"),
+        Load::Open {
+            rate_from, rate_to, ..
+        } => format!("{rate_from} → {rate_to} req/s"),
     };
-    let length = match (st.duration, st.requests) {
+    let length = match (st.duration_ns.map(Duration::from_nanos), st.requests) {
         (Some(d), Some(r)) => format!(", {} or {r} requests", format_duration(d)),
         (Some(d), None) => format!(", {}", format_duration(d)),
         (None, Some(r)) => format!(", {r} requests"),
@@ -193,7 +206,8 @@ mod tests {
 
     #[test]
     fn summarizes_the_example() {
-        let s = summary("run.json", &Profile::example());
+        let cfg = resolve(Profile::example()).unwrap_or_else(|e| panic!("{e:?}"));
+        let s = summary("run.json", &cfg);
         assert!(
             s.starts_with("run.json is valid: openai-chat at http://127.0.0.1:8000"),
             "{s}"

@@ -9,6 +9,7 @@
 pub(crate) mod blocking;
 pub mod chunked;
 pub mod endpoint;
+pub(crate) mod headers;
 pub mod request;
 pub mod response;
 pub mod sse;

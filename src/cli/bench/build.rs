@@ -1,22 +1,23 @@
-//! From a resolved configuration to the engine's `Plan`: endpoints resolved
-//! once (the built-in one started when a scenario needs it), each scenario's
-//! requests serialized — or, for multi-turn scenarios, the template its
-//! worker builds turns from — and stages in the engine's terms.
+//! From a resolved configuration to the engine's scenarios: endpoints
+//! listed once each (the built-in one when a scenario needs it), each
+//! scenario's requests serialized — or, for multi-turn scenarios, the
+//! template its worker builds turns from — and a description of where each
+//! scenario's prompts came from, for the report.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::config::BenchConfig;
-use crate::config::profile::{Arrival, CacheMode, Content, Scenario, Stage, StageLoad};
-use crate::dataset::{self, DatasetSpec, Order, Sample, SyntheticSpec};
+use crate::config::profile::{CacheMode, Content, Scenario};
+use crate::dataset::synthetic::Dist;
+use crate::dataset::{self, DatasetSpec, LoadStats, Order, Sample, SyntheticSpec};
 use crate::engine::ScenarioPlan;
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
 use crate::engine::requests::{RequestSet, RequestTemplate};
 use crate::http::endpoint::Endpoint;
-use crate::plan::{ArrivalKind, Checks, Load, StagePlan};
-use crate::protocol::{self, Protocol};
+use crate::http::headers::is_auth_header;
 use crate::server::{ServerConfig, ServerHandle};
 use crate::tokens::Tokenizer;
 
@@ -31,7 +32,105 @@ pub struct Built<'a> {
     pub url: String,
     pub model: String,
     /// Per scenario: where its prompts came from.
-    pub datasets: Vec<Value>,
+    pub datasets: Vec<DatasetInfo>,
+}
+
+/// Where one scenario's prompts came from, as the summary's `dataset`
+/// block shows it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct DatasetInfo {
+    pub scenario: String,
+    /// Distinct prompts (single turn) or conversations' first turns.
+    pub samples: u64,
+    #[serde(flatten)]
+    pub source: Source,
+}
+
+/// A scenario's prompt source and what is worth knowing about it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub(crate) enum Source {
+    Builtin,
+    Pool,
+    Scripted,
+    Sized {
+        isl: u32,
+        exact_input_lengths: bool,
+    },
+    Synthetic {
+        isl: u32,
+        osl: u32,
+        exact_input_lengths: bool,
+    },
+    File {
+        path: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+        /// Streamed files only: what loading skipped.
+        #[serde(flatten)]
+        skips: Option<Skips>,
+    },
+}
+
+/// Invalid entries a dataset file had (with `skip_invalid=true`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Skips {
+    pub skipped: u64,
+    pub skip_examples: Vec<String>,
+}
+
+impl Source {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Source::Builtin => "builtin",
+            Source::Pool => "pool",
+            Source::Scripted => "scripted",
+            Source::Sized { .. } => "sized",
+            Source::Synthetic { .. } => "synthetic",
+            Source::File { .. } => "file",
+        }
+    }
+
+    fn file(spec: &DatasetSpec, conversation: Option<&str>) -> Source {
+        Source::File {
+            path: spec.path.display().to_string(),
+            conversation: conversation.map(str::to_string),
+            skips: None,
+        }
+    }
+}
+
+/// The summary's `dataset` block: the one scenario's description, or the
+/// totals over several with each one's beside them.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Datasets {
+    One(DatasetInfo),
+    Many {
+        /// The first scenario's.
+        source: &'static str,
+        samples: u64,
+        skipped: u64,
+        scenarios: Vec<DatasetInfo>,
+    },
+}
+
+impl Datasets {
+    pub(crate) fn of(mut list: Vec<DatasetInfo>) -> Datasets {
+        if list.len() == 1 {
+            return Datasets::One(list.remove(0));
+        }
+        let skipped = |d: &DatasetInfo| match &d.source {
+            Source::File { skips: Some(s), .. } => s.skipped,
+            _ => 0,
+        };
+        Datasets::Many {
+            source: list.first().map_or("builtin", |d| d.source.name()),
+            samples: list.iter().map(|d| d.samples).sum(),
+            skipped: list.iter().map(skipped).sum(),
+            scenarios: list,
+        }
+    }
 }
 
 /// The built-in endpoint's settings when bench starts it.
@@ -45,9 +144,9 @@ pub fn builtin_server() -> ServerConfig {
     }
 }
 
-/// Whether some scenario sends to no endpoint of its own and none is set.
+/// Whether some scenario sends to the built-in endpoint.
 pub fn needs_builtin(cfg: &BenchConfig) -> bool {
-    cfg.endpoint.is_none() && cfg.scenarios.iter().any(|s| s.spec.endpoint.is_none())
+    cfg.scenarios.iter().any(|s| s.endpoint.is_none())
 }
 
 /// Builds every scenario. `server` is the built-in endpoint when one runs.
@@ -67,11 +166,12 @@ pub fn build<'a>(
         datasets: Vec::new(),
     };
     for (i, sc) in cfg.scenarios.iter().enumerate() {
-        let proto = match &sc.spec.api {
-            Some(a) => protocol::find(a)?,
-            None => cfg.protocol,
+        let proto = sc.protocol;
+        let endpoint = match (&sc.endpoint, server) {
+            (Some(e), _) => e.clone(),
+            (None, Some(s)) => Endpoint::local(s.addr, proto.default_path()),
+            (None, None) => return Err(format!("scenario '{}' has no endpoint", sc.name)),
         };
-        let endpoint = scenario_endpoint(cfg, sc, proto, server)?;
         let key = if endpoint.resolved() {
             endpoint.addr.to_string()
         } else {
@@ -81,31 +181,22 @@ pub fn build<'a>(
             endpoints.push(endpoint.resolved().then_some(endpoint.addr));
             endpoints.len() - 1
         });
-        let model = match sc.spec.model.as_ref().or(cfg.model.as_ref()) {
+        let model = match &sc.model {
             Some(m) => m.clone(),
-            None if server.is_some() && sc.spec.endpoint.is_none() && cfg.endpoint.is_none() => {
-                "llmload-mock".to_string()
-            }
+            None if sc.endpoint.is_none() => "llmload-mock".to_string(),
             None => models
                 .entry(endpoint.url.clone())
                 .or_insert_with(|| discover_model(&endpoint, cfg))
                 .clone(),
         };
-        let mut headers: Vec<(String, String)> = cfg.headers.clone();
-        for (k, v) in sc.spec.headers.iter().flatten() {
-            headers.retain(|(old, _)| !old.eq_ignore_ascii_case(k));
-            headers.push((k.clone(), v.clone()));
-        }
+        let mut headers = sc.headers.clone();
         if let Some(key) = &cfg.api_key
             && !headers.iter().any(|(k, _)| is_auth_header(k))
         {
             headers.extend(proto.auth_headers(key));
         }
-        let stream = sc.spec.stream.unwrap_or(cfg.stream);
-        let max_tokens = sc.spec.max_tokens.unwrap_or(cfg.max_tokens);
-        let system = sc.spec.system.as_deref().or(cfg.system.as_deref());
+        let (stream, max_tokens, system) = (sc.stream, sc.max_tokens, sc.system.as_deref());
         let bust = sc.cache_mode == CacheMode::Bust && cfg.uuid_in_prompt;
-        let checks = checks_of(sc);
         let multi_turn = sc.turns.max > 1
             || matches!(
                 &sc.content,
@@ -114,7 +205,7 @@ pub fn build<'a>(
                     ..
                 })
             );
-        let (samples, order, info) = content_samples(cfg, sc, max_tokens, tokenizer, i)?;
+        let (samples, order, source) = content_samples(cfg, sc, tokenizer, i)?;
         let mut plan = ScenarioPlan {
             name: sc.name.clone(),
             weight: sc.weight,
@@ -126,10 +217,10 @@ pub fn build<'a>(
                 sc.turns.min.min(u16::MAX as u32) as u16,
                 sc.turns.max.min(u16::MAX as u32) as u16,
             ),
-            think_time_ns: sc.think_time.as_nanos() as u64,
+            think_time_ns: sc.think_time_ns,
             order,
-            keep_text: checks.needs_text(),
-            checks,
+            keep_text: sc.checks.needs_text(),
+            checks: sc.checks.clone(),
         };
         if multi_turn {
             let mut all_headers: Vec<(String, String)> =
@@ -199,23 +290,17 @@ pub fn build<'a>(
                         plan.requests.push(&s, &template, tokenizer, &mut scratch);
                         Ok(())
                     })?;
-                    out.datasets.push(json!({
-                        "scenario": sc.name,
-                        "source": "file",
-                        "path": spec.path.display().to_string(),
-                        "samples": stats.loaded,
-                        "skipped": stats.skipped,
-                        "skip_examples": stats.skip_examples,
-                    }));
+                    out.datasets.push(streamed(&sc.name, &spec, stats));
                 }
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),
             }
         }
-        if let Some(info) = info {
-            let mut info = info;
-            info["scenario"] = sc.name.clone().into();
-            info["samples"] = plan.samples().into();
-            out.datasets.push(info);
+        if let Some(source) = source {
+            out.datasets.push(DatasetInfo {
+                scenario: sc.name.clone(),
+                samples: plan.samples() as u64,
+                source,
+            });
         }
         if i == 0 {
             out.url = endpoint.url.clone();
@@ -227,36 +312,6 @@ pub fn build<'a>(
     Ok(out)
 }
 
-/// The engine's stages.
-pub fn stages(cfg: &BenchConfig) -> Vec<StagePlan> {
-    let kind = match cfg.arrival {
-        Arrival::Uniform => ArrivalKind::Uniform,
-        Arrival::Poisson => ArrivalKind::Poisson,
-    };
-    cfg.stages
-        .iter()
-        .map(|s: &Stage| StagePlan {
-            name: s.name.clone(),
-            load: match s.load {
-                StageLoad::Offline => Load::Offline,
-                StageLoad::Closed { concurrency } => Load::Closed { concurrency },
-                StageLoad::Open { rate } => Load::Open {
-                    kind,
-                    rate_from: rate,
-                    rate_to: rate,
-                },
-                StageLoad::Ramp { from, to } => Load::Open {
-                    kind,
-                    rate_from: from,
-                    rate_to: to,
-                },
-            },
-            duration_ns: s.duration.map(|d| d.as_nanos() as u64),
-            requests: s.requests,
-        })
-        .collect()
-}
-
 /// Where a scenario's prompts come from before they are serialized.
 enum SampleSource {
     Samples(Vec<Sample>),
@@ -266,153 +321,121 @@ enum SampleSource {
     Conversations(Vec<Vec<String>>),
 }
 
-/// A scenario's prompts, the order to send them in, and a description for
-/// the report (files describe themselves once loaded).
+/// A scenario's prompts, the order to send them in, and where they came from
+/// (a streamed file describes itself once loaded).
 fn content_samples(
     cfg: &BenchConfig,
     sc: &Scenario,
-    max_tokens: u32,
     tokenizer: Option<&Tokenizer>,
     index: usize,
-) -> Result<(SampleSource, Order, Option<Value>), String> {
+) -> Result<(SampleSource, Order, Option<Source>), String> {
     let seed = cfg.seed.wrapping_add(index as u64);
+    let exact_input_lengths = tokenizer.is_some();
     Ok(match &sc.content {
         Some(Content::Pool { prompts }) => (
             SampleSource::Samples(prompts.iter().map(Sample::prompt).collect()),
             Order::Random,
-            Some(json!({"source": "pool"})),
+            Some(Source::Pool),
         ),
         Some(Content::Scripted { script }) => (
             SampleSource::Samples(script.iter().take(1).map(Sample::prompt).collect()),
             Order::Sequential,
-            Some(json!({"source": "scripted"})),
+            Some(Source::Scripted),
         ),
         Some(Content::Sized {
             approx_input_tokens,
         }) => {
-            let spec = SyntheticSpec::parse(&format!(
-                "isl={approx_input_tokens},osl={max_tokens},count={SIZED_PROMPTS}"
-            ))?;
+            let spec = SyntheticSpec {
+                isl: *approx_input_tokens,
+                osl: sc.max_tokens,
+                isl_std: 0.0,
+                osl_std: 0.0,
+                dist: Dist::Fixed,
+                count: SIZED_PROMPTS,
+            };
             (
                 SampleSource::Samples(dataset::synthetic::generate(&spec, seed, tokenizer)),
                 Order::Shuffle,
-                Some(
-                    json!({"source": "sized", "isl": approx_input_tokens, "exact_input_lengths": tokenizer.is_some()}),
-                ),
+                Some(Source::Sized {
+                    isl: *approx_input_tokens,
+                    exact_input_lengths,
+                }),
             )
         }
         Some(Content::Dataset {
-            dataset: spec,
-            conversation,
-        }) => {
-            let spec = DatasetSpec::parse(spec)?;
-            match conversation {
-                Some(col) => (
-                    SampleSource::Conversations(dataset::load_conversations(&spec, col)?),
-                    cfg.order,
-                    Some(
-                        json!({"source": "file", "path": spec.path.display().to_string(), "conversation": col}),
-                    ),
-                ),
-                None if sc.turns.max > 1 => {
-                    let mut samples = Vec::new();
-                    dataset::load(&spec, &mut |s| {
-                        samples.push(s);
-                        Ok(())
-                    })?;
-                    (
-                        SampleSource::Samples(samples),
-                        cfg.order,
-                        Some(json!({"source": "file", "path": spec.path.display().to_string()})),
-                    )
-                }
-                None => (SampleSource::File(spec), cfg.order, None),
-            }
-        }
+            spec,
+            conversation: Some(col),
+        }) => (
+            SampleSource::Conversations(dataset::load_conversations(spec, col)?),
+            cfg.order,
+            Some(Source::file(spec, Some(col))),
+        ),
+        Some(Content::Dataset {
+            spec,
+            conversation: None,
+        }) => file_samples(spec, sc, cfg.order)?,
         None => match (&cfg.dataset, &cfg.synthetic) {
-            (Some(spec), _) if sc.turns.max > 1 => {
-                let mut samples = Vec::new();
-                dataset::load(spec, &mut |s| {
-                    samples.push(s);
-                    Ok(())
-                })?;
-                (
-                    SampleSource::Samples(samples),
-                    cfg.order,
-                    Some(json!({"source": "file", "path": spec.path.display().to_string()})),
-                )
-            }
-            (Some(spec), _) => (SampleSource::File(spec.clone()), cfg.order, None),
+            (Some(spec), _) => file_samples(spec, sc, cfg.order)?,
             (None, Some(spec)) => (
                 SampleSource::Samples(dataset::synthetic::generate(spec, seed, tokenizer)),
                 cfg.order,
-                Some(json!({
-                    "source": "synthetic",
-                    "isl": spec.isl,
-                    "osl": spec.osl,
-                    "exact_input_lengths": tokenizer.is_some(),
-                })),
+                Some(Source::Synthetic {
+                    isl: spec.isl,
+                    osl: spec.osl,
+                    exact_input_lengths,
+                }),
             ),
             (None, None) => (
                 SampleSource::Samples(dataset::builtin()),
                 cfg.order,
-                Some(json!({"source": "builtin"})),
+                Some(Source::Builtin),
             ),
         },
     })
 }
 
-/// The endpoint a scenario sends to: its own, else the top-level one (with
-/// the scenario's API's default path when its API differs), else the
-/// built-in endpoint.
-fn scenario_endpoint(
-    cfg: &BenchConfig,
+/// A dataset file's samples: loaded whole for a multi-turn scenario (its
+/// turns draw from them), else streamed into the request set later.
+fn file_samples(
+    spec: &DatasetSpec,
     sc: &Scenario,
-    proto: &dyn Protocol,
-    server: Option<&ServerHandle>,
-) -> Result<Endpoint, String> {
-    if let Some(url) = &sc.spec.endpoint {
-        return Endpoint::parse_lenient(url, proto.default_path());
+    order: Order,
+) -> Result<(SampleSource, Order, Option<Source>), String> {
+    if sc.turns.max <= 1 {
+        return Ok((SampleSource::File(spec.clone()), order, None));
     }
-    match (&cfg.endpoint, server) {
-        (Some(url), _) if proto.name() == cfg.protocol.name() => {
-            Endpoint::parse_lenient(url, proto.default_path())
-        }
-        (Some(url), _) => Endpoint::parse_lenient(&origin(url), proto.default_path()),
-        (None, Some(s)) => Ok(Endpoint::local(s.addr, proto.default_path())),
-        (None, None) => Err(format!("scenario '{}' has no endpoint", sc.name)),
-    }
+    let mut samples = Vec::new();
+    dataset::load(spec, &mut |s| {
+        samples.push(s);
+        Ok(())
+    })?;
+    Ok((
+        SampleSource::Samples(samples),
+        order,
+        Some(Source::file(spec, None)),
+    ))
 }
 
-/// `http://host:port` of a URL (its path dropped).
-fn origin(url: &str) -> String {
-    match url
-        .strip_prefix("http://")
-        .and_then(|r| r.find('/').map(|i| (r, i)))
-    {
-        Some((rest, i)) => format!("http://{}", &rest[..i]),
-        None => url.to_string(),
-    }
-}
-
-fn is_auth_header(name: &str) -> bool {
-    name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("x-api-key")
-}
-
-fn checks_of(sc: &Scenario) -> Checks {
-    let c = &sc.checks;
-    Checks {
-        contains: c.contains.clone().unwrap_or_default(),
-        not_contains: c.not_contains.clone().unwrap_or_default(),
-        min_completion_tokens: c.min_completion_tokens.map(u64::from),
-        max_completion_tokens: c.max_completion_tokens.map(u64::from),
-        status: c.status,
+/// The description of a file streamed into a scenario's requests.
+fn streamed(scenario: &str, spec: &DatasetSpec, stats: LoadStats) -> DatasetInfo {
+    DatasetInfo {
+        scenario: scenario.to_string(),
+        samples: stats.loaded,
+        source: Source::File {
+            path: spec.path.display().to_string(),
+            conversation: None,
+            skips: Some(Skips {
+                skipped: stats.skipped,
+                skip_examples: stats.skip_examples,
+            }),
+        },
     }
 }
 
 /// The first model the endpoint lists, or `default` with a warning.
 fn discover_model(endpoint: &Endpoint, cfg: &BenchConfig) -> String {
-    match crate::cli::models::first_model(endpoint, cfg.connect_timeout) {
+    let connect = Duration::from_nanos(cfg.limits.connect_ns);
+    match crate::cli::models::first_model(endpoint, connect) {
         Ok(m) => m,
         Err(e) => {
             eprintln!(
@@ -421,5 +444,107 @@ fn discover_model(endpoint: &Endpoint, cfg: &BenchConfig) -> String {
             );
             "default".to_string()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn info(scenario: &str, samples: u64, source: Source) -> DatasetInfo {
+        DatasetInfo {
+            scenario: scenario.to_string(),
+            samples,
+            source,
+        }
+    }
+
+    fn value(d: Datasets) -> Value {
+        serde_json::to_value(d).unwrap()
+    }
+
+    #[test]
+    fn one_scenario_describes_its_source() {
+        let cases = [
+            (
+                Source::Builtin,
+                json!({"scenario": "s", "samples": 3, "source": "builtin"}),
+            ),
+            (
+                Source::Sized {
+                    isl: 50,
+                    exact_input_lengths: false,
+                },
+                json!({"scenario": "s", "samples": 3, "source": "sized", "isl": 50,
+                       "exact_input_lengths": false}),
+            ),
+            (
+                Source::Synthetic {
+                    isl: 20,
+                    osl: 4,
+                    exact_input_lengths: true,
+                },
+                json!({"scenario": "s", "samples": 3, "source": "synthetic", "isl": 20,
+                       "osl": 4, "exact_input_lengths": true}),
+            ),
+            (
+                Source::File {
+                    path: "ds.jsonl".to_string(),
+                    conversation: Some("conv".to_string()),
+                    skips: None,
+                },
+                json!({"scenario": "s", "samples": 3, "source": "file", "path": "ds.jsonl",
+                       "conversation": "conv"}),
+            ),
+            (
+                Source::File {
+                    path: "bad.jsonl".to_string(),
+                    conversation: None,
+                    skips: Some(Skips {
+                        skipped: 1,
+                        skip_examples: vec!["bad.jsonl:2: invalid JSON".to_string()],
+                    }),
+                },
+                json!({"scenario": "s", "samples": 3, "source": "file", "path": "bad.jsonl",
+                       "skipped": 1, "skip_examples": ["bad.jsonl:2: invalid JSON"]}),
+            ),
+        ];
+        for (source, want) in cases {
+            assert_eq!(value(Datasets::of(vec![info("s", 3, source)])), want);
+        }
+    }
+
+    #[test]
+    fn several_scenarios_are_summed() {
+        let skips = Some(Skips {
+            skipped: 2,
+            skip_examples: vec![],
+        });
+        let file = Source::File {
+            path: "a.csv".to_string(),
+            conversation: None,
+            skips,
+        };
+        let v = value(Datasets::of(vec![
+            info("a", 10, Source::Scripted),
+            info("b", 5, file),
+            info("c", 1, Source::Pool),
+        ]));
+        assert_eq!(v["source"], "scripted");
+        assert_eq!(v["samples"], 16);
+        assert_eq!(v["skipped"], 2);
+        let names: Vec<&Value> = v["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["scenario"])
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(
+            v["scenarios"][2],
+            json!({"scenario": "c", "samples": 1, "source": "pool"})
+        );
     }
 }

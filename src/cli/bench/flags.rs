@@ -1,7 +1,8 @@
 //! `llmload bench` flags, and their translation into a `Profile` that holds
 //! only the flags actually given, so that flags override a `--profile` field
 //! by field. Every flag is optional here: defaults live in one place, the
-//! profile's (`config::profile::defaults`).
+//! profile's (`config::profile::defaults`), and the help names them by
+//! placeholder (`{TIMEOUT}`), filled in by `help::with_defaults`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,11 +23,13 @@ pub struct BenchArgs {
     pub profile: Option<PathBuf>,
 
     /// endpoint URL, http://host:port[/path] (default path from --api); without
-    /// it, a built-in endpoint (ttft 20ms, tpot 2ms) is started and measured
+    /// it, a built-in endpoint (ttft {BUILTIN_TTFT}, tpot {BUILTIN_TPOT}) is
+    /// started and measured
     #[argh(option)]
     pub endpoint: Option<String>,
 
-    /// wire format: openai-chat (default), openai-completions, sglang, anthropic
+    /// wire format: openai-chat, openai-completions, sglang or anthropic
+    /// (default {API})
     #[argh(option)]
     pub api: Option<String>,
 
@@ -39,29 +42,32 @@ pub struct BenchArgs {
     #[argh(option)]
     pub rate: Option<f64>,
 
-    /// requests kept in flight in concurrency mode (default 64)
+    /// requests kept in flight in concurrency mode (default {CONCURRENCY})
     #[argh(option)]
     pub concurrency: Option<usize>,
 
     /// connections across all workers: the in-flight bound in offline and
-    /// open-loop modes (default 1024; concurrency mode uses --concurrency)
+    /// open-loop modes (default {CONNECTIONS}; concurrency mode uses
+    /// --concurrency)
     #[argh(option)]
     pub connections: Option<usize>,
 
-    /// measured run length, e.g. 30s (default 10s unless --requests is given)
+    /// measured run length, e.g. 30s (default {DURATION} unless --requests is
+    /// given)
     #[argh(option, from_str_fn(duration_flag))]
     pub duration: Option<Duration>,
 
-    /// measured requests to issue (offline default 1000)
+    /// measured requests to issue (offline default {OFFLINE_REQUESTS})
     #[argh(option)]
     pub requests: Option<u64>,
 
-    /// run this long before measuring; excluded from statistics (default 0s)
+    /// run this long before measuring; excluded from statistics (default
+    /// {WARMUP})
     #[argh(option, from_str_fn(duration_flag))]
     pub warmup: Option<Duration>,
 
-    /// open-loop inter-arrival law for stages of a profile: poisson (default)
-    /// or uniform
+    /// open-loop inter-arrival law for stages of a profile: poisson or uniform
+    /// (default {ARRIVAL})
     #[argh(option)]
     pub arrival: Option<String>,
 
@@ -71,7 +77,7 @@ pub struct BenchArgs {
     pub openloop_max_inflight: Option<u64>,
 
     /// seed for arrival times, sample order and synthetic prompts (default
-    /// 0): same seed, same schedule; when given, also sent as the sampling seed
+    /// {SEED}): same seed, same schedule; when given, also sent as the sampling seed
     #[argh(option)]
     pub seed: Option<u64>,
 
@@ -79,11 +85,11 @@ pub struct BenchArgs {
     #[argh(option)]
     pub model: Option<String>,
 
-    /// output tokens to request per response (default 128)
+    /// output tokens to request per response (default {MAX_TOKENS})
     #[argh(option)]
     pub max_tokens: Option<u32>,
 
-    /// stream responses (the default)
+    /// stream responses (default {STREAM})
     #[argh(switch)]
     pub stream: bool,
 
@@ -101,7 +107,8 @@ pub struct BenchArgs {
     #[argh(option)]
     pub synthetic: Option<String>,
 
-    /// sample order: sequential (default), shuffle (each pass), random
+    /// sample order: sequential, shuffle (each pass) or random (default
+    /// {ORDER})
     #[argh(option)]
     pub order: Option<String>,
 
@@ -147,16 +154,18 @@ pub struct BenchArgs {
     #[argh(option)]
     pub extra_body: Option<String>,
 
-    /// cache busting: bust (default: a per-conversation id in front of the
-    /// first user message) or natural (prompts untouched)
+    /// cache busting: bust (a per-conversation id in front of the first user
+    /// message) or natural (prompts untouched); default {CACHE_MODE}
     #[argh(option)]
     pub cache_mode: Option<String>,
 
-    /// header carrying each conversation's id (default x-request-id; '' for none)
+    /// header carrying each conversation's id (default {CORRELATION_HEADER};
+    /// '' for none)
     #[argh(option)]
     pub correlation_header: Option<String>,
 
-    /// per-request timeout from dispatch to the end of the response (default 300s)
+    /// per-request timeout from dispatch to the end of the response (default
+    /// {TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub timeout: Option<Duration>,
 
@@ -164,11 +173,12 @@ pub struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag))]
     pub ttft_timeout: Option<Duration>,
 
-    /// TCP connect timeout (default 10s)
+    /// TCP connect timeout (default {CONNECT_TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub connect_timeout: Option<Duration>,
 
-    /// after Ctrl-C or SIGTERM, how long in-flight requests may finish (default 10s)
+    /// after Ctrl-C or SIGTERM, how long in-flight requests may finish
+    /// (default {DRAIN_TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub drain_timeout: Option<Duration>,
 
@@ -180,7 +190,7 @@ pub struct BenchArgs {
     #[argh(switch)]
     pub pin: bool,
 
-    /// output directory (default results/<UTC timestamp>)
+    /// output directory (default: results/<UTC timestamp>)
     #[argh(option)]
     pub out: Option<PathBuf>,
 
@@ -188,7 +198,8 @@ pub struct BenchArgs {
     #[argh(switch)]
     pub quiet: bool,
 
-    /// print a progress line to stderr this often (default 10s; 0 disables)
+    /// print a progress line to stderr this often (default {LIVE_INTERVAL}; 0
+    /// disables)
     #[argh(option, from_str_fn(duration_flag))]
     pub live_interval: Option<Duration>,
 

@@ -6,16 +6,22 @@
 
 mod build;
 mod flags;
-mod resolve;
+mod help;
 
 pub use flags::BenchArgs;
+pub use help::with_defaults as help_with_defaults;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::clock::{now_ns, wall_ns};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
-use crate::config::profile::{Profile, StageLoad};
+use crate::config::profile::Profile;
+use crate::config::resolve::{check_host, resolve};
+use crate::engine::shared::MAX_GAPS;
 use crate::engine::{Plan, supervisor};
-use crate::plan::Limits;
+use crate::plan::{Limits, Load};
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
@@ -25,14 +31,17 @@ use crate::tokens::Tokenizer;
 pub fn run(args: BenchArgs) -> i32 {
     let started_ns = now_ns();
     let started_wall = wall_ns();
-    let cfg = match configure(&args, started_wall) {
+    // Raised first, so the check of the run against it sees the limit every
+    // worker will inherit.
+    let fd_limit = crate::sys::process::raise_fd_limit();
+    let cfg = match configure(&args, fd_limit) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("llmload bench: {e}");
             return 1;
         }
     };
-    match execute(&cfg, started_ns, started_wall) {
+    match execute(&cfg, started_ns, started_wall, fd_limit) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("llmload bench: {e}");
@@ -41,16 +50,16 @@ pub fn run(args: BenchArgs) -> i32 {
     }
 }
 
-/// The profile (if any) with the flags over it, validated and resolved.
-pub fn configure(args: &BenchArgs, started_wall: u64) -> Result<BenchConfig, String> {
+/// The profile (if any) with the flags over it, resolved and checked
+/// against this machine (`fd_limit`: each worker's descriptor limit).
+pub fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
     let flags = args.to_profile()?;
     let (mut profile, origin) = match &args.profile {
         Some(path) => (Profile::load(path)?, path.display().to_string()),
         None => (Profile::default(), String::new()),
     };
     profile.overlay(&flags);
-    let errors = profile.validate();
-    if !errors.is_empty() {
+    let cfg = resolve(profile).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()
             .map(|e| {
@@ -61,9 +70,13 @@ pub fn configure(args: &BenchArgs, started_wall: u64) -> Result<BenchConfig, Str
                 }
             })
             .collect();
-        return Err(lines.join("\n"));
+        lines.join("\n")
+    })?;
+    for w in &cfg.warnings {
+        eprintln!("llmload bench: warning: {w}");
     }
-    resolve::resolve(profile, started_wall)
+    check_host(&cfg, fd_limit)?;
+    Ok(cfg)
 }
 
 /// Profile paths read as flags when no profile file was given
@@ -77,7 +90,12 @@ fn flag_error(e: &str) -> String {
     }
 }
 
-fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32, String> {
+fn execute(
+    cfg: &BenchConfig,
+    started_ns: u64,
+    started_wall: u64,
+    fd_limit: u64,
+) -> Result<i32, String> {
     let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
     let server = if build::needs_builtin(cfg) {
         Some(
@@ -88,45 +106,39 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         None
     };
     let built = build::build(cfg, server.as_ref(), tokenizer.as_ref())?;
-    let fd_limit = crate::sys::process::raise_fd_limit();
     supervisor::install_signal_handlers().map_err(|e| format!("signal handlers: {e}"))?;
-    let max_tokens = cfg
-        .scenarios
-        .iter()
-        .filter_map(|s| s.spec.max_tokens)
-        .chain([cfg.max_tokens])
-        .max()
-        .unwrap_or(cfg.max_tokens);
+    let out = cfg
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out_dir(started_wall));
     let plan = Plan {
         endpoints: built.endpoints,
         scenarios: built.scenarios,
-        stages: build::stages(cfg),
-        warmup_ns: cfg.warmup.as_nanos() as u64,
+        stages: cfg.stages.clone(),
+        warmup_ns: cfg.warmup_ns,
         workers: cfg.workers,
         pin: cfg.pin,
         connections: cfg.connections,
         openloop_max_inflight: cfg.openloop_max_inflight,
+        // A completion record carries at most the engine's MAX_GAPS gaps.
         limits: Limits {
-            timeout_ns: cfg.timeout.as_nanos() as u64,
-            ttft_ns: cfg.ttft_timeout.map(|d| d.as_nanos() as u64),
-            connect_ns: cfg.connect_timeout.as_nanos() as u64,
-            drain_ns: cfg.drain_timeout.as_nanos() as u64,
-            max_gaps: (max_tokens as usize * 2).clamp(1024, crate::engine::shared::MAX_GAPS),
+            max_gaps: cfg.limits.max_gaps.min(MAX_GAPS),
+            ..cfg.limits
         },
         seed: cfg.seed,
         keep_text: tokenizer.is_some() || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
         thresholds: cfg.thresholds.clone(),
-        live_interval_ns: cfg.live_interval.as_nanos() as u64,
+        live_interval_ns: cfg.live_interval_ns,
     };
     eprintln!(
         "llmload: {} against {} (Ctrl-C stops and reports)",
         describe(cfg),
         built.url
     );
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     let mut observer = RunObserver::start(
-        &cfg.out,
+        &out,
         &plan
             .scenarios
             .iter()
@@ -146,17 +158,10 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
     let server_stats = server.map(|h| h.stop());
     let mut result = result?;
     result.started_wall_ns = started_wall;
-    let dataset = match built.datasets.as_slice() {
-        [one] => one.clone(),
-        many => serde_json::json!({
-            "source": many.first().and_then(|d| d["source"].as_str()).unwrap_or("builtin"),
-            "samples": many.iter().filter_map(|d| d["samples"].as_u64()).sum::<u64>(),
-            "skipped": many.iter().filter_map(|d| d["skipped"].as_u64()).sum::<u64>(),
-            "scenarios": many,
-        }),
-    };
+    let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
+        .expect("a dataset description serializes");
     let info = RunInfo {
-        config: cfg.to_json(&built.url, &built.model, server_stats.is_some()),
+        config: cfg.to_json(&out, &built.url, &built.model, server_stats.is_some()),
         target: format!(
             "{} ({}, model {})",
             built.url,
@@ -170,11 +175,11 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         events,
         notes: notes(cfg),
     };
-    let text = report::write_all(&cfg.out, &result, &info)?;
+    let text = report::write_all(&out, &result, &info)?;
     if !cfg.quiet {
         print!("{text}");
     }
-    println!("results: {}", cfg.out.display());
+    println!("results: {}", out.display());
     Ok(if result.interrupted {
         130
     } else if !result.thresholds_passed {
@@ -194,7 +199,7 @@ fn notes(cfg: &BenchConfig) -> Vec<String> {
     let open = cfg
         .stages
         .iter()
-        .any(|s| matches!(s.load, StageLoad::Open { .. } | StageLoad::Ramp { .. }));
+        .any(|s| matches!(s.load, Load::Open { .. }));
     let multi: Vec<&str> = cfg
         .scenarios
         .iter()
@@ -222,14 +227,20 @@ fn describe(cfg: &BenchConfig) -> String {
         .iter()
         .map(|s| {
             let load = match s.load {
-                StageLoad::Offline => "offline".to_string(),
-                StageLoad::Closed { concurrency } => format!("concurrency {concurrency}"),
-                StageLoad::Open { rate } => format!("{} {rate} req/s", cfg.arrival.name()),
-                StageLoad::Ramp { from, to } => {
-                    format!("{} {from}→{to} req/s", cfg.arrival.name())
-                }
+                Load::Offline => "offline".to_string(),
+                Load::Closed { concurrency } => format!("concurrency {concurrency}"),
+                Load::Open {
+                    kind,
+                    rate_from,
+                    rate_to,
+                } if rate_from == rate_to => format!("{} {rate_from} req/s", kind.name()),
+                Load::Open {
+                    kind,
+                    rate_from,
+                    rate_to,
+                } => format!("{} {rate_from}→{rate_to} req/s", kind.name()),
             };
-            let length = match (s.duration, s.requests) {
+            let length = match (s.duration_ns.map(Duration::from_nanos), s.requests) {
                 (Some(d), Some(r)) => format!("{} or {r} requests", format_duration(d)),
                 (Some(d), None) => format_duration(d),
                 (None, Some(r)) => format!("{r} requests"),
@@ -252,4 +263,19 @@ fn describe(cfg: &BenchConfig) -> String {
             "non-streaming"
         }
     )
+}
+
+/// `results/<UTC timestamp>`, made unique with a suffix when needed.
+fn default_out_dir(wall: u64) -> PathBuf {
+    let stamp: String = crate::clock::format_utc(wall)
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect();
+    let mut dir = Path::new("results").join(&stamp);
+    let mut n = 2;
+    while dir.exists() {
+        dir = Path::new("results").join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    dir
 }

@@ -4,6 +4,8 @@
 //! output text once, after rendering, means no code path can forget it; the
 //! cost is that a secret too short to mask safely is not masked at all.
 
+use crate::http::headers::is_secret_header;
+
 /// Secrets shorter than this are not masked: they would mask ordinary text,
 /// and they are never printed deliberately anyway.
 const MIN_SECRET: usize = 4;
@@ -14,11 +16,9 @@ const MASK: &str = "[redacted]";
 /// (with the token after a scheme such as `Bearer` on its own too, since a
 /// server may echo just that part).
 pub(super) fn secrets(api_key: Option<&str>, headers: &[(String, String)]) -> Vec<String> {
-    const SECRET_NAMES: [&str; 6] = ["auth", "key", "token", "secret", "cookie", "password"];
     let mut out: Vec<String> = api_key.into_iter().map(str::to_string).collect();
     for (name, value) in headers {
-        let name = name.to_ascii_lowercase();
-        if SECRET_NAMES.iter().any(|s| name.contains(s)) {
+        if is_secret_header(name) {
             out.push(value.clone());
             if let Some((_, token)) = value.split_once(' ') {
                 out.push(token.trim().to_string());

@@ -1,0 +1,356 @@
+//! Declarative run profiles (`llmload bench --profile run.json`): one JSON
+//! file holding every `bench` flag under its snake_case name, plus what flags
+//! cannot say well — stages, weighted scenarios, multi-turn content, response
+//! checks and SLO thresholds. This module is the file format (the serde
+//! schema) and its defaults; `load` reads a file, `overlay` puts flags over
+//! it, `templates` writes one, and `config::resolve` turns it into the typed
+//! run, with every error named by its JSON path.
+//!
+//! The main trade-off: the serde shapes stay loose (every field optional,
+//! stage and content kinds as flat records) so that a profile with several
+//! mistakes reports all of them with their paths, instead of serde stopping
+//! at the first one with "data did not match any variant".
+
+mod load;
+mod overlay;
+mod templates;
+pub(crate) mod typed;
+pub(crate) mod validate;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use load::EnvLookup;
+use templates::unset;
+pub use typed::{CacheMode, Content, Scenario, TurnRange};
+use values::ser_num;
+pub use values::{HumanDuration, Turns};
+
+/// The values a profile field takes when it is not set. `bench` has the same
+/// defaults for its flags (its help shows them through `defaults::shown`);
+/// a default that depends on another setting or on the machine (workers,
+/// connections in closed loop, ttft_timeout) is described at its field
+/// instead.
+pub mod defaults {
+    use std::time::Duration;
+
+    use super::CacheMode;
+    use crate::config::duration::format_duration;
+    use crate::dataset::Order;
+    use crate::plan::ArrivalKind;
+
+    pub const API: &str = "openai-chat";
+    pub const CONCURRENCY: usize = 64;
+    pub const DURATION: Duration = Duration::from_secs(10);
+    /// Offline mode's request count when neither duration nor requests is set.
+    pub const OFFLINE_REQUESTS: u64 = 1000;
+    pub const WARMUP: Duration = Duration::ZERO;
+    pub const MAX_TOKENS: u32 = 128;
+    pub const STREAM: bool = true;
+    pub const ORDER: Order = Order::Sequential;
+    pub const SEED: u64 = 0;
+    /// The in-flight bound of offline and open-loop runs.
+    pub const CONNECTIONS: usize = 1024;
+    pub const TIMEOUT: Duration = Duration::from_secs(300);
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const LIVE_INTERVAL: Duration = Duration::from_secs(10);
+    pub const ARRIVAL: ArrivalKind = ArrivalKind::Poisson;
+    pub const CACHE_MODE: CacheMode = CacheMode::Bust;
+    pub const CORRELATION_HEADER: &str = "x-request-id";
+    pub const UUID_IN_PROMPT: bool = true;
+    pub const WEIGHT: f64 = 1.0;
+    pub const TURNS: u32 = 1;
+    /// The one stage of a run without `stages`.
+    pub const STAGE_NAME: &str = "main";
+
+    /// The constant called `name` in this module, as help text shows it
+    /// (`TIMEOUT` → `300s`); `None` for a name that is not one.
+    pub(crate) fn shown(name: &str) -> Option<String> {
+        let on = |b: bool| if b { "on" } else { "off" }.to_string();
+        Some(match name {
+            "API" => API.to_string(),
+            "CONCURRENCY" => CONCURRENCY.to_string(),
+            "DURATION" => format_duration(DURATION),
+            "OFFLINE_REQUESTS" => OFFLINE_REQUESTS.to_string(),
+            "WARMUP" => format_duration(WARMUP),
+            "MAX_TOKENS" => MAX_TOKENS.to_string(),
+            "STREAM" => on(STREAM),
+            "ORDER" => ORDER.name().to_string(),
+            "SEED" => SEED.to_string(),
+            "CONNECTIONS" => CONNECTIONS.to_string(),
+            "TIMEOUT" => format_duration(TIMEOUT),
+            "CONNECT_TIMEOUT" => format_duration(CONNECT_TIMEOUT),
+            "DRAIN_TIMEOUT" => format_duration(DRAIN_TIMEOUT),
+            "LIVE_INTERVAL" => format_duration(LIVE_INTERVAL),
+            "ARRIVAL" => ARRIVAL.name().to_string(),
+            "CACHE_MODE" => CACHE_MODE.name().to_string(),
+            "CORRELATION_HEADER" => CORRELATION_HEADER.to_string(),
+            _ => return None,
+        })
+    }
+}
+
+/// The `mode` values, as `bench --mode` takes them.
+pub const MODES: &[&str] = &["offline", "poisson", "uniform", "concurrency"];
+
+/// A run profile, as written in the file. `None` everywhere means "not set":
+/// the default applies, and [`Profile::overlay`] can tell a flag that was
+/// given from one that was not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// `http://host[:port][/path]`; unset: the built-in endpoint.
+    #[serde(skip_serializing_if = "unset")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    pub api: Option<String>,
+    /// Unset: the first model listed at `/v1/models`.
+    #[serde(skip_serializing_if = "unset")]
+    pub model: Option<String>,
+
+    // Load shape of a single-stage run; `stages` replaces all five.
+    #[serde(skip_serializing_if = "unset")]
+    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "unset", serialize_with = "ser_num")]
+    pub rate: Option<f64>,
+    #[serde(skip_serializing_if = "unset")]
+    pub concurrency: Option<usize>,
+    #[serde(skip_serializing_if = "unset")]
+    pub duration: Option<HumanDuration>,
+    #[serde(skip_serializing_if = "unset")]
+    pub requests: Option<u64>,
+
+    #[serde(skip_serializing_if = "unset")]
+    pub warmup: Option<HumanDuration>,
+    /// Open-loop inter-arrival law: `uniform` or `poisson`.
+    #[serde(skip_serializing_if = "unset")]
+    pub arrival: Option<String>,
+    /// Unset: `concurrency` in closed loop, 1024 otherwise.
+    #[serde(skip_serializing_if = "unset")]
+    pub connections: Option<usize>,
+    /// Open-loop in-flight bound; unset: `connections`.
+    #[serde(skip_serializing_if = "unset")]
+    pub openloop_max_inflight: Option<u64>,
+
+    #[serde(skip_serializing_if = "unset")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "unset")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "unset")]
+    pub system: Option<String>,
+    /// `PATH[,key=value...]`, as `--dataset`.
+    #[serde(skip_serializing_if = "unset")]
+    pub dataset: Option<String>,
+    /// `isl=N,osl=M[,...]`, as `--synthetic`.
+    #[serde(skip_serializing_if = "unset")]
+    pub synthetic: Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    pub order: Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    pub tokenizer: Option<PathBuf>,
+
+    // Sampling: sent only when set.
+    #[serde(skip_serializing_if = "unset", serialize_with = "ser_num")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "unset", serialize_with = "ser_num")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "unset")]
+    pub stop: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "unset")]
+    pub ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "unset")]
+    pub min_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "unset")]
+    pub extra_body: Option<Map<String, Value>>,
+
+    /// Extra request headers, name → value.
+    #[serde(skip_serializing_if = "unset")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Sent as a Bearer token; unset: `$OPENAI_API_KEY`. Write
+    /// `"${OPENAI_API_KEY}"` rather than the key itself.
+    #[serde(skip_serializing_if = "unset")]
+    pub api_key: Option<String>,
+
+    /// `bust` (a per-conversation UUID defeats prompt caches) or `natural`.
+    #[serde(skip_serializing_if = "unset")]
+    pub cache_mode: Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    pub correlation: Option<Correlation>,
+
+    #[serde(skip_serializing_if = "unset")]
+    pub timeout: Option<HumanDuration>,
+    /// No first token by then fails the request as `ttft_timeout`; unset:
+    /// only `timeout` applies.
+    #[serde(skip_serializing_if = "unset")]
+    pub ttft_timeout: Option<HumanDuration>,
+    #[serde(skip_serializing_if = "unset")]
+    pub connect_timeout: Option<HumanDuration>,
+    #[serde(skip_serializing_if = "unset")]
+    pub drain_timeout: Option<HumanDuration>,
+
+    #[serde(skip_serializing_if = "unset")]
+    pub seed: Option<u64>,
+    /// Unset: CPUs − 1, at least 1.
+    #[serde(skip_serializing_if = "unset")]
+    pub workers: Option<usize>,
+    #[serde(skip_serializing_if = "unset")]
+    pub pin: Option<bool>,
+    /// Unset: `results/<UTC timestamp>`.
+    #[serde(skip_serializing_if = "unset")]
+    pub out: Option<PathBuf>,
+    #[serde(skip_serializing_if = "unset")]
+    pub quiet: Option<bool>,
+    /// Progress line period; `"0"` disables it.
+    #[serde(skip_serializing_if = "unset")]
+    pub live_interval: Option<HumanDuration>,
+    /// Keep each response's text in the events file.
+    #[serde(skip_serializing_if = "unset")]
+    pub record_output: Option<bool>,
+
+    #[serde(skip_serializing_if = "unset")]
+    pub stages: Option<Vec<StageSpec>>,
+    #[serde(skip_serializing_if = "unset")]
+    pub scenarios: Option<Vec<ScenarioSpec>>,
+    #[serde(skip_serializing_if = "unset")]
+    pub thresholds: Option<ThresholdsSpec>,
+}
+
+/// One stage as written: exactly one of `concurrency`, `rate` or
+/// `rate_from` + `rate_to`; resolving turns it into a `plan::StagePlan`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub rate_from: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub rate_to: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<HumanDuration>,
+    /// A request cap: the stage ends at `duration` or after this many
+    /// requests, whichever comes first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+}
+
+/// One weighted scenario as written. Unset overrides inherit the top level.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: String,
+    /// Share of the load (closed loop: of the in-flight slots), relative to
+    /// the other scenarios' weights; default 1.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub weight: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Turns>,
+    /// Pause between a reply and the conversation's next turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<HumanDuration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ChecksSpec>,
+}
+
+/// What a scenario sends, as written: `mode` picks which other field is
+/// read; [`Content`] is the typed form.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentSpec {
+    /// `pool`, `scripted`, `sized` or `dataset`.
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approx_input_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// Group the dataset's rows into multi-turn conversations by this column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
+}
+
+/// Assertions on each successful response; a response that fails one is
+/// counted as `check_failed`, not as a success.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecksSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contains: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_contains: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    /// The expected HTTP status (default: any 2xx).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+/// SLO thresholds checked per stage. A latency or `min_rps` of 0 means "not
+/// set" (as in the gateway tester's profiles); `error_rate` 0 means no
+/// failure is tolerated, and an absent field is not checked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdsSpec {
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub ttft_p95_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub p95_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub p99_ms: Option<f64>,
+    /// Failed / issued, 0..=1.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub error_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub min_rps: Option<f64>,
+    /// Stop after the first stage that breaks a threshold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abort_on_fail: Option<bool>,
+}
+
+/// How a conversation's UUID is attached to its requests, the join key to
+/// server-side records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Correlation {
+    /// Header carrying the UUID; `""` sends none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// Put the UUID at the front of the first user message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid_in_prompt: Option<bool>,
+}

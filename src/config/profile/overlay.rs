@@ -1,0 +1,100 @@
+//! Flags over a profile: every field a flag sets replaces the profile's,
+//! except where replacing would surprise (the load shape is one setting;
+//! headers and extra body fields merge by name). The field list is written
+//! out so that a new profile field that is not listed fails to compile.
+
+use std::collections::BTreeMap;
+
+use serde_json::Map;
+
+use super::Profile;
+
+impl Profile {
+    /// Applies `flags` (the command line, as a profile) over `self`: every
+    /// field set in `flags` replaces the profile's, with two exceptions.
+    /// The load shape (`mode`, `rate`, `concurrency`, `stages`) is one
+    /// setting: a flag setting any of them clears all four from the profile
+    /// first, so `--rate 100` over a staged profile runs one stage at 100/s
+    /// instead of an ambiguous mix. `headers` and `extra_body` merge by name
+    /// (the flag's value wins; header names compare case-insensitively), as a
+    /// repeatable `--header` adds to a profile's headers rather than erasing
+    /// its credentials.
+    pub fn overlay(&mut self, flags: &Profile) {
+        if flags.mode.is_some()
+            || flags.rate.is_some()
+            || flags.concurrency.is_some()
+            || flags.stages.is_some()
+        {
+            self.mode = None;
+            self.rate = None;
+            self.concurrency = None;
+            self.stages = None;
+        }
+        if let Some(fh) = &flags.headers {
+            let h = self.headers.get_or_insert_with(BTreeMap::new);
+            for (k, v) in fh {
+                h.retain(|old, _| !old.eq_ignore_ascii_case(k));
+                h.insert(k.clone(), v.clone());
+            }
+        }
+        if let Some(fe) = &flags.extra_body {
+            let e = self.extra_body.get_or_insert_with(Map::new);
+            for (k, v) in fe {
+                e.insert(k.clone(), v.clone());
+            }
+        }
+        macro_rules! replace {
+            ($($f:ident),* $(,)?) => {
+                // Destructuring makes a field added to `Profile` but not
+                // listed here a compile error.
+                let Profile { $($f: _,)* headers: _, extra_body: _ } = flags;
+                $(if flags.$f.is_some() {
+                    self.$f = flags.$f.clone();
+                })*
+            };
+        }
+        replace!(
+            endpoint,
+            api,
+            model,
+            mode,
+            rate,
+            concurrency,
+            duration,
+            requests,
+            warmup,
+            arrival,
+            connections,
+            openloop_max_inflight,
+            max_tokens,
+            stream,
+            system,
+            dataset,
+            synthetic,
+            order,
+            tokenizer,
+            temperature,
+            top_p,
+            stop,
+            ignore_eos,
+            min_tokens,
+            api_key,
+            cache_mode,
+            correlation,
+            timeout,
+            ttft_timeout,
+            connect_timeout,
+            drain_timeout,
+            seed,
+            workers,
+            pin,
+            out,
+            quiet,
+            live_interval,
+            record_output,
+            stages,
+            scenarios,
+            thresholds,
+        );
+    }
+}

@@ -1,0 +1,609 @@
+//! A merged profile resolved into the run it describes: each string parsed
+//! once into its typed form (the engine's `plan` types wherever the engine
+//! reads the value), defaults applied, every impossible value reported by its
+//! JSON path. `llmload validate` prints the errors and `bench` runs the value;
+//! one function serves both, so they cannot disagree. What depends on this
+//! machine rather than the profile (the descriptor limit, a CPU-derived worker
+//! count, a key from the environment) is [`check_host`]'s, so a profile that
+//! validates on a laptop is not called invalid for the laptop's limits.
+
+use std::time::Duration;
+
+use super::BenchConfig;
+use super::profile::typed::{self, Mode, nanos};
+use super::profile::validate::{
+    Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
+};
+use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
+use crate::config::duration::format_duration;
+use crate::dataset::{Order, SyntheticSpec};
+use crate::plan::{Checks, Limits, Load, Thresholds};
+use crate::protocol::{self, Protocol, Sampling};
+
+/// Worker processes a run may have.
+const MAX_WORKERS: usize = 64;
+
+/// Inter-token gaps a request keeps at least, however few tokens it asks for
+/// (a response may run past `max_tokens`).
+const MIN_GAPS: usize = 1024;
+
+/// Descriptors a worker keeps beside its connections: stdio, its epoll
+/// instance and doorbells, and whatever it inherits from the parent (the
+/// events file, the built-in endpoint's sockets). Generous, so that a run
+/// the check lets through never meets `EMFILE` halfway.
+const WORKER_OWN_FDS: u64 = 1_000;
+
+/// Resolves a merged profile into a run, or says everything that is wrong
+/// with it, each error as `json.path: message` in the order of the fields.
+pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
+    let mut errs = Errors::default();
+    let p = &profile;
+    let protocol = p
+        .api
+        .as_ref()
+        .and_then(|a| check_api(&mut errs, "api", a))
+        .unwrap_or_else(default_protocol);
+    let endpoint = p
+        .endpoint
+        .as_ref()
+        .and_then(|url| check_endpoint(&mut errs, "endpoint", url, protocol.default_path()));
+    if p.model.as_deref() == Some("") {
+        errs.at("model", "empty model name (leave it out to ask /v1/models)");
+    }
+    // Parsed once; an unknown mode is reported with the stage it shapes.
+    let mode = p.mode.as_deref().map(Mode::parse);
+    let arrival = typed::arrival(p, mode.as_ref(), &mut errs);
+    let cache_mode = p.cache_mode.as_deref().map_or(defaults::CACHE_MODE, |c| {
+        CacheMode::parse(c).unwrap_or_else(|e| {
+            errs.at("cache_mode", e);
+            defaults::CACHE_MODE
+        })
+    });
+    let order = p.order.as_deref().map_or(defaults::ORDER, |o| {
+        Order::parse(o).unwrap_or_else(|e| {
+            errs.at("order", unflag(e, "--order"));
+            defaults::ORDER
+        })
+    });
+    if p.connections == Some(0) {
+        errs.at("connections", "must be at least 1");
+    }
+    if p.openloop_max_inflight == Some(0) {
+        errs.at("openloop_max_inflight", "must be at least 1");
+    }
+    if let Some(w) = p.workers
+        && !(1..=MAX_WORKERS).contains(&w)
+    {
+        errs.at("workers", format!("{w}: expected 1 to {MAX_WORKERS}"));
+    }
+    if p.max_tokens == Some(0) {
+        errs.at("max_tokens", "must be at least 1");
+    }
+    if let (Some(min), Some(max)) = (p.min_tokens, p.max_tokens)
+        && min > max
+    {
+        errs.at(
+            "min_tokens",
+            format!("{min} is above max_tokens {max}: no response can satisfy both"),
+        );
+    }
+    if p.dataset.is_some() && p.synthetic.is_some() {
+        errs.at(
+            "synthetic",
+            "dataset and synthetic are alternatives; give one",
+        );
+    }
+    let dataset = p
+        .dataset
+        .as_ref()
+        .and_then(|d| check_dataset(&mut errs, "dataset", d));
+    let synthetic = p.synthetic.as_ref().and_then(|s| {
+        SyntheticSpec::parse(s)
+            .map_err(|e| errs.at("synthetic", unflag(e, "--synthetic")))
+            .ok()
+    });
+    if p.tokenizer
+        .as_ref()
+        .is_some_and(|t| t.as_os_str().is_empty())
+    {
+        errs.at("tokenizer", "empty path");
+    }
+    if let Some(t) = p.temperature
+        && !(t.is_finite() && t >= 0.0)
+    {
+        errs.at("temperature", format!("{t}: expected a number ≥ 0"));
+    }
+    if let Some(tp) = p.top_p
+        && !(tp > 0.0 && tp <= 1.0)
+    {
+        errs.at("top_p", format!("{tp}: expected a number in (0, 1]"));
+    }
+    for (i, s) in p.stop.iter().flatten().enumerate() {
+        if s.is_empty() {
+            errs.at(format!("stop[{i}]"), "empty stop sequence");
+        }
+    }
+    check_headers(&mut errs, "headers", p.headers.as_ref());
+    if let Some(k) = &p.api_key
+        && k.bytes().any(|b| b == b'\r' || b == b'\n')
+    {
+        errs.at("api_key", "contains a line break");
+    }
+    let correlation = p.correlation.clone().unwrap_or_default();
+    if let Some(h) = &correlation.header
+        && !h.is_empty()
+        && !valid_header_name(h)
+    {
+        errs.at("correlation.header", "not a valid header name");
+    }
+    let timeout = longer_than_0(&mut errs, "timeout", p.timeout).unwrap_or(defaults::TIMEOUT);
+    let connect = longer_than_0(&mut errs, "connect_timeout", p.connect_timeout)
+        .unwrap_or(defaults::CONNECT_TIMEOUT);
+    let ttft = longer_than_0(&mut errs, "ttft_timeout", p.ttft_timeout);
+    if let Some(t) = ttft
+        && t > timeout
+    {
+        errs.at(
+            "ttft_timeout",
+            format!(
+                "{} is longer than timeout {}: it could never fire",
+                format_duration(t),
+                format_duration(timeout)
+            ),
+        );
+    }
+    let before = errs.len();
+    let stages = typed::stages(p, mode.as_ref(), arrival, &mut errs);
+    let max_closed = stages
+        .iter()
+        .filter_map(|s| match s.load {
+            Load::Closed { concurrency } => Some(concurrency),
+            _ => None,
+        })
+        .max();
+    if errs.len() == before
+        && let (Some(c), Some(n)) = (p.connections, max_closed)
+        && c < n
+    {
+        errs.at(
+            "connections",
+            format!("{c} is below the concurrency {n}: every in-flight request needs a connection"),
+        );
+    }
+    let max_tokens = p.max_tokens.unwrap_or(defaults::MAX_TOKENS);
+    let top = Scenario {
+        name: "default".to_string(),
+        weight: defaults::WEIGHT,
+        protocol,
+        endpoint,
+        headers: p.headers.clone().unwrap_or_default().into_iter().collect(),
+        model: p.model.clone(),
+        max_tokens,
+        stream: p.stream.unwrap_or(defaults::STREAM),
+        system: p.system.clone(),
+        turns: TurnRange {
+            min: defaults::TURNS,
+            max: defaults::TURNS,
+        },
+        think_time_ns: 0,
+        cache_mode,
+        content: None,
+        checks: Checks::default(),
+    };
+    let stream = top.stream;
+    let scenarios = typed::scenarios(p, top, &mut errs);
+    let thresholds = thresholds(p, &mut errs);
+
+    let only_closed = stages.iter().all(|s| matches!(s.load, Load::Closed { .. }));
+    let connections = match (p.connections, max_closed) {
+        (Some(c), _) => c,
+        (None, Some(n)) if only_closed => n,
+        (None, Some(n)) => n.max(defaults::CONNECTIONS),
+        (None, None) => defaults::CONNECTIONS,
+    };
+    let warnings = stages
+        .iter()
+        .filter_map(|s| match s.load {
+            Load::Closed { concurrency } if concurrency < scenarios.len() => Some(format!(
+                "stage '{}' has {concurrency} virtual user(s) for {} scenarios; some scenarios get none",
+                s.name,
+                scenarios.len()
+            )),
+            _ => None,
+        })
+        .collect();
+    // Gaps a request keeps: two per token the largest request asks for.
+    let most_tokens = p
+        .scenarios
+        .iter()
+        .flatten()
+        .filter_map(|s| s.max_tokens)
+        .chain([max_tokens])
+        .max()
+        .unwrap_or(max_tokens);
+    let header = correlation
+        .header
+        .unwrap_or_else(|| defaults::CORRELATION_HEADER.to_string());
+    errs.result(BenchConfig {
+        protocol,
+        max_tokens,
+        stream,
+        dataset,
+        synthetic,
+        order,
+        tokenizer: p.tokenizer.clone(),
+        sampling: Sampling {
+            temperature: p.temperature,
+            top_p: p.top_p,
+            seed: p.seed,
+            stop: p.stop.clone().unwrap_or_default(),
+            ignore_eos: p.ignore_eos.unwrap_or(false),
+            min_tokens: p.min_tokens,
+        },
+        extra_body: p.extra_body.clone(),
+        api_key: p
+            .api_key
+            .clone()
+            .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+            .filter(|k| !k.is_empty()),
+        stages,
+        warmup_ns: nanos(or_default(p.warmup, defaults::WARMUP)),
+        connections,
+        openloop_max_inflight: p.openloop_max_inflight,
+        scenarios,
+        thresholds,
+        limits: Limits {
+            timeout_ns: nanos(timeout),
+            ttft_ns: ttft.map(nanos),
+            connect_ns: nanos(connect),
+            drain_ns: nanos(or_default(p.drain_timeout, defaults::DRAIN_TIMEOUT)),
+            max_gaps: (most_tokens as usize).saturating_mul(2).max(MIN_GAPS),
+        },
+        seed: p.seed.unwrap_or(defaults::SEED),
+        correlation_header: (!header.is_empty()).then_some(header),
+        uuid_in_prompt: correlation
+            .uuid_in_prompt
+            .unwrap_or(defaults::UUID_IN_PROMPT),
+        live_interval_ns: nanos(or_default(p.live_interval, defaults::LIVE_INTERVAL)),
+        record_output: p.record_output.unwrap_or(false),
+        workers: p.workers.unwrap_or_else(|| {
+            crate::sys::process::available_cpus()
+                .saturating_sub(1)
+                .max(1)
+        }),
+        pin: p.pin.unwrap_or(false),
+        out: p.out.clone(),
+        quiet: p.quiet.unwrap_or(false),
+        warnings,
+        profile,
+    })
+}
+
+/// What the profile cannot know: whether this machine can run it.
+/// `fd_limit` is the descriptor limit each worker will have (the soft limit
+/// once raised to the hard one; 0 when it could not be read).
+pub(crate) fn check_host(cfg: &BenchConfig, fd_limit: u64) -> Result<(), String> {
+    // Reached only by the CPU-derived default: a written count is validated.
+    if !(1..=MAX_WORKERS).contains(&cfg.workers) {
+        return Err(format!(
+            "workers {}: expected 1 to {MAX_WORKERS}",
+            cfg.workers
+        ));
+    }
+    if fd_limit > 0 {
+        let sockets = fd_limit.saturating_sub(WORKER_OWN_FDS);
+        if cfg.connections.div_ceil(cfg.workers) as u64 > sockets {
+            return Err(format!(
+                "{} connections over {} worker(s) need more than {sockets} sockets per worker process; add --workers",
+                cfg.connections, cfg.workers
+            ));
+        }
+    }
+    // A key from the profile was checked with it; this one is the environment's.
+    if let Some(k) = &cfg.api_key
+        && k.bytes().any(|b| b == b'\r' || b == b'\n')
+    {
+        return Err("the API key contains a line break".into());
+    }
+    Ok(())
+}
+
+/// The SLO thresholds; a latency or throughput limit of 0 means "not set",
+/// as in the gateway tester's profiles, while an error rate of 0 is a limit.
+fn thresholds(p: &Profile, errs: &mut Errors) -> Thresholds {
+    let Some(t) = &p.thresholds else {
+        return Thresholds::default();
+    };
+    for (name, v) in [
+        ("ttft_p95_ms", t.ttft_p95_ms),
+        ("p95_ms", t.p95_ms),
+        ("p99_ms", t.p99_ms),
+        ("min_rps", t.min_rps),
+    ] {
+        if let Some(x) = v
+            && !(x.is_finite() && x >= 0.0)
+        {
+            errs.at(
+                format!("thresholds.{name}"),
+                format!("{x}: expected a number ≥ 0 (0: not checked)"),
+            );
+        }
+    }
+    if let Some(x) = t.error_rate
+        && !(0.0..=1.0).contains(&x)
+    {
+        errs.at(
+            "thresholds.error_rate",
+            format!("{x}: expected a fraction from 0 to 1 (0.01 is 1%)"),
+        );
+    }
+    let set = |v: Option<f64>| v.filter(|x| *x > 0.0);
+    Thresholds {
+        ttft_p95_ms: set(t.ttft_p95_ms),
+        p95_ms: set(t.p95_ms),
+        p99_ms: set(t.p99_ms),
+        error_rate: t.error_rate,
+        min_rps: set(t.min_rps),
+        abort_on_fail: t.abort_on_fail.unwrap_or(false),
+    }
+}
+
+/// A timeout as written; it must be longer than 0.
+fn longer_than_0(errs: &mut Errors, path: &str, v: Option<HumanDuration>) -> Option<Duration> {
+    if v.is_some_and(|d| d.0.is_zero()) {
+        errs.at(path, "must be longer than 0");
+    }
+    v.map(|d| d.0)
+}
+
+fn or_default(v: Option<HumanDuration>, default: Duration) -> Duration {
+    v.map_or(default, |d| d.0)
+}
+
+fn default_protocol() -> &'static dyn Protocol {
+    protocol::find(defaults::API).expect("the default API is registered")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::env::VarError;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::plan::ArrivalKind;
+
+    const S: u64 = 1_000_000_000;
+
+    fn resolved(text: &str) -> BenchConfig {
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        let p = Profile::parse(text, "run.json", &no_env).unwrap();
+        resolve(p).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    #[test]
+    fn scenarios_inherit_and_override_the_top_level() {
+        let cfg = resolved(
+            r#"{"endpoint": "http://127.0.0.1:9/v1/chat/completions", "model": "m",
+                "max_tokens": 50, "system": "top", "cache_mode": "natural",
+                "headers": {"Authorization": "Bearer a", "X-A": "1"},
+                "scenarios": [
+                  {"name": "a"},
+                  {"name": "b", "api": "anthropic", "headers": {"authorization": "b"},
+                   "max_tokens": 7, "stream": false, "system": "own", "model": "n",
+                   "cache_mode": "bust", "think_time": "250ms", "turns": {"min": 2, "max": 3},
+                   "checks": {"contains": ["x"], "max_completion_tokens": 9}},
+                  {"name": "c", "endpoint": "http://127.0.0.1:10/x"}
+                ]}"#,
+        );
+        let [a, b, c] = &cfg.scenarios[..] else {
+            panic!("three scenarios");
+        };
+        let top = a.endpoint.as_ref().unwrap();
+        assert_eq!(a.protocol.name(), "openai-chat");
+        assert_eq!(top.url, "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(top.path, "/v1/chat/completions");
+        assert_eq!(
+            (a.model.as_deref(), a.max_tokens, a.stream),
+            (Some("m"), 50, true)
+        );
+        assert_eq!(a.system.as_deref(), Some("top"));
+        assert_eq!(a.cache_mode, CacheMode::Natural);
+        assert_eq!(
+            a.headers,
+            [("Authorization", "Bearer a"), ("X-A", "1")].map(|(k, v)| (k.into(), v.into()))
+        );
+
+        // Another API on the top-level server: same host, its own path.
+        let other = b.endpoint.as_ref().unwrap();
+        assert_eq!(b.protocol.name(), "anthropic");
+        assert_eq!(other.url, "http://127.0.0.1:9");
+        assert_eq!(other.path, b.protocol.default_path());
+        assert_eq!((other.addr, &other.host), (top.addr, &top.host));
+        assert_eq!(
+            b.headers,
+            [("X-A", "1"), ("authorization", "b")].map(|(k, v)| (k.into(), v.into()))
+        );
+        assert_eq!(
+            (b.model.as_deref(), b.max_tokens, b.stream),
+            (Some("n"), 7, false)
+        );
+        assert_eq!(b.system.as_deref(), Some("own"));
+        assert_eq!(b.cache_mode, CacheMode::Bust);
+        assert_eq!(b.think_time_ns, 250_000_000);
+        assert_eq!(b.turns, TurnRange { min: 2, max: 3 });
+        assert_eq!(b.checks.contains, ["x"]);
+        assert_eq!(b.checks.max_completion_tokens, Some(9));
+        assert!(b.checks.needs_text());
+
+        let own = c.endpoint.as_ref().unwrap();
+        assert_eq!((own.addr.port(), own.path.as_str()), (10, "/x"));
+        assert_eq!(cfg.protocol.name(), "openai-chat");
+
+        // No endpoint anywhere: every scenario goes to the built-in one.
+        let cfg = resolved(r#"{"scenarios": [{"name": "a"}, {"name": "b", "api": "sglang"}]}"#);
+        assert!(cfg.scenarios.iter().all(|s| s.endpoint.is_none()));
+        assert_eq!(cfg.scenarios[1].protocol.name(), "sglang");
+    }
+
+    #[test]
+    fn limits_come_from_the_profile() {
+        let cfg = resolved("{}");
+        assert_eq!(
+            cfg.limits,
+            Limits {
+                timeout_ns: 300 * S,
+                ttft_ns: None,
+                connect_ns: 10 * S,
+                drain_ns: 10 * S,
+                max_gaps: MIN_GAPS,
+            }
+        );
+        assert_eq!(cfg.live_interval_ns, 10 * S);
+        assert_eq!(cfg.warmup_ns, 0);
+        let cfg = resolved(
+            r#"{"timeout": "20s", "ttft_timeout": "5s", "connect_timeout": "2s",
+                "drain_timeout": "250ms", "live_interval": "0", "warmup": 1,
+                "max_tokens": 2000, "scenarios": [{"name": "a", "max_tokens": 100}]}"#,
+        );
+        assert_eq!(
+            cfg.limits,
+            Limits {
+                timeout_ns: 20 * S,
+                ttft_ns: Some(5 * S),
+                connect_ns: 2 * S,
+                drain_ns: S / 4,
+                // The top level's max_tokens counts even when every scenario
+                // asks for fewer.
+                max_gaps: 4000,
+            }
+        );
+        assert_eq!((cfg.live_interval_ns, cfg.warmup_ns), (0, S));
+    }
+
+    #[test]
+    fn connections_follow_the_load_shape() {
+        assert_eq!(resolved(r#"{"concurrency": 8}"#).connections, 8);
+        assert_eq!(resolved(r#"{"rate": 5}"#).connections, 1024);
+        assert_eq!(resolved(r#"{"mode": "offline"}"#).connections, 1024);
+        let mixed = r#"{"stages": [{"concurrency": 2000, "duration": 1},
+                                   {"rate": 5, "duration": 1}]}"#;
+        assert_eq!(resolved(mixed).connections, 2000);
+        assert_eq!(
+            resolved(r#"{"concurrency": 8, "connections": 9}"#).connections,
+            9
+        );
+    }
+
+    #[test]
+    fn stages_arrive_by_the_profiles_law() {
+        let cfg = resolved(
+            r#"{"arrival": "uniform", "stages": [{"rate": 5, "duration": 1},
+                {"rate_from": 1, "rate_to": 3, "duration": 2, "requests": 9}]}"#,
+        );
+        let want = |rate_from, rate_to| Load::Open {
+            kind: ArrivalKind::Uniform,
+            rate_from,
+            rate_to,
+        };
+        assert_eq!(cfg.stages[0].load, want(5.0, 5.0));
+        assert_eq!(cfg.stages[1].load, want(1.0, 3.0));
+        assert_eq!(
+            (cfg.stages[1].duration_ns, cfg.stages[1].requests),
+            (Some(2 * S), Some(9))
+        );
+    }
+
+    #[test]
+    fn thresholds_of_zero_are_unset_except_the_error_rate() {
+        let cfg = resolved(
+            r#"{"thresholds": {"p95_ms": 0, "p99_ms": 250, "ttft_p95_ms": 0,
+                "error_rate": 0, "min_rps": 0, "abort_on_fail": true}}"#,
+        );
+        assert_eq!(
+            cfg.thresholds,
+            Thresholds {
+                ttft_p95_ms: None,
+                p95_ms: None,
+                p99_ms: Some(250.0),
+                error_rate: Some(0.0),
+                min_rps: None,
+                abort_on_fail: true,
+            }
+        );
+        assert!(resolved("{}").thresholds.is_empty());
+    }
+
+    #[test]
+    fn fewer_virtual_users_than_scenarios_is_a_warning() {
+        let cfg = resolved(
+            r#"{"concurrency": 2, "scenarios": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}"#,
+        );
+        assert_eq!(
+            cfg.warnings,
+            ["stage 'main' has 2 virtual user(s) for 3 scenarios; some scenarios get none"]
+        );
+        assert!(resolved(r#"{"concurrency": 3}"#).warnings.is_empty());
+    }
+
+    #[test]
+    fn host_checks_use_the_descriptor_limit() {
+        let mut cfg = resolved(r#"{"connections": 40000, "workers": 2}"#);
+        let e = check_host(&cfg, 20_000).unwrap_err();
+        assert_eq!(
+            e,
+            "40000 connections over 2 worker(s) need more than 19000 sockets per worker process; add --workers"
+        );
+        assert_eq!(check_host(&cfg, 25_000), Ok(()));
+        assert_eq!(
+            check_host(&cfg, 0),
+            Ok(()),
+            "an unknown limit is not checked"
+        );
+        cfg.workers = 65;
+        assert_eq!(
+            check_host(&cfg, 0),
+            Err("workers 65: expected 1 to 64".to_string())
+        );
+        cfg.workers = 8;
+        cfg.api_key = Some("sk\n1".to_string());
+        assert_eq!(
+            check_host(&cfg, 0),
+            Err("the API key contains a line break".to_string())
+        );
+    }
+
+    #[test]
+    fn config_block_is_the_profile_without_nulls_or_secrets() {
+        let mut cfg = resolved(
+            r#"{"api_key": "sk-1", "headers": {"Authorization": "Bearer x", "X-A": "1"},
+                "rate": 5, "scenarios": [{"name": "a", "headers": {"Cookie": "c"}}]}"#,
+        );
+        let out = std::path::Path::new("results/x");
+        let v = cfg.to_json(out, "http://h:1/v1", "m", false);
+        let o = v.as_object().unwrap();
+        assert!(o.values().all(|x| !x.is_null()), "{v}");
+        assert_eq!(o["api_key"], "<redacted>");
+        assert_eq!(
+            o["headers"],
+            json!({"Authorization": "<redacted>", "X-A": "1"})
+        );
+        assert_eq!(
+            o["scenarios"][0]["headers"],
+            json!({"Cookie": "<redacted>"})
+        );
+        assert_eq!(o["mode"], "poisson");
+        assert_eq!(o["rate"], 5);
+        assert_eq!(o["connections"], 1024);
+        assert_eq!(o["out"], "results/x");
+        assert_eq!(
+            (&o["endpoint"], &o["model"]),
+            (&json!("http://h:1/v1"), &json!("m"))
+        );
+        assert!(!o.contains_key("timeout"), "unset fields stay out: {v}");
+        // A key from the environment is redacted too, though the profile has none.
+        cfg.profile.api_key = None;
+        cfg.api_key = Some("env".to_string());
+        assert_eq!(cfg.to_json(out, "", "", true)["api_key"], "<redacted>");
+    }
+}
