@@ -22,6 +22,11 @@ use std::ops::Range;
 /// seen in practice, far below the per-event limit.
 const INITIAL_BUFFER: usize = 4096;
 
+/// Largest single event a client accepts before calling the stream
+/// malformed: far above any real token event, low enough that a server
+/// streaming without line breaks cannot grow a buffer without bound.
+pub const MAX_EVENT: usize = 1 << 20;
+
 /// One dispatched event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SseEvent<'a> {

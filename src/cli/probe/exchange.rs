@@ -16,13 +16,11 @@ use crate::config::duration::format_duration;
 use crate::http::blocking::{self, ConnectError, FetchError, Response};
 use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
-use crate::http::sse::SseSplitter;
+use crate::http::sse::{MAX_EVENT, SseSplitter};
 use crate::protocol::errors::{error_message as error_object, one_line};
 use crate::protocol::json::unescape;
 use crate::protocol::{BodySpec, Finish, Message, Protocol, Sampling, StreamState};
 
-/// Largest SSE event read; the engine's limit.
-const MAX_EVENT: usize = crate::engine::conn::MAX_EVENT;
 /// Characters a server's message may take on its one line.
 const MESSAGE_CHARS: usize = 300;
 

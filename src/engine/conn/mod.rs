@@ -6,7 +6,7 @@
 
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::response::{BodyKind, Head, MAX_HEAD_LEN, parse_head};
-use crate::http::sse::SseSplitter;
+use crate::http::sse::{MAX_EVENT, SseSplitter};
 use crate::metrics::errors::ErrorClass;
 use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 
@@ -14,8 +14,6 @@ use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 /// must fit in it.
 pub(crate) const READ_BUF: usize = 16 * 1024;
 
-/// Largest single SSE event accepted before the response is malformed.
-pub const MAX_EVENT: usize = 1 << 20;
 /// Largest non-streamed body kept for parsing.
 pub const MAX_BODY: usize = 64 << 20;
 
