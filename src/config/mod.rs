@@ -3,6 +3,8 @@
 //! stay in it only as long as needed to build request headers; the form
 //! reports show has them redacted.
 
+#![forbid(unsafe_code)]
+
 pub mod duration;
 pub mod profile;
 

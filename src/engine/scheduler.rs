@@ -27,6 +27,7 @@ use crate::protocol::errors;
 use crate::protocol::json::unescape;
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
+use crate::sys::process::Child;
 
 /// Busy-wait this close to an arrival; sleep through longer gaps.
 const SPIN_NS: u64 = 100_000;
@@ -40,8 +41,9 @@ const MAX_MESSAGE: usize = 200;
 const WARMUP: usize = usize::MAX;
 
 /// The parent's ends of one worker.
-pub struct WorkerEnd {
-    pub pid: i32,
+pub struct WorkerEnd<'a> {
+    /// The worker process, owned by the supervisor, which reaps it after.
+    pub child: &'a mut Child,
     pub issue: SlotProducer<IssueSlot>,
     pub done: ByteConsumer,
     /// Conversations handed to the worker and not yet ended.
@@ -51,10 +53,14 @@ pub struct WorkerEnd {
     dirty: bool,
 }
 
-impl WorkerEnd {
-    pub fn new(pid: i32, issue: SlotProducer<IssueSlot>, done: ByteConsumer) -> WorkerEnd {
+impl<'a> WorkerEnd<'a> {
+    pub fn new(
+        child: &'a mut Child,
+        issue: SlotProducer<IssueSlot>,
+        done: ByteConsumer,
+    ) -> WorkerEnd<'a> {
         WorkerEnd {
-            pid,
+            child,
             issue,
             done,
             inflight: 0,
@@ -78,7 +84,7 @@ struct LiveWindow {
 pub struct Parent<'a, 's, 'o> {
     plan: &'a Plan<'a>,
     shared: &'a Shared,
-    workers: Vec<WorkerEnd>,
+    workers: Vec<WorkerEnd<'a>>,
     /// Counts output tokens of responses without usage, off this loop.
     lane: Option<TokenLane<'s>>,
     observer: Option<&'o mut dyn Observer>,
@@ -110,7 +116,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     pub fn new(
         plan: &'a Plan<'a>,
         shared: &'a Shared,
-        workers: Vec<WorkerEnd>,
+        workers: Vec<WorkerEnd<'a>>,
         lane: Option<TokenLane<'s>>,
         observer: Option<&'o mut dyn Observer>,
     ) -> Parent<'a, 's, 'o> {
@@ -642,11 +648,8 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             if !self.workers[k].alive {
                 continue;
             }
-            let mut status = 0;
-            // SAFETY: waitpid on our own child with WNOHANG only reads its state.
-            let r = unsafe { libc::waitpid(self.workers[k].pid, &mut status, libc::WNOHANG) };
-            if r == self.workers[k].pid {
-                self.worker_died(k, describe_exit(status));
+            if let Ok(Some(exit)) = self.workers[k].child.try_wait() {
+                self.worker_died(k, exit.to_string());
             }
         }
     }
@@ -660,7 +663,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         self.inflight -= lost;
         self.incomplete.push(format!(
             "worker {k} (pid {}) {how}; {lost} conversation(s) in flight on it were lost",
-            w.pid
+            w.child.pid()
         ));
         self.record_lost(lost);
     }
@@ -986,14 +989,6 @@ fn limits(g: &GeneratorStats, total: &Block) -> Vec<String> {
         ));
     }
     out
-}
-
-fn describe_exit(status: i32) -> String {
-    if libc::WIFSIGNALED(status) {
-        format!("was killed by signal {}", libc::WTERMSIG(status))
-    } else {
-        format!("exited with status {}", libc::WEXITSTATUS(status))
-    }
 }
 
 #[cfg(test)]

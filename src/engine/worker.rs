@@ -158,6 +158,15 @@ pub fn run(setup: WorkerSetup<'_>) -> i32 {
     }
 }
 
+/// Test-only, undocumented: `LLMLOAD_TEST_WORKER_PANIC=<worker>:<issues>`
+/// makes worker `<worker>` panic when it takes an issue after `<issues>`, so
+/// tests can show what a worker bug does to a run. Read once, at start.
+fn test_panic_after(worker: usize) -> Option<u64> {
+    let v = std::env::var("LLMLOAD_TEST_WORKER_PANIC").ok()?;
+    let (k, n) = v.split_once(':')?;
+    (k.parse::<usize>().ok()? == worker).then(|| n.parse().ok())?
+}
+
 struct Worker<'a> {
     s: WorkerSetup<'a>,
     counters: &'a WorkerCounters,
@@ -182,6 +191,8 @@ struct Worker<'a> {
     /// Connections carrying a request (Connecting, Sending, Receiving).
     busy: usize,
     published: bool,
+    /// Test-only: issues to take before panicking (`test_panic_after`).
+    panic_after: Option<u64>,
 }
 
 impl<'a> Worker<'a> {
@@ -190,7 +201,10 @@ impl<'a> Worker<'a> {
         let bell = &s.shared.worker_bells[s.index];
         poll.registry()
             .register(&mut SourceFd(&bell.fd()), BELL, Interest::READABLE)?;
-        let (issue, out) = s.shared.worker_ends(s.index);
+        let (issue, out) = s
+            .shared
+            .take_worker_ends(s.index)
+            .ok_or_else(|| io::Error::other("ring ends already taken"))?;
         let conns = (0..s.max_conns)
             .map(|_| Conn {
                 phase: Phase::Empty,
@@ -222,6 +236,7 @@ impl<'a> Worker<'a> {
             backlog: Vec::new(),
             busy: 0,
             published: false,
+            panic_after: test_panic_after(s.index),
             poll,
             conns,
             issue,
@@ -349,6 +364,16 @@ impl<'a> Worker<'a> {
     fn take_issues(&mut self, now: u64) {
         while self.pending.len() < PENDING_CAP {
             let Some(slot) = self.issue.pop() else { break };
+            // Test-only panic switch (see `test_panic_after`).
+            if let Some(n) = &mut self.panic_after {
+                if *n == 0 {
+                    panic!(
+                        "worker {} panics on purpose (LLMLOAD_TEST_WORKER_PANIC)",
+                        self.s.index
+                    );
+                }
+                *n -= 1;
+            }
             let job = self.first_job(slot, now);
             self.enqueue(job);
         }

@@ -5,6 +5,8 @@
 //! fuzzed: the worker loop feeds these whatever the network delivers, split
 //! at any byte.
 
+#![forbid(unsafe_code)]
+
 pub mod chunked;
 pub mod endpoint;
 pub mod request;

@@ -5,6 +5,8 @@
 //! per-request `events.jsonl` and live progress (`observer`), `compare`, and
 //! the atomic file writes they all go through.
 
+#![forbid(unsafe_code)]
+
 pub mod atomic;
 pub mod compare;
 pub mod csv;

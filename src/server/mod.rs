@@ -18,8 +18,10 @@
 //! (one connection's state machine), `timer` (deadline heap and timerfd),
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
-//! `faults` (which requests fail), `stats` (shared counters), `socket` (raw
-//! socket options), `decimal` (number formatting).
+//! `faults` (which requests fail), `stats` (shared counters), `decimal`
+//! (number formatting); raw socket options are `sys::socket`'s.
+
+#![forbid(unsafe_code)]
 
 mod access;
 mod conn;
@@ -27,7 +29,6 @@ mod decimal;
 mod faults;
 pub mod formats;
 mod head;
-mod socket;
 mod stats;
 mod supervisor;
 mod timer;

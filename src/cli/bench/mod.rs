@@ -125,6 +125,9 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         built.url
     );
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
+    // Forked before the events sink's thread starts: each worker is a copy
+    // of a single-threaded process.
+    let workers = supervisor::spawn(&plan)?;
     let mut observer = RunObserver::start(
         &cfg.out,
         &plan
@@ -141,10 +144,9 @@ fn execute(cfg: &BenchConfig, started_ns: u64, started_wall: u64) -> Result<i32,
         started_wall,
         started_ns,
     )?;
-    let result = supervisor::run(&plan, started_ns, Some(&mut observer));
+    let mut result = workers.run(&plan, started_ns, Some(&mut observer));
     let events = observer.finish();
     let server_stats = server.map(|h| h.stop());
-    let mut result = result?;
     result.started_wall_ns = started_wall;
     let dataset = match built.datasets.as_slice() {
         [one] => one.clone(),
