@@ -64,6 +64,8 @@ pub fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
     };
     let shared = &workers.shared;
     for k in 0..plan.workers {
+        // This process has one thread here (see above), so the child inherits
+        // no lock held elsewhere; it runs the worker loop and `_exit`s.
         let forked = fork_child(|| {
             // The parent owns shutdown: workers ignore SIGINT and SIGTERM sent
             // to the process group and die only with the parent.

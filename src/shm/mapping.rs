@@ -5,8 +5,11 @@
 
 use std::io;
 use std::marker::PhantomData;
+use std::num::NonZeroUsize;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous, munmap};
 
 /// Data that may live in a shared mapping and be used from every process
 /// that maps it: valid as all-zero bytes (a fresh mapping is zero-filled),
@@ -56,24 +59,22 @@ unsafe impl Sync for SharedMapping {}
 impl SharedMapping {
     /// Maps `len` bytes (rounded up to the page size).
     pub fn new(len: usize) -> io::Result<Self> {
-        let len = len.max(1).div_ceil(PAGE) * PAGE;
+        let len = NonZeroUsize::new(len.max(1).div_ceil(PAGE) * PAGE)
+            .ok_or_else(|| io::Error::other("shared mapping too large"))?;
         // SAFETY: a fresh anonymous mapping at an address of the kernel's
         // choosing; no existing memory is affected.
         let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
+            mmap_anonymous(
+                None,
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
             )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
-        Ok(SharedMapping { ptr, len })
+        }?;
+        Ok(SharedMapping {
+            ptr: ptr.cast(),
+            len: len.get(),
+        })
     }
 
     /// Start of the mapping; page aligned.
@@ -110,7 +111,7 @@ impl Drop for SharedMapping {
     fn drop(&mut self) {
         // SAFETY: `ptr` and `len` are exactly what mmap returned; whatever
         // points into the mapping borrows it or holds a share of it.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        let _ = unsafe { munmap(self.ptr.cast(), self.len) };
     }
 }
 

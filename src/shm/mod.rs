@@ -2,10 +2,8 @@
 //! shared mapping made before `fork()`, single-producer single-consumer rings
 //! laid out inside it, and a doorbell (eventfd) that wakes a side only when it
 //! said it was about to sleep. Nothing here allocates or makes a syscall per
-//! message. With `sys`, the only module allowed `unsafe`: so the layouts that
-//! live in shared memory (`run` for a bench run, `serve` for the built-in
-//! server's counters) are defined here, where their validity is argued, and
-//! everything outside reaches them through safe, typed accessors.
+//! message. With `sys`, the only module allowed `unsafe`, so the layouts that
+//! live in shared memory (`run`, `serve`) are defined here too.
 
 pub mod doorbell;
 pub mod mapping;

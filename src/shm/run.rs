@@ -208,7 +208,8 @@ impl Shared {
 
     /// The parent's ends of worker `k`'s rings: its issue producer and
     /// completion consumer. `None` if either was taken before, in any
-    /// process.
+    /// process (the two are taken as a pair, once: a failed take may use up
+    /// the first).
     pub fn take_parent_ends(&self, k: usize) -> Option<(SlotProducer<IssueSlot>, ByteConsumer)> {
         // SAFETY: both offsets hold the rings of the kinds initialized in
         // `new` and are used as nothing else.

@@ -1,11 +1,9 @@
 //! Processes: forking a child that never returns into its parent's stack,
-//! waiting for it and killing it, and what a forked worker sets up for itself
-//! (parent-death signal, CPU, timer slack) and the descriptor limit. A child
+//! waiting for it and killing it, what a forked worker sets up for itself
+//! (parent-death signal, CPU, timer slack), and the descriptor limit. A child
 //! leaves through `_exit` whatever its closure does, panics included, so no
 //! destructor of the parent's objects (a server handle that would stop the
-//! endpoint under test, a buffered file) ever runs in it; the price is that a
-//! child's own destructors do not run either, so children hand results back
-//! through shared memory, pipes or their exit status, never through drops.
+//! endpoint under test) runs in it; the price: the child's own are not run.
 
 use std::fmt;
 use std::io;
