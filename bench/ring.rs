@@ -8,7 +8,7 @@
 //! source buffer into the ring, the consumer reads every byte in place to
 //! checksum it and checks the sequence numbers at both ends of each record;
 //! any mismatch, loss or stall panics. The child neither allocates nor prints
-//! and reports through a control block in the shared mapping.
+//! and reports through a control block in shared memory.
 //!
 //! Run: `cargo bench --bench ring`.
 
@@ -16,18 +16,19 @@ use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crossbeam_utils::Backoff;
 use llmload::clock::now_ns;
-use llmload::shm::mapping::{Layout, SharedMapping};
-use llmload::shm::ring::{
-    ByteConsumer, ByteProducer, PushError, RING_ALIGN, SlotConsumer, SlotProducer, byte_ring_bytes,
-    init_byte_ring, init_slot_ring, slot_ring_bytes,
-};
-use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use llmload::rng::Rng;
+use llmload::shm::mapping::SharedArray;
+use llmload::shm::ring::{ByteRing, PushError, SlotRing};
+use llmload::sys::process::{Child, Exit, fork_child, pin_to};
+use nix::sched::{CpuSet, sched_getaffinity};
 use nix::unistd::Pid;
 
 /// Default byte ring size: 1 MiB stays resident in a core's L2, which is
 /// worth up to 1.6× at large records over a ring that streams through memory.
-/// `RING_BENCH_KIB` (a power of two, at least 128) overrides it.
+/// `RING_BENCH_KIB` (a power of two) overrides it; sizes whose records would
+/// exceed a quarter of the ring are skipped.
 const BYTE_CAPACITY: usize = 1 << 20;
 const SLOT_CAPACITY: usize = 4096;
 const SIZES: [usize; 7] = [32, 128, 512, 1024, 4096, 16384, 32768];
@@ -47,17 +48,39 @@ const PYTHON_AFTER: [(usize, usize, f64, f64, f64, f64); 7] = [
     (32768, 32865, 73_600.0, 2418.9, 73_200.0, 2405.7),
 ];
 
-/// What the consumer reports back: `repr(C)`, one 64-byte-aligned block in the
-/// mapping, written by the child and read by the parent after it exits.
-#[repr(C, align(64))]
-struct Control {
-    ready: AtomicU64,
-    received: AtomicU64,
-    first_ns: AtomicU64,
-    last_ns: AtomicU64,
+/// What the consumer reports back, in a shared array written by the child and
+/// read by the parent after it exits.
+struct Control(SharedArray<AtomicU64>);
+
+impl Control {
+    fn new() -> Control {
+        Control(SharedArray::new(6).expect("mmap"))
+    }
+
+    fn ready(&self) -> &AtomicU64 {
+        self.0.get(0)
+    }
+
+    fn received(&self) -> &AtomicU64 {
+        self.0.get(1)
+    }
+
+    fn first_ns(&self) -> &AtomicU64 {
+        self.0.get(2)
+    }
+
+    fn last_ns(&self) -> &AtomicU64 {
+        self.0.get(3)
+    }
+
     /// 0, or what went wrong (`Bad`).
-    error: AtomicU64,
-    error_seq: AtomicU64,
+    fn error(&self) -> &AtomicU64 {
+        self.0.get(4)
+    }
+
+    fn error_seq(&self) -> &AtomicU64 {
+        self.0.get(5)
+    }
 }
 
 #[repr(u64)]
@@ -79,6 +102,7 @@ impl Bad {
             Bad::TailSeq,
             Bad::Checksum,
             Bad::Stall,
+            Bad::Payload,
         ]
         .into_iter()
         .find(|b| *b as u64 == code)
@@ -90,14 +114,6 @@ enum Verdict {
     Ok,
     End,
     Bad(Bad),
-}
-
-/// SplitMix64, for source payloads and slot items.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Fletcher-style sum over little-endian words in four independent lanes, so
@@ -118,9 +134,9 @@ fn checksum(bytes: &[u8]) -> u64 {
         a[i] = a[i].wrapping_add(u64::from_le_bytes(w));
         s[i] = s[i].wrapping_add(a[i]);
     }
-    mix((0..4).fold(0, |h, i| {
+    (0..4).fold(0, |h, i| {
         h ^ (a[i] ^ s[i].rotate_left(32)).rotate_left(16 * i as u32)
-    }))
+    })
 }
 
 const SOURCES: usize = 8;
@@ -129,8 +145,9 @@ const SOURCES: usize = 8;
 fn sources() -> Vec<Vec<u8>> {
     (0..SOURCES)
         .map(|k| {
+            let mut rng = Rng::seeded(k as u64);
             (0..SIZES[SIZES.len() - 1] / 8)
-                .flat_map(|i| mix((k as u64) << 32 | i as u64).to_le_bytes())
+                .flat_map(|_| rng.next_u64().to_le_bytes())
                 .collect()
         })
         .collect()
@@ -155,39 +172,27 @@ fn check_record(rec: &[u8], seq: u64, size: usize, sums: &[u64; SOURCES]) -> Ver
     Verdict::Ok
 }
 
-/// A 32-byte issue-ring item, self-checking.
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct Item {
-    seq: u64,
-    a: u64,
-    b: u64,
-    check: u64,
+/// A 32-byte issue-ring item, self-checking: `[seq, a, b, check]`.
+type Item = [u64; 4];
+
+/// The sequence number of the end marker.
+const END: u64 = u64::MAX;
+
+fn item(seq: u64) -> Item {
+    let a = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let b = !seq ^ 0x5555;
+    [seq, a, b, a.rotate_left(17) ^ b.wrapping_add(seq)]
 }
 
-impl Item {
-    fn new(seq: u64) -> Item {
-        let a = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let b = !seq ^ 0x5555;
-        Item {
-            seq,
-            a,
-            b,
-            check: a.rotate_left(17) ^ b.wrapping_add(seq),
-        }
-    }
-
-    const END: u64 = u64::MAX;
-}
-
-fn check_item(item: Item, seq: u64) -> Verdict {
-    if item.seq == Item::END {
+fn check_item(got: Item, seq: u64) -> Verdict {
+    let want = item(seq);
+    if got[0] == END {
         Verdict::End
-    } else if item.seq != seq {
+    } else if got[0] != seq {
         Verdict::Bad(Bad::HeadSeq)
-    } else if item.a != Item::new(seq).a || item.b != Item::new(seq).b {
+    } else if got[1..3] != want[1..3] {
         Verdict::Bad(Bad::Payload)
-    } else if item.check != Item::new(seq).check {
+    } else if got[3] != want[3] {
         Verdict::Bad(Bad::Checksum)
     } else {
         Verdict::Ok
@@ -201,64 +206,47 @@ fn pick_cpus() -> Option<(usize, usize)> {
     Some((cpus.next()?, cpus.next()?))
 }
 
+/// Best effort: a failure only makes the numbers noisier.
 fn pin(cpu: usize) {
-    let mut set = CpuSet::new();
-    if set.set(cpu).is_ok() {
-        // Best effort: a failure only makes the numbers noisier.
-        let _ = sched_setaffinity(Pid::from_raw(0), &set);
-    }
+    let _ = pin_to(cpu);
 }
 
-struct Child {
-    pid: libc::pid_t,
-}
+/// The forked consumer; killed and reaped if the parent fails first.
+struct Consumer(Child);
 
-/// Forks the consumer: it pins itself, runs `body` (which reports through
-/// `Control`) and `_exit`s.
-fn fork_consumer(cpu: Option<usize>, body: impl FnOnce()) -> Child {
-    // SAFETY: this benchmark is single-threaded, and the child only runs ring
-    // operations, clock reads and `sched_setaffinity` before `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
+/// Forks the consumer: it pins itself and runs `body`, which reports through
+/// `Control`. This benchmark is single-threaded, and the child only runs ring
+/// operations, clock reads and `sched_setaffinity`.
+fn fork_consumer(cpu: Option<usize>, body: impl FnOnce()) -> Consumer {
+    let child = fork_child(|| {
         if let Some(cpu) = cpu {
             pin(cpu);
         }
         body();
-        // SAFETY: leaves the child without running the parent's destructors.
-        unsafe { libc::_exit(0) };
-    }
-    Child { pid }
+        0
+    })
+    .expect("fork");
+    Consumer(child)
 }
 
-impl Child {
-    fn wait(self) {
-        let mut status = 0;
-        // SAFETY: reaps our own child.
-        let r = unsafe { libc::waitpid(self.pid, &mut status, 0) };
-        assert_eq!(r, self.pid, "waitpid: {}", std::io::Error::last_os_error());
-        assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "consumer ended with wait status {status:#x}"
-        );
-        std::mem::forget(self);
+impl Consumer {
+    fn wait(mut self) {
+        let exit = self.0.wait().expect("waitpid");
+        assert_eq!(exit, Exit::Status(0), "consumer {exit}");
     }
 }
 
-impl Drop for Child {
+impl Drop for Consumer {
     fn drop(&mut self) {
-        // SAFETY: kills and reaps our own child after a failure in the parent.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
 /// The consumer's loop, shared by both ring kinds: `pop` returns `None` when
 /// empty, else the verdict on the next record given the expected sequence.
 fn consume(ctl: &Control, mut pop: impl FnMut(u64) -> Option<Verdict>) {
-    ctl.ready.store(1, Ordering::Release);
+    ctl.ready().store(1, Ordering::Release);
     let (mut seq, mut first, mut idle) = (0u64, 0u64, 0u64);
     let mut progress_ns = now_ns();
     loop {
@@ -272,8 +260,8 @@ fn consume(ctl: &Control, mut pop: impl FnMut(u64) -> Option<Verdict>) {
             }
             Some(Verdict::End) => break,
             Some(Verdict::Bad(bad)) => {
-                ctl.error_seq.store(seq, Ordering::Relaxed);
-                ctl.error.store(bad as u64, Ordering::Release);
+                ctl.error_seq().store(seq, Ordering::Relaxed);
+                ctl.error().store(bad as u64, Ordering::Release);
                 return;
             }
             None => {
@@ -283,18 +271,21 @@ fn consume(ctl: &Control, mut pop: impl FnMut(u64) -> Option<Verdict>) {
                     if idle == 4096 {
                         progress_ns = now;
                     } else if now - progress_ns > STALL_NS {
-                        ctl.error_seq.store(seq, Ordering::Relaxed);
-                        ctl.error.store(Bad::Stall as u64, Ordering::Release);
+                        ctl.error_seq().store(seq, Ordering::Relaxed);
+                        ctl.error().store(Bad::Stall as u64, Ordering::Release);
                         return;
                     }
                 }
+                // A bare spin rather than crossbeam's `Backoff`: each side has
+                // a CPU of its own, and `Backoff`'s yields measured 10-20%
+                // slower at 32-byte records.
                 spin_loop();
             }
         }
     }
-    ctl.first_ns.store(first, Ordering::Relaxed);
-    ctl.last_ns.store(now_ns(), Ordering::Relaxed);
-    ctl.received.store(seq, Ordering::Release);
+    ctl.first_ns().store(first, Ordering::Relaxed);
+    ctl.last_ns().store(now_ns(), Ordering::Relaxed);
+    ctl.received().store(seq, Ordering::Release);
 }
 
 /// What one run measured.
@@ -317,9 +308,10 @@ enum Msg {
 /// `RUN`, then the end marker; returns (records sent, ns spent, full pushes).
 fn produce(ctl: &Control, mut push: impl FnMut(Msg) -> bool) -> (u64, u64, u64) {
     let start_by = now_ns() + STALL_NS;
-    while ctl.ready.load(Ordering::Acquire) == 0 {
+    let backoff = Backoff::new();
+    while ctl.ready().load(Ordering::Acquire) == 0 {
         assert!(now_ns() < start_by, "consumer never started");
-        spin_loop();
+        backoff.snooze();
     }
     let (mut seq, mut fulls, mut blocked_since) = (0u64, 0u64, 0u64);
     let t0 = now_ns();
@@ -360,65 +352,24 @@ fn produce(ctl: &Control, mut push: impl FnMut(Msg) -> bool) -> (u64, u64, u64) 
 }
 
 fn consumer_error(ctl: &Control) -> Option<(Bad, u64)> {
-    let code = ctl.error.load(Ordering::Acquire);
-    Bad::from_code(code).map(|b| (b, ctl.error_seq.load(Ordering::Relaxed)))
+    let code = ctl.error().load(Ordering::Acquire);
+    Bad::from_code(code).map(|b| (b, ctl.error_seq().load(Ordering::Relaxed)))
 }
 
-fn finish(ctl: &Control, child: Child, sent: u64, send_ns: u64, fulls: u64) -> Run {
+fn finish(ctl: &Control, child: Consumer, sent: u64, send_ns: u64, fulls: u64) -> Run {
     child.wait();
     if let Some((bad, seq)) = consumer_error(ctl) {
         panic!("consumer found {bad:?} at record {seq}");
     }
-    let received = ctl.received.load(Ordering::Acquire);
+    let received = ctl.received().load(Ordering::Acquire);
     assert_eq!(received, sent, "records lost");
-    let recv_ns = ctl.last_ns.load(Ordering::Relaxed) - ctl.first_ns.load(Ordering::Relaxed);
+    let recv_ns = ctl.last_ns().load(Ordering::Relaxed) - ctl.first_ns().load(Ordering::Relaxed);
     Run {
         sent,
         send_ns,
         received,
         recv_ns: recv_ns.max(1),
         fulls,
-    }
-}
-
-/// One run's shared memory: a `Control` and one ring area.
-struct Area {
-    map: SharedMapping,
-    ctl_at: usize,
-    ring_at: usize,
-}
-
-impl Area {
-    fn new(ring_bytes: usize) -> Area {
-        let mut layout = Layout::new();
-        let ctl_at = layout.reserve(size_of::<Control>(), 64);
-        let ring_at = layout.reserve(ring_bytes, RING_ALIGN);
-        let map = SharedMapping::new(layout.len()).expect("mmap");
-        // SAFETY: a 64-aligned block reserved for the `Control`, unused yet.
-        unsafe {
-            map.at(ctl_at).cast::<Control>().write(Control {
-                ready: AtomicU64::new(0),
-                received: AtomicU64::new(0),
-                first_ns: AtomicU64::new(0),
-                last_ns: AtomicU64::new(0),
-                error: AtomicU64::new(0),
-                error_seq: AtomicU64::new(0),
-            })
-        };
-        Area {
-            map,
-            ctl_at,
-            ring_at,
-        }
-    }
-
-    fn ctl(&self) -> &Control {
-        // SAFETY: written in `new`, and the mapping lives as long as `self`.
-        unsafe { &*self.map.at(self.ctl_at).cast::<Control>() }
-    }
-
-    fn ring(&self) -> *mut u8 {
-        self.map.at(self.ring_at)
     }
 }
 
@@ -430,22 +381,17 @@ fn byte_capacity() -> usize {
 }
 
 fn bench_bytes(size: usize, cpus: Option<(usize, usize)>, sources: &[Vec<u8>]) -> Run {
-    let capacity = byte_capacity();
-    let area = Area::new(byte_ring_bytes(capacity));
-    let (ctl, ring) = (area.ctl(), area.ring());
-    // SAFETY: the area was reserved for this ring and is unused.
-    unsafe { init_byte_ring(ring, capacity) };
+    let ring = ByteRing::new(byte_capacity()).expect("mmap");
+    let ctl = &Control::new();
     let body = size - 16;
     let sums: [u64; SOURCES] = std::array::from_fn(|k| checksum(&sources[k][..body]));
     let child = fork_consumer(cpus.map(|c| c.1), || {
-        // SAFETY: the child is this ring's one consumer; the mapping outlives it.
-        let mut c = unsafe { ByteConsumer::attach(ring) };
+        let mut c = ring.consumer().expect("the consumer end");
         consume(ctl, |seq| {
             c.pop_with(|rec| check_record(rec, seq, size, &sums))
         });
     });
-    // SAFETY: the parent is this ring's one producer.
-    let mut p = unsafe { ByteProducer::attach(ring) };
+    let mut p = ring.producer().expect("the producer end");
     let (sent, send_ns, fulls) = produce(ctl, |msg| {
         let pushed = match msg {
             Msg::Data(seq) => {
@@ -468,26 +414,19 @@ fn bench_bytes(size: usize, cpus: Option<(usize, usize)>, sources: &[Vec<u8>]) -
 }
 
 fn bench_slots(cpus: Option<(usize, usize)>) -> Run {
-    let area = Area::new(slot_ring_bytes::<Item>(SLOT_CAPACITY));
-    let (ctl, ring) = (area.ctl(), area.ring());
-    // SAFETY: the area was reserved for this ring and is unused.
-    unsafe { init_slot_ring::<Item>(ring, SLOT_CAPACITY) };
+    let ring = SlotRing::<Item>::new(SLOT_CAPACITY).expect("mmap");
+    let ctl = &Control::new();
     let child = fork_consumer(cpus.map(|c| c.1), || {
-        // SAFETY: the child is this ring's one consumer.
-        let mut c = unsafe { SlotConsumer::<Item>::attach(ring) };
-        consume(ctl, |seq| c.pop().map(|item| check_item(item, seq)));
+        let mut c = ring.consumer().expect("the consumer end");
+        consume(ctl, |seq| c.pop().map(|got| check_item(got, seq)));
     });
-    // SAFETY: the parent is this ring's one producer.
-    let mut p = unsafe { SlotProducer::<Item>::attach(ring) };
+    let mut p = ring.producer().expect("the producer end");
     let (sent, send_ns, fulls) = produce(ctl, |msg| {
-        let item = match msg {
-            Msg::Data(seq) => Item::new(seq),
-            Msg::End => Item {
-                seq: Item::END,
-                ..Item::new(0)
-            },
+        let next = match msg {
+            Msg::Data(seq) => item(seq),
+            Msg::End => [END, 0, 0, 0],
         };
-        p.push(item).is_ok()
+        p.push(next).is_ok()
     });
     finish(ctl, child, sent, send_ns, fulls)
 }
@@ -543,6 +482,13 @@ fn main() {
     println!("ByteRing {} KiB:", byte_capacity() >> 10);
     let sources = sources();
     for (i, &size) in SIZES.iter().enumerate() {
+        // A record (8-byte header and payload) is at most a quarter of the ring.
+        if size + 8 > byte_capacity() / 4 {
+            println!(
+                "  ByteRing {size:>6} B: skipped, a record would exceed a quarter of the ring"
+            );
+            continue;
+        }
         let run = bench_bytes(size, cpus, &sources);
         row("ByteRing", size, &run, PYTHON_AFTER[i]);
     }

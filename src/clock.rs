@@ -3,28 +3,20 @@
 //! processes subtract meaningfully. A wall-clock anchor exists only to label
 //! reports; no duration is ever computed from it.
 
+#![forbid(unsafe_code)]
+
+use crate::sys::time;
+
 /// CLOCK_MONOTONIC in nanoseconds. Served by the vDSO (~35 ns here), so it is
 /// cheap enough to call on the hot path once per I/O event.
 #[inline]
 pub fn now_ns() -> u64 {
-    read(libc::CLOCK_MONOTONIC)
+    time::monotonic_ns()
 }
 
 /// CLOCK_REALTIME in nanoseconds since the Unix epoch, for labels only.
 pub fn wall_ns() -> u64 {
-    read(libc::CLOCK_REALTIME)
-}
-
-#[inline]
-fn read(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec and both clock ids are
-    // supported on every Linux kernel we run on, so the call cannot fail.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    time::realtime_ns()
 }
 
 /// Formats a Unix time in nanoseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).

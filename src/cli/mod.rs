@@ -1,6 +1,8 @@
 //! One file per subcommand. Each parses its flags into a validated config and
 //! hands it to the library; each returns the process exit status.
 
+#![forbid(unsafe_code)]
+
 pub mod bench;
 pub mod compare;
 pub mod init;

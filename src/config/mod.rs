@@ -3,6 +3,8 @@
 //! report read. Secrets stay in it only as long as needed to build request
 //! headers; the form reports show has them redacted.
 
+#![forbid(unsafe_code)]
+
 pub mod duration;
 pub mod profile;
 pub(crate) mod resolve;

@@ -5,6 +5,8 @@
 //! large file is never held twice; every problem names the file, the line
 //! (or row) and the field.
 
+#![forbid(unsafe_code)]
+
 mod builtin;
 pub mod columns;
 pub mod csv;

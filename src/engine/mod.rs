@@ -4,6 +4,8 @@
 //! pins and reaps. One loop serves every load shape: a stage is an arrival
 //! source (`Load`) plus a stop condition (duration and/or request count).
 
+#![forbid(unsafe_code)]
+
 pub mod arrival;
 pub mod conn;
 pub mod conversation;

@@ -3,7 +3,7 @@
 //! inter-token gaps, then (only when asked for) the output text, then an
 //! in-band error message if there was one. Encoded field by field in native
 //! byte order (both ends are the same binary on the same machine), with no
-//! unsafe transmutes.
+//! transmutes.
 
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;

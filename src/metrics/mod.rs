@@ -3,6 +3,8 @@
 //! indexed by class and HTTP status. Recording never allocates; rendering to
 //! text happens only in `report`.
 
+#![forbid(unsafe_code)]
+
 pub mod block;
 pub mod errors;
 pub mod observe;

@@ -95,6 +95,8 @@ pub enum ExitHow {
     Signal(i32),
     /// Exited with this status.
     Status(i32),
+    /// Reaped by someone else, so how it ended is unknown.
+    Unknown,
 }
 
 /// A stage broke a threshold and `abort_on_fail` skipped the stages after it.

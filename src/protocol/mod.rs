@@ -4,6 +4,8 @@
 //! parsing scans JSON in place (`scan`) instead of building a tree, because
 //! it runs on a worker's hot path for every SSE event.
 
+#![forbid(unsafe_code)]
+
 pub mod anthropic;
 pub mod errors;
 pub mod json;

@@ -6,6 +6,8 @@
 //! (`events`), and the atomic file writes they all go through. `report`
 //! reads the engine's results (`metrics`) and the plan, never the engine.
 
+#![forbid(unsafe_code)]
+
 pub mod atomic;
 pub mod compare;
 pub mod csv;

@@ -493,6 +493,7 @@ fn incomplete(i: &Incomplete) -> String {
             let how = match how {
                 ExitHow::Signal(n) => format!("was killed by signal {n}"),
                 ExitHow::Status(n) => format!("exited with status {n}"),
+                ExitHow::Unknown => "ended (reaped elsewhere)".to_string(),
             };
             format!(
                 "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"

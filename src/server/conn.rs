@@ -29,10 +29,10 @@ use super::formats::{
     openai,
 };
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
-use super::socket;
 use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
 use crate::http::chunked::write_last_chunk;
+use crate::sys::socket;
 
 /// Initial read buffer per connection.
 const IN_MIN: usize = 8 * 1024;

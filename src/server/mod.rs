@@ -18,15 +18,16 @@
 //! (one connection's state machine), `timer` (deadline heap and timerfd),
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
-//! `faults` (which requests fail), `stats` (shared counters), `socket` (raw
-//! socket options). Numbers are written by `crate::ascii`.
+//! `faults` (which requests fail), `stats` (shared counters). Numbers are
+//! written by `crate::ascii`, raw socket options by `sys::socket`.
+
+#![forbid(unsafe_code)]
 
 mod access;
 pub(crate) mod conn;
 mod faults;
 pub mod formats;
 pub(crate) mod head;
-mod socket;
 mod stats;
 mod supervisor;
 mod timer;

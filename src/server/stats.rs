@@ -1,9 +1,9 @@
 //! Counters each worker keeps and the parent reads: a block of atomics per
 //! worker, whole cache lines, inside a `MAP_SHARED` mapping made before
-//! `fork()`. Each worker writes only its own lines (no sharing, no
-//! contention); the parent sums the blocks when asked. Relaxed ordering is
-//! enough: the numbers are statistics, and the final read after `waitpid` is
-//! ordered by the kernel anyway.
+//! `fork()` (the block's layout is `shm::serve`'s). Each worker writes only
+//! its own lines (no sharing, no contention); the parent sums the blocks when
+//! asked. Relaxed ordering is enough: the numbers are statistics, and the
+//! final read after `waitpid` is ordered by the kernel anyway.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use serde::Serialize;
 
 use super::formats::Format;
-use crate::shm::mapping::SharedMapping;
+use crate::shm::mapping::SharedArray;
+pub use crate::shm::serve::WorkerCounters;
 
 /// What the server did, summed over its workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -50,29 +51,24 @@ pub struct ServerStats {
     pub requests_messages: u64,
 }
 
-/// Declares the shared per-worker counter block and its snapshot, one
-/// atomic per `ServerStats` field, so the two can never drift apart.
+/// The snapshot of a shared counter block and the sum of two snapshots, one
+/// field each. The struct patterns name every field of both types, so a field
+/// added to one and not the other fails to compile.
 macro_rules! counters {
     ($($field:ident),* $(,)?) => {
-        /// One worker's counters: whole cache lines, so neighbours never
-        /// share one.
-        #[repr(C, align(64))]
-        #[derive(Debug, Default)]
-        pub struct WorkerCounters {
-            $(pub $field: AtomicU64,)*
-        }
-
         impl WorkerCounters {
             pub fn snapshot(&self) -> ServerStats {
+                let WorkerCounters { $($field),* } = self;
                 ServerStats {
-                    $($field: self.$field.load(Relaxed),)*
+                    $($field: $field.load(Relaxed),)*
                 }
             }
         }
 
         impl ServerStats {
             fn add(&mut self, o: &ServerStats) {
-                $(self.$field += o.$field;)*
+                let ServerStats { $($field),* } = self;
+                $(*$field += o.$field;)*
             }
         }
     };
@@ -118,14 +114,14 @@ impl WorkerCounters {
 /// The shared array of per-worker counters.
 #[derive(Debug)]
 pub struct CounterBlock {
-    map: SharedMapping,
-    workers: usize,
+    blocks: SharedArray<WorkerCounters>,
 }
 
 impl CounterBlock {
     pub fn new(workers: usize) -> io::Result<Self> {
-        let map = SharedMapping::new(workers * size_of::<WorkerCounters>())?;
-        Ok(CounterBlock { map, workers })
+        Ok(CounterBlock {
+            blocks: SharedArray::new(workers)?,
+        })
     }
 
     /// Worker `k`'s counters.
@@ -133,20 +129,11 @@ impl CounterBlock {
     /// # Panics
     /// When `k` is not below the worker count the block was made for.
     pub fn worker(&self, k: usize) -> &WorkerCounters {
-        assert!(k < self.workers, "worker {k} of {}", self.workers);
-        let p = self.map.at(k * size_of::<WorkerCounters>());
-        // SAFETY: the mapping is page aligned and holds `workers` slots of
-        // `size_of::<WorkerCounters>()` bytes each, so slot `k` is in bounds
-        // and 64-byte aligned; the kernel zero-fills it, and all-zero bytes
-        // are valid `AtomicU64`s; the reference lives no longer than `self`,
-        // which owns the mapping.
-        unsafe { &*p.cast::<WorkerCounters>() }
+        self.blocks.get(k)
     }
 
     pub fn per_worker(&self) -> Vec<ServerStats> {
-        (0..self.workers)
-            .map(|k| self.worker(k).snapshot())
-            .collect()
+        self.blocks.iter().map(WorkerCounters::snapshot).collect()
     }
 
     pub fn total(&self) -> ServerStats {

@@ -8,30 +8,28 @@
 //!
 //! The parent may be multithreaded (the test harness is), so a child runs
 //! nothing but this crate's own code between `fork()` and `_exit()`: no
-//! stdout, no locks that another thread might have held, no unwinding back
-//! into the caller's stack.
+//! stdout, no locks that another thread might have held, and (through
+//! `sys::process::fork_child_keeping`) no unwinding back into the caller's
+//! stack and no descriptor but its own socket and the ready pipe.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::sched::{CpuSet, sched_setaffinity};
-use nix::sys::prctl;
-use nix::sys::resource::{Resource, getrlimit, setrlimit};
-use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, kill, pthread_sigmask, signal};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{Pid, getpid, getppid, pipe2};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+use nix::unistd::pipe2;
 
 use super::ServerConfig;
 use super::access::Access;
 use super::conn::Settings;
 use super::faults::{FaultPlan, FaultRates};
-use super::socket;
 use super::stats::{CounterBlock, WorkerCounters};
 use super::worker::Worker;
+use crate::sys::process::{self, Child, Exit, fork_child_keeping, reap_all};
+use crate::sys::signal::ignore;
+use crate::sys::socket;
 
 /// How long `spawn` waits for every worker to report ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -44,8 +42,8 @@ const REPORT_LEN: usize = 256;
 /// The running workers and their shared counters.
 #[derive(Debug)]
 pub struct Workers {
+    children: Vec<Child>,
     pids: Vec<i32>,
-    reaped: Vec<bool>,
     counters: CounterBlock,
 }
 
@@ -71,35 +69,28 @@ pub fn start(cfg: &ServerConfig) -> Result<(SocketAddr, Workers), String> {
         CounterBlock::new(cfg.workers).map_err(|e| format!("cannot map shared counters: {e}"))?;
     let (ready_r, ready_w) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let parent = getpid();
+    let parent = std::process::id();
     let mut workers = Workers {
+        children: Vec::with_capacity(cfg.workers),
         pids: Vec::with_capacity(cfg.workers),
-        reaped: Vec::with_capacity(cfg.workers),
         counters,
     };
     for (k, listener) in listeners.iter().enumerate() {
-        // SAFETY: the child runs only `child`, which touches nothing another
-        // thread of the parent could have left locked (no stdio, no shared
-        // locks; glibc's malloc is fork-safe) and leaves through `_exit`
-        // without returning into the caller.
-        let pid = unsafe { libc::fork() };
-        match pid {
-            -1 => {
-                let e = io::Error::last_os_error();
+        let counters = workers.counters.worker(k);
+        // `child` touches nothing another thread of the parent could have
+        // left locked: no stdio, no shared locks (the allocator stays usable).
+        let forked =
+            fork_child_keeping([listener.as_fd(), ready_w.as_fd()], |[listener, ready]| {
+                child(k, listener.into(), ready, parent, cfg, counters)
+            });
+        match forked {
+            Ok(c) => {
+                workers.pids.push(c.pid());
+                workers.children.push(c);
+            }
+            Err(e) => {
                 workers.terminate();
                 return Err(format!("cannot fork worker {k}: {e}"));
-            }
-            0 => child(
-                k,
-                listener.as_raw_fd(),
-                ready_w.as_raw_fd(),
-                parent,
-                cfg,
-                workers.counters.worker(k),
-            ),
-            pid => {
-                workers.pids.push(pid);
-                workers.reaped.push(false);
             }
         }
     }
@@ -172,98 +163,63 @@ fn report(ready: &OwnedFd, k: usize, result: &Result<(), String>) {
     let _ = nix::unistd::write(ready, &rec);
 }
 
-/// The whole life of a worker process.
+/// The whole life of a worker process; returns its exit status.
 fn child(
     k: usize,
-    listener: RawFd,
-    ready: RawFd,
-    parent: Pid,
+    listener: TcpListener,
+    ready: OwnedFd,
+    parent: u32,
     cfg: &ServerConfig,
     counters: &WorkerCounters,
-) -> ! {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // A child inherits every descriptor open in the parent at fork
-        // time: the other workers' sockets, and in a multithreaded parent
-        // whatever other threads had open (client sockets whose close would
-        // never reach their peers while this worker lives).
-        close_all_but(&[listener, ready]);
-        // SAFETY: both descriptors are open (kept above), and the parent's
-        // objects owning them are never dropped in this process, which
-        // leaves through `_exit`; so these become their only owners.
-        let (listener, ready) = unsafe {
-            (
-                TcpListener::from_raw_fd(listener),
-                OwnedFd::from_raw_fd(ready),
-            )
-        };
-        let mut worker = match prepare(k, listener, parent, cfg, counters) {
-            Ok(w) => w,
-            Err(msg) => {
-                report(&ready, k, &Err(msg));
-                return 1;
-            }
-        };
-        report(&ready, k, &Ok(()));
-        drop(ready);
-        match worker.run() {
-            Ok(()) => 0,
-            Err(e) => {
-                // Straight to the descriptor: the stderr lock may have been
-                // held by another thread of the parent at fork time.
-                let msg = format!("llmload serve: worker {k}: {e}\n");
-                let _ = nix::unistd::write(io::stderr(), msg.as_bytes());
-                1
-            }
+) -> i32 {
+    let mut worker = match prepare(k, listener, parent, cfg, counters) {
+        Ok(w) => w,
+        Err(msg) => {
+            report(&ready, k, &Err(msg));
+            return 1;
         }
-    }));
-    let code = outcome.unwrap_or(101);
-    // SAFETY: ends the child without running the parent's atexit handlers or
-    // flushing stdio buffers copied from the parent.
-    unsafe { libc::_exit(code) }
+    };
+    report(&ready, k, &Ok(()));
+    drop(ready);
+    match worker.run() {
+        Ok(()) => 0,
+        Err(e) => {
+            // Straight to the descriptor: the stderr lock may have been held
+            // by another thread of the parent at fork time.
+            let msg = format!("llmload serve: worker {k}: {e}\n");
+            let _ = nix::unistd::write(io::stderr(), msg.as_bytes());
+            1
+        }
+    }
 }
 
 /// Process setup in the child, then the worker's event loop objects.
 fn prepare<'a>(
     k: usize,
     listener: TcpListener,
-    parent: Pid,
+    parent: u32,
     cfg: &ServerConfig,
     counters: &'a WorkerCounters,
 ) -> Result<Worker<'a>, String> {
     // The parent owns shutdown: in `llmload bench` a Ctrl-C reaches the whole
     // process group, and the embedded server must outlive it until the
-    // parent stops it. SIGTERM is blocked so only the signalfd sees it.
-    // SAFETY: installing SIG_IGN, no handler code runs.
-    unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) }.map_err(|e| e.to_string())?;
-    // SAFETY: as above; a peer closing early surfaces as EPIPE, not a signal.
-    unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) }.map_err(|e| e.to_string())?;
+    // parent stops it. SIGTERM is blocked so only the signalfd sees it. A
+    // peer closing early surfaces as EPIPE, not a signal.
+    ignore(Signal::SIGINT).map_err(|e| e.to_string())?;
+    ignore(Signal::SIGPIPE).map_err(|e| e.to_string())?;
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGTERM);
     pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&mask), None).map_err(|e| e.to_string())?;
 
-    // Die with the parent; if it is already gone, the signal was missed.
-    prctl::set_pdeathsig(Signal::SIGTERM).map_err(|e| format!("PR_SET_PDEATHSIG: {e}"))?;
-    if getppid() != parent {
-        return Err("the parent exited during start".to_string());
-    }
-
-    // Timerfd wake-ups land within a microsecond or so of their deadline
-    // instead of within the default 50 µs slack.
-    prctl::set_timerslack(1).map_err(|e| format!("PR_SET_TIMERSLACK: {e}"))?;
-
+    process::die_with_parent(Signal::SIGTERM, parent).map_err(|e| e.to_string())?;
+    // Timerfd wake-ups land when asked.
+    process::tight_timer_slack().map_err(|e| format!("PR_SET_TIMERSLACK: {e}"))?;
     // Thousands of concurrent streams need as many descriptors.
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
-        }
-    }
+    process::raise_fd_limit();
 
     if let Some(first) = cfg.pin {
         let cpu = first + k;
-        let mut set = CpuSet::new();
-        set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
-        sched_setaffinity(Pid::from_raw(0), &set)
-            .map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
+        process::pin_to(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     }
 
     let settings = Settings {
@@ -290,35 +246,6 @@ fn prepare<'a>(
         .map_err(|e| format!("event loop: {e}"))
 }
 
-/// Closes every descriptor from 3 up except those in `keep`.
-fn close_all_but(keep: &[RawFd]) {
-    let mut keep: Vec<u32> = keep.iter().map(|&fd| fd as u32).collect();
-    keep.sort_unstable();
-    let mut lo = 3u32;
-    for &fd in &keep {
-        if fd > lo {
-            close_range(lo, fd - 1);
-        }
-        lo = lo.max(fd + 1);
-    }
-    close_range(lo, u32::MAX);
-}
-
-fn close_range(lo: u32, hi: u32) {
-    // SAFETY: closing descriptors this process does not use any more; the
-    // raw syscall also exists where the C library has no wrapper (musl).
-    let r = unsafe { libc::syscall(libc::SYS_close_range, lo, hi, 0u32) };
-    if r == -1 {
-        // Kernels before 5.9: close one by one up to the descriptor limit.
-        let max = getrlimit(Resource::RLIMIT_NOFILE).map_or(1024, |(soft, _)| soft);
-        let top = u64::from(hi).min(max.saturating_sub(1));
-        for fd in u64::from(lo)..=top {
-            // SAFETY: as above, one descriptor at a time.
-            unsafe { libc::close(fd as RawFd) };
-        }
-    }
-}
-
 impl Workers {
     pub fn pids(&self) -> &[i32] {
         &self.pids
@@ -332,23 +259,17 @@ impl Workers {
     /// description of the first one found.
     pub fn reap_exited(&mut self) -> Option<String> {
         let mut found = None;
-        for (k, &pid) in self.pids.iter().enumerate() {
-            if self.reaped[k] {
+        for (k, child) in self.children.iter_mut().enumerate() {
+            if child.reaped() {
                 continue;
             }
-            match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => {}
-                Ok(status) => {
-                    self.reaped[k] = true;
+            match child.try_wait() {
+                Ok(Some(Exit::Lost)) | Ok(None) | Err(_) => {}
+                Ok(Some(exit)) => {
                     found.get_or_insert_with(|| {
-                        format!(
-                            "worker {k} (pid {pid}) exited unexpectedly: {}",
-                            describe(status)
-                        )
+                        format!("worker {k} (pid {}) {exit} unexpectedly", child.pid())
                     });
                 }
-                Err(Errno::ECHILD) => self.reaped[k] = true,
-                Err(_) => {}
             }
         }
         found
@@ -357,44 +278,16 @@ impl Workers {
     /// SIGTERM to every live worker, then waits for each (SIGKILL after
     /// `STOP_TIMEOUT`). Safe to call twice.
     pub fn terminate(&mut self) {
-        for (k, &pid) in self.pids.iter().enumerate() {
-            if !self.reaped[k] {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-            }
+        for child in &self.children {
+            let _ = child.signal(Signal::SIGTERM);
         }
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        for (k, &pid) in self.pids.iter().enumerate() {
-            let pid = Pid::from_raw(pid);
-            while !self.reaped[k] {
-                match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_micros(500));
-                    }
-                    Ok(WaitStatus::StillAlive) => {
-                        let _ = kill(pid, Signal::SIGKILL);
-                        let _ = waitpid(pid, None);
-                        self.reaped[k] = true;
-                    }
-                    Err(Errno::EINTR) => {}
-                    // Exited, or reaped by someone else (ECHILD).
-                    Ok(_) | Err(_) => self.reaped[k] = true,
-                }
-            }
-        }
+        reap_all(&mut self.children, Instant::now() + STOP_TIMEOUT);
     }
 }
 
 impl Drop for Workers {
     fn drop(&mut self) {
         self.terminate();
-    }
-}
-
-fn describe(status: WaitStatus) -> String {
-    match status {
-        WaitStatus::Exited(_, code) => format!("exit status {code}"),
-        WaitStatus::Signaled(_, sig, _) => format!("killed by {sig}"),
-        other => format!("{other:?}"),
     }
 }
 

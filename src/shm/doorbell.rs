@@ -33,6 +33,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 use std::time::Duration;
 
+use crate::sys::cvt;
+
 /// Bytes of shared memory a doorbell's flag needs (its own cache line).
 pub const DOORBELL_BYTES: usize = 64;
 
@@ -62,36 +64,13 @@ unsafe impl Send for Doorbell {}
 // syscall.
 unsafe impl Sync for Doorbell {}
 
-/// A syscall's return value, `-1` on failure.
-trait MinusOne: Copy + PartialEq {
-    const MINUS_ONE: Self;
-}
-
-impl MinusOne for i32 {
-    const MINUS_ONE: Self = -1;
-}
-
-impl MinusOne for isize {
-    const MINUS_ONE: Self = -1;
-}
-
-/// Turns a raw syscall's `-1` into the OS error (no allocation, so a forked
-/// child may call it).
-fn cvt<T: MinusOne>(ret: T) -> io::Result<T> {
-    if ret == T::MINUS_ONE {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
 impl Doorbell {
     /// Creates the eventfd (non-blocking) and clears the flag at `flag_at`.
     ///
     /// # Safety
     /// `flag_at` is 64-byte aligned, valid for `DOORBELL_BYTES` bytes of shared
     /// memory used by nothing else, and outlives the doorbell.
-    pub unsafe fn new(flag_at: *mut u8) -> io::Result<Self> {
+    pub(crate) unsafe fn new(flag_at: *mut u8) -> io::Result<Self> {
         let shared = NonNull::new(flag_at.cast::<Shared>()).expect("doorbell pointer is null");
         assert!(
             flag_at as usize % DOORBELL_BYTES == 0,
@@ -228,10 +207,8 @@ impl Doorbell {
 mod tests {
     use super::*;
     use crate::clock::now_ns;
-    use crate::shm::mapping::{Layout, SharedMapping};
-    use crate::shm::ring::{
-        RING_ALIGN, SlotConsumer, SlotProducer, init_slot_ring, slot_ring_bytes,
-    };
+    use crate::shm::mapping::SharedMapping;
+    use crate::shm::ring::{SlotConsumer, SlotProducer, SlotRing};
     use crate::shm::test_util::{Deadline, fork_child};
 
     fn bell_in(map: &SharedMapping, offset: usize) -> Doorbell {
@@ -306,18 +283,14 @@ mod tests {
 
     #[test]
     fn child_sleeps_parent_rings() {
-        let mut layout = Layout::new();
-        let bell_at = layout.reserve(DOORBELL_BYTES, 64);
-        let ring_at = layout.reserve(slot_ring_bytes::<u64>(4), RING_ALIGN);
-        let map = SharedMapping::new(layout.len()).unwrap();
-        let bell = bell_in(&map, bell_at);
-        let ring = map.at(ring_at);
-        // SAFETY: reserved for this ring, aligned, unused.
-        unsafe { init_slot_ring::<u64>(ring, 4) };
-        let bell_ref = &bell;
+        let map = SharedMapping::new(DOORBELL_BYTES).unwrap();
+        let bell = bell_in(&map, 0);
+        let ring = SlotRing::<u64>::new(4).unwrap();
+        let (bell_ref, ring_ref) = (&bell, &ring);
         let child = fork_child(move || {
-            // SAFETY: the child is the one consumer.
-            let mut c = unsafe { SlotConsumer::<u64>::attach(ring) };
+            let Some(mut c) = ring_ref.consumer() else {
+                return 6;
+            };
             let deadline = Deadline::after(Duration::from_secs(10));
             bell_ref.prepare_sleep();
             if !c.is_empty() {
@@ -342,8 +315,7 @@ mod tests {
         }
         // Give the child time to reach ppoll (it works either way).
         std::thread::sleep(Duration::from_millis(20));
-        // SAFETY: the parent is the one producer.
-        let mut p = unsafe { SlotProducer::<u64>::attach(ring) };
+        let mut p = ring.producer().unwrap();
         p.push(42).unwrap();
         assert!(bell.ring(), "the sleeping child was not rung");
         assert_eq!(child.wait(Duration::from_secs(10)), Ok(0));
@@ -356,23 +328,10 @@ mod tests {
     fn ping_pong_with_sleeps_loses_no_wakeups() {
         const ROUNDS: u64 = 3000;
         const STALL: Duration = Duration::from_secs(2);
-        let mut layout = Layout::new();
-        let bells = [
-            layout.reserve(DOORBELL_BYTES, 64),
-            layout.reserve(DOORBELL_BYTES, 64),
-        ];
-        let rings = [
-            layout.reserve(slot_ring_bytes::<u64>(2), RING_ALIGN),
-            layout.reserve(slot_ring_bytes::<u64>(2), RING_ALIGN),
-        ];
-        let map = SharedMapping::new(layout.len()).unwrap();
-        let (to_child_bell, to_parent_bell) = (bell_in(&map, bells[0]), bell_in(&map, bells[1]));
-        let (to_child, to_parent) = (map.at(rings[0]), map.at(rings[1]));
-        // SAFETY: reserved for these rings, aligned, unused.
-        unsafe {
-            init_slot_ring::<u64>(to_child, 2);
-            init_slot_ring::<u64>(to_parent, 2);
-        }
+        let map = SharedMapping::new(2 * DOORBELL_BYTES).unwrap();
+        let (to_child_bell, to_parent_bell) = (bell_in(&map, 0), bell_in(&map, DOORBELL_BYTES));
+        let to_child = SlotRing::<u64>::new(2).unwrap();
+        let to_parent = SlotRing::<u64>::new(2).unwrap();
 
         /// One side: receive `i` (sleeping while empty), answer `i + reply`.
         /// Returns 0, or a code for a stall, a wrong value or a full ring.
@@ -421,24 +380,16 @@ mod tests {
         }
 
         let (tcb, tpb) = (&to_child_bell, &to_parent_bell);
+        let (tc, tp) = (&to_child, &to_parent);
         let child = fork_child(move || {
-            // SAFETY: the child consumes `to_child` and produces `to_parent`,
-            // one handle each.
-            let (mut rx, mut tx) = unsafe {
-                (
-                    SlotConsumer::<u64>::attach(to_child),
-                    SlotProducer::<u64>::attach(to_parent),
-                )
+            // The child consumes `to_child` and produces `to_parent`.
+            let (Some(mut rx), Some(mut tx)) = (tc.consumer(), tp.producer()) else {
+                return 9;
             };
             side(&mut rx, tcb, &mut tx, tpb, false)
         });
-        // SAFETY: the parent consumes `to_parent` and produces `to_child`.
-        let (mut rx, mut tx) = unsafe {
-            (
-                SlotConsumer::<u64>::attach(to_parent),
-                SlotProducer::<u64>::attach(to_child),
-            )
-        };
+        let mut rx = to_parent.consumer().unwrap();
+        let mut tx = to_child.producer().unwrap();
         let code = side(&mut rx, &to_parent_bell, &mut tx, &to_child_bell, true);
         assert_eq!(code, 0, "parent side failed (7 = stalled: a lost wake-up)");
         assert_eq!(

@@ -2,19 +2,24 @@
 //! shared mapping made before `fork()`, single-producer single-consumer rings
 //! laid out inside it, and a doorbell (eventfd) that wakes a side only when it
 //! said it was about to sleep. Nothing here allocates or makes a syscall per
-//! message; this is one of the few modules allowed `unsafe`.
+//! message. With `sys`, the only module allowed `unsafe`, so the layouts that
+//! live in shared memory (`run`, `serve`) are defined here too.
 
 pub mod doorbell;
 pub mod mapping;
 pub mod ring;
+pub mod run;
+pub mod serve;
 
-/// Forking helpers for the tests in this module. A forked child of the
-/// multithreaded test harness may not allocate, lock, print or panic (another
-/// thread may have held the allocator's lock at the fork), so it runs only
-/// ring operations and raw syscalls and reports through its exit code.
 #[cfg(test)]
 pub(crate) mod test_util {
+    //! Forking helpers for the tests in this module. A forked child of the
+    //! multithreaded test harness may not allocate, lock, print or panic
+    //! (another thread may have held the lock at the fork), so it runs only
+    //! ring operations and raw syscalls and reports through its exit code.
+
     use crate::clock::now_ns;
+    use crate::sys::process::{self, Exit};
     use std::time::Duration;
 
     /// A point in CLOCK_MONOTONIC time after which a test gives up; cheap
@@ -31,72 +36,46 @@ pub(crate) mod test_util {
             now_ns() >= self.0
         }
 
-        /// Lets the peer run: tests share two cores with each other and with
-        /// parallel builds, so a bare spin could starve the other side.
+        /// Lets the peer run at once: tests share two cores with each other
+        /// and with parallel builds, so even a short spin could starve the
+        /// other side.
         pub(crate) fn relax(self) {
-            // SAFETY: sched_yield takes no arguments and cannot fail on Linux.
-            unsafe { libc::sched_yield() };
+            std::thread::yield_now();
         }
     }
 
     /// A forked child; killed and reaped if dropped before `wait`.
     #[derive(Debug)]
-    pub(crate) struct Child {
-        pid: libc::pid_t,
-    }
+    pub(crate) struct Child(process::Child);
 
-    /// Forks; the child runs `body` and leaves with its return value through
-    /// `_exit`, running no destructors and no unwinding.
+    /// Forks; the child runs `body` and leaves with its return value.
     pub(crate) fn fork_child(body: impl FnOnce() -> i32) -> Child {
-        // SAFETY: the child runs only `body`, which callers keep to
-        // async-signal-safe work (see the module docs), then `_exit`.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-        if pid == 0 {
-            let code = body();
-            // SAFETY: leaves the child at once, skipping the parent's
-            // destructors and atexit handlers.
-            unsafe { libc::_exit(code) };
-        }
-        Child { pid }
+        Child(process::fork_child(body).expect("fork"))
     }
 
     impl Child {
-        /// Waits up to `limit`: the child's exit code, or why there is none
+        /// Waits up to `limit`: the child's exit status, or why there is none
         /// (killed by a signal, or overstayed and was killed).
-        pub(crate) fn wait(self, limit: Duration) -> Result<i32, String> {
-            let deadline = now_ns() + limit.as_nanos() as u64;
-            let mut status = 0;
+        pub(crate) fn wait(mut self, limit: Duration) -> Result<i32, String> {
+            let deadline = Deadline::after(limit);
             loop {
-                // SAFETY: waits for our own child without blocking.
-                let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-                if r == self.pid {
-                    break;
-                }
-                assert_eq!(r, 0, "waitpid: {}", std::io::Error::last_os_error());
-                if now_ns() >= deadline {
-                    return Err(format!("child {} overstayed {limit:?}", self.pid));
+                match self.0.try_wait().expect("waitpid") {
+                    Some(Exit::Status(code)) => return Ok(code),
+                    Some(other) => return Err(format!("child {other}")),
                     // `Drop` kills and reaps it.
+                    None if deadline.passed() => {
+                        return Err(format!("child {} overstayed {limit:?}", self.0.pid()));
+                    }
+                    None => std::thread::sleep(Duration::from_millis(1)),
                 }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            std::mem::forget(self);
-            if libc::WIFEXITED(status) {
-                Ok(libc::WEXITSTATUS(status))
-            } else {
-                Err(format!("child ended with wait status {status:#x}"))
             }
         }
     }
 
     impl Drop for Child {
         fn drop(&mut self) {
-            // SAFETY: kills and reaps our own child, which has not been reaped
-            // (a reaped child's `Child` is forgotten).
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
 }

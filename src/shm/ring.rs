@@ -13,19 +13,30 @@
 //!
 //! Layout is `#[repr(C)]` and pointer-free; a ring is `init`ed once in the
 //! mapping before `fork()`, and each process then `attach`es the one handle it
-//! owns: exactly one producer and one consumer per ring, ever. Handles hold
-//! raw pointers into the mapping, valid in every process because `fork()`
-//! keeps the mapping at the same address.
+//! owns: exactly one producer and one consumer per ring, ever, which the
+//! header enforces (a second attach of the same end, in any process, gets
+//! `None`). Handles hold raw pointers into the mapping, valid in every process
+//! because `fork()` keeps the mapping at the same address, and a share of the
+//! mapping, so it outlives them. `SlotRing` and `ByteRing` are the safe way
+//! to make a ring of one's own; `run` lays out the engine's.
 //!
 //! Every index a handle computes is masked into its own ring, so a peer that
 //! scribbles on the shared header can make the other side see garbage records
 //! or panic, never read or write outside the ring.
 
+use std::io;
+use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Alignment every ring area needs (a cache line pair).
+use crossbeam_utils::CachePadded;
+
+use super::mapping::{Plain, SharedMapping};
+
+/// Alignment every ring area needs: a cache line pair, `CachePadded`'s
+/// alignment on the machines we build for (checked below).
 pub const RING_ALIGN: usize = 128;
 
 /// Bytes a slot ring of `capacity` items of `T` needs (header and slots);
@@ -71,8 +82,9 @@ fn check_byte_params(capacity: usize) {
 #[repr(C, align(64))]
 struct Line<T>(T);
 
-/// What `init` fixed; read by `attach` only, so it may share a line pair with
-/// the consumer's `head` without false sharing in the hot path.
+/// What `init` fixed, and which ends have been attached; read and written by
+/// `attach` only, so it may share a line pair with the consumer's `head`
+/// without false sharing in the hot path.
 #[repr(C)]
 struct Meta {
     /// `SLOT_MAGIC` or `BYTE_MAGIC`: `attach` refuses the wrong kind.
@@ -81,41 +93,57 @@ struct Meta {
     capacity: u64,
     /// `size_of::<T>()` for a slot ring, 1 for a byte ring.
     item_size: u64,
+    /// `PRODUCER | CONSUMER` bits of the ends attached so far, in any process.
+    attached: AtomicU64,
 }
 
 const SLOT_MAGIC: u64 = u64::from_le_bytes(*b"llmSLOT1");
 const BYTE_MAGIC: u64 = u64::from_le_bytes(*b"llmBYTE1");
 
+/// `Meta::attached` bits.
+const PRODUCER: u64 = 1;
+const CONSUMER: u64 = 2;
+
+/// The consumer's line pair: its position, and the meta on the second line.
+#[repr(C)]
+struct HeadLines {
+    /// The consumer's position: everything before it is free.
+    head: AtomicU64,
+    meta: Line<Meta>,
+}
+
 /// Shared header of both ring kinds: `repr(C)`, 256 bytes, aligned to
 /// `RING_ALIGN` (128). The data (slots or bytes) starts right after it.
 ///
-/// | offset | line  | written by            |
-/// | ------ | ----- | --------------------- |
-/// | 0      | head  | the consumer          |
-/// | 64     | meta  | `init` only           |
-/// | 128    | tail  | the producer          |
-/// | 192    | —     | nobody                |
+/// | offset | line  | written by             |
+/// | ------ | ----- | ---------------------- |
+/// | 0      | head  | the consumer           |
+/// | 64     | meta  | `init`, then `attach`  |
+/// | 128    | tail  | the producer           |
+/// | 192    | —     | nobody                 |
 ///
 /// Head and tail are on different 64-byte lines and also in different
-/// 128-byte-aligned line pairs: Intel's L2 spatial prefetcher fetches lines in
-/// such pairs, which makes two hot lines of one pair false-share. The data
-/// starts at 256, a pair of its own.
+/// 128-byte-aligned line pairs (`CachePadded`): Intel's L2 spatial
+/// prefetcher fetches lines in such pairs, which makes two hot lines of one
+/// pair false-share. The data starts at 256, a pair of its own.
 ///
 /// Positions are byte offsets (byte ring) or slot numbers (slot ring) in
 /// `0..2*capacity`: `index = pos & (capacity-1)`, `used = (tail-head) &
 /// (2*capacity-1)`, so `used == capacity` is full and `head == tail` empty.
-#[repr(C, align(128))]
+#[repr(C)]
 struct Header {
-    /// The consumer's position: everything before it is free.
-    head: Line<AtomicU64>,
-    meta: Line<Meta>,
+    head: CachePadded<HeadLines>,
     /// The producer's position: everything before it (from `head`) is
     /// published.
-    tail: Line<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
 }
 
 const HEADER_BYTES: usize = size_of::<Header>();
-const _: () = assert!(HEADER_BYTES == 256 && align_of::<Header>() == RING_ALIGN);
+const _: () = assert!(
+    HEADER_BYTES == 2 * RING_ALIGN
+        && align_of::<Header>() == RING_ALIGN
+        && align_of::<CachePadded<u8>>() == RING_ALIGN
+);
 
 /// Arithmetic on positions in `0..2*cap`, `cap` a power of two.
 #[derive(Clone, Copy, Debug)]
@@ -151,44 +179,52 @@ unsafe fn write_header(at: *mut u8, magic: u64, capacity: usize, item_size: usiz
         "ring at {at:p} is not {RING_ALIGN}-byte aligned"
     );
     let header = Header {
-        head: Line(AtomicU64::new(0)),
-        meta: Line(Meta {
-            magic,
-            capacity: capacity as u64,
-            item_size: item_size as u64,
+        head: CachePadded::new(HeadLines {
+            head: AtomicU64::new(0),
+            meta: Line(Meta {
+                magic,
+                capacity: capacity as u64,
+                item_size: item_size as u64,
+                attached: AtomicU64::new(0),
+            }),
         }),
-        tail: Line(AtomicU64::new(0)),
+        tail: CachePadded::new(AtomicU64::new(0)),
     };
     // SAFETY: aligned (checked above) and valid for a `Header`, and unused,
     // as the caller promised.
     unsafe { at.cast::<Header>().write(header) };
 }
 
-/// Reads what `attach` needs: the header pointer, the positions and the
-/// current head and tail.
+/// What `attach` needs: the header pointer, the positions and the current
+/// head and tail; `None` when `end` was attached before, in any process.
 ///
 /// # Safety
 /// `at` holds a header written by `write_header` in memory that stays mapped.
-unsafe fn read_header(
+unsafe fn attach_header(
     at: *mut u8,
     magic: u64,
     item_size: usize,
-) -> (NonNull<Header>, Positions, u64, u64) {
+    end: u64,
+) -> Option<(NonNull<Header>, Positions, u64, u64)> {
     let header = NonNull::new(at.cast::<Header>()).expect("ring pointer is null");
     // SAFETY: the caller promised an initialized header at `at`.
     let h = unsafe { header.as_ref() };
+    let meta = &h.head.meta.0;
     assert!(
-        h.meta.0.magic == magic && h.meta.0.item_size == item_size as u64,
+        meta.magic == magic && meta.item_size == item_size as u64,
         "no ring of this kind at {at:p}"
     );
-    let cap = h.meta.0.capacity;
+    let cap = meta.capacity;
     assert!(
         cap.is_power_of_two(),
         "ring at {at:p} has a corrupt capacity"
     );
-    let head = h.head.0.load(Ordering::Acquire);
-    let tail = h.tail.0.load(Ordering::Acquire);
-    (header, Positions { cap }, head, tail)
+    if meta.attached.fetch_or(end, Ordering::AcqRel) & end != 0 {
+        return None;
+    }
+    let head = h.head.head.load(Ordering::Acquire);
+    let tail = h.tail.load(Ordering::Acquire);
+    Some((header, Positions { cap }, head, tail))
 }
 
 /// Pointer to the data area that follows the header at `header`.
@@ -205,8 +241,11 @@ fn data_of(header: NonNull<Header>) -> NonNull<u8> {
 /// Producer side of a slot ring.
 ///
 /// `T` travels between processes by bit copy: it must be plain data, meaningful
-/// in the other process (no pointers into one process's heap).
+/// in the other process (no pointers into one process's heap), which the safe
+/// ways to make a ring ask for as `Plain`.
 pub struct SlotProducer<T: Copy> {
+    /// Keeps the mapping the pointers below point into.
+    _map: Arc<SharedMapping>,
     header: NonNull<Header>,
     slots: NonNull<T>,
     pos: Positions,
@@ -219,6 +258,7 @@ pub struct SlotProducer<T: Copy> {
 
 /// Consumer side of a slot ring.
 pub struct SlotConsumer<T: Copy> {
+    _map: Arc<SharedMapping>,
     header: NonNull<Header>,
     slots: NonNull<T>,
     pos: Positions,
@@ -241,7 +281,7 @@ unsafe impl<T: Copy + Send> Send for SlotConsumer<T> {}
 /// # Safety
 /// `at` is `RING_ALIGN`-aligned and valid for `slot_ring_bytes::<T>(capacity)`
 /// bytes of shared memory that no handle is using yet.
-pub unsafe fn init_slot_ring<T: Copy>(at: *mut u8, capacity: usize) {
+pub(crate) unsafe fn init_slot_ring<T: Copy>(at: *mut u8, capacity: usize) {
     check_slot_params::<T>(capacity);
     // SAFETY: the caller's contract covers the header, the first part of the
     // area.
@@ -249,24 +289,30 @@ pub unsafe fn init_slot_ring<T: Copy>(at: *mut u8, capacity: usize) {
 }
 
 impl<T: Copy> SlotProducer<T> {
+    /// The ring's one producer; `None` if it was attached before, in any
+    /// process.
+    ///
     /// # Safety
-    /// `at` holds a ring made by `init_slot_ring::<T>`, the mapping outlives
-    /// the handle, and no other producer exists for this ring in any process.
-    pub unsafe fn attach(at: *mut u8) -> Self {
-        // SAFETY: the caller promised a slot ring of `T` at `at`.
-        let (header, pos, head, tail) = unsafe { read_header(at, SLOT_MAGIC, size_of::<T>()) };
-        SlotProducer {
+    /// `offset` in `map` holds a ring made by `init_slot_ring::<T>` and is
+    /// used as nothing else.
+    pub(crate) unsafe fn attach(map: &Arc<SharedMapping>, offset: usize) -> Option<Self> {
+        // SAFETY: the caller promised a slot ring of `T` there; `map` stays
+        // mapped while the handle holds its share.
+        let (header, pos, head, tail) =
+            unsafe { attach_header(map.at(offset), SLOT_MAGIC, size_of::<T>(), PRODUCER) }?;
+        Some(SlotProducer {
+            _map: Arc::clone(map),
             header,
             slots: data_of(header).cast::<T>(),
             pos,
             tail,
             cached_head: head,
-        }
+        })
     }
 
     #[inline]
     fn header(&self) -> &Header {
-        // SAFETY: `attach`'s contract: the header stays mapped while we live.
+        // SAFETY: `attach` checked the header; our share keeps it mapped.
         unsafe { self.header.as_ref() }
     }
 
@@ -276,7 +322,7 @@ impl<T: Copy> SlotProducer<T> {
         if self.pos.used(self.cached_head, self.tail) == self.pos.cap {
             // Acquire: the consumer's reads of the slots it freed happen before
             // we overwrite them.
-            self.cached_head = self.header().head.0.load(Ordering::Acquire);
+            self.cached_head = self.header().head.head.load(Ordering::Acquire);
             if self.pos.used(self.cached_head, self.tail) == self.pos.cap {
                 return Err(item);
             }
@@ -290,13 +336,13 @@ impl<T: Copy> SlotProducer<T> {
         unsafe { self.slots.add(index).write(item) };
         self.tail = self.pos.advance(self.tail, 1);
         // Release: the slot's contents are visible before the new tail is.
-        self.header().tail.0.store(self.tail, Ordering::Release);
+        self.header().tail.store(self.tail, Ordering::Release);
         Ok(())
     }
 
     /// Items in the ring as of now (may be stale by the time it returns).
     pub fn len(&self) -> usize {
-        let head = self.header().head.0.load(Ordering::Acquire);
+        let head = self.header().head.head.load(Ordering::Acquire);
         self.pos.used(head, self.tail) as usize
     }
 
@@ -311,23 +357,27 @@ impl<T: Copy> SlotProducer<T> {
 }
 
 impl<T: Copy> SlotConsumer<T> {
+    /// The ring's one consumer; `None` if it was attached before.
+    ///
     /// # Safety
-    /// As `SlotProducer::attach`, for the one consumer.
-    pub unsafe fn attach(at: *mut u8) -> Self {
-        // SAFETY: the caller promised a slot ring of `T` at `at`.
-        let (header, pos, head, tail) = unsafe { read_header(at, SLOT_MAGIC, size_of::<T>()) };
-        SlotConsumer {
+    /// As `SlotProducer::attach`.
+    pub(crate) unsafe fn attach(map: &Arc<SharedMapping>, offset: usize) -> Option<Self> {
+        // SAFETY: as in `SlotProducer::attach`.
+        let (header, pos, head, tail) =
+            unsafe { attach_header(map.at(offset), SLOT_MAGIC, size_of::<T>(), CONSUMER) }?;
+        Some(SlotConsumer {
+            _map: Arc::clone(map),
             header,
             slots: data_of(header).cast::<T>(),
             pos,
             head,
             cached_tail: tail,
-        }
+        })
     }
 
     #[inline]
     fn header(&self) -> &Header {
-        // SAFETY: `attach`'s contract: the header stays mapped while we live.
+        // SAFETY: `attach` checked the header; our share keeps it mapped.
         unsafe { self.header.as_ref() }
     }
 
@@ -336,7 +386,7 @@ impl<T: Copy> SlotConsumer<T> {
     pub fn pop(&mut self) -> Option<T> {
         if self.head == self.cached_tail {
             // Acquire: the producer's write of the slot happens before our read.
-            self.cached_tail = self.header().tail.0.load(Ordering::Acquire);
+            self.cached_tail = self.header().tail.load(Ordering::Acquire);
             if self.head == self.cached_tail {
                 return None;
             }
@@ -348,19 +398,19 @@ impl<T: Copy> SlotConsumer<T> {
         let item = unsafe { self.slots.add(index).read() };
         self.head = self.pos.advance(self.head, 1);
         // Release: our read of the slot happens before the producer reuses it.
-        self.header().head.0.store(self.head, Ordering::Release);
+        self.header().head.head.store(self.head, Ordering::Release);
         Some(item)
     }
 
     /// Whether the ring looks empty (rechecks the producer's position).
     pub fn is_empty(&mut self) -> bool {
-        self.cached_tail = self.header().tail.0.load(Ordering::Acquire);
+        self.cached_tail = self.header().tail.load(Ordering::Acquire);
         self.head == self.cached_tail
     }
 
     /// Items in the ring as of now (rechecks the producer's position).
     pub fn len(&mut self) -> usize {
-        self.cached_tail = self.header().tail.0.load(Ordering::Acquire);
+        self.cached_tail = self.header().tail.load(Ordering::Acquire);
         self.pos.used(self.head, self.cached_tail) as usize
     }
 
@@ -402,6 +452,7 @@ pub enum PushError {
 
 /// Producer side of a byte ring.
 pub struct ByteProducer {
+    _map: Arc<SharedMapping>,
     header: NonNull<Header>,
     data: NonNull<u8>,
     pos: Positions,
@@ -413,6 +464,7 @@ pub struct ByteProducer {
 
 /// Consumer side of a byte ring.
 pub struct ByteConsumer {
+    _map: Arc<SharedMapping>,
     header: NonNull<Header>,
     data: NonNull<u8>,
     pos: Positions,
@@ -435,7 +487,7 @@ unsafe impl Send for ByteConsumer {}
 /// # Safety
 /// `at` is `RING_ALIGN`-aligned and valid for `byte_ring_bytes(capacity)` bytes
 /// of shared memory that no handle is using yet.
-pub unsafe fn init_byte_ring(at: *mut u8, capacity: usize) {
+pub(crate) unsafe fn init_byte_ring(at: *mut u8, capacity: usize) {
     check_byte_params(capacity);
     // SAFETY: the caller's contract covers the header, the first part of the
     // area.
@@ -446,23 +498,28 @@ pub unsafe fn init_byte_ring(at: *mut u8, capacity: usize) {
 }
 
 impl ByteProducer {
+    /// The ring's one producer; `None` if it was attached before.
+    ///
     /// # Safety
     /// As `SlotProducer::attach`, for a ring made by `init_byte_ring`.
-    pub unsafe fn attach(at: *mut u8) -> Self {
-        // SAFETY: the caller promised a byte ring at `at`.
-        let (header, pos, head, tail) = unsafe { read_header(at, BYTE_MAGIC, 1) };
-        ByteProducer {
+    pub(crate) unsafe fn attach(map: &Arc<SharedMapping>, offset: usize) -> Option<Self> {
+        // SAFETY: the caller promised a byte ring there; `map` stays mapped
+        // while the handle holds its share.
+        let (header, pos, head, tail) =
+            unsafe { attach_header(map.at(offset), BYTE_MAGIC, 1, PRODUCER) }?;
+        Some(ByteProducer {
+            _map: Arc::clone(map),
             header,
             data: data_of(header),
             pos,
             tail,
             cached_head: head,
-        }
+        })
     }
 
     #[inline]
     fn header(&self) -> &Header {
-        // SAFETY: `attach`'s contract: the header stays mapped while we live.
+        // SAFETY: `attach` checked the header; our share keeps it mapped.
         unsafe { self.header.as_ref() }
     }
 
@@ -497,7 +554,7 @@ impl ByteProducer {
         if cap - self.pos.used(self.cached_head, self.tail) < need {
             // Acquire: the consumer's reads of what it freed happen before we
             // overwrite it.
-            self.cached_head = self.header().head.0.load(Ordering::Acquire);
+            self.cached_head = self.header().head.head.load(Ordering::Acquire);
             if cap - self.pos.used(self.cached_head, self.tail) < need {
                 return Err(PushError::Full);
             }
@@ -528,7 +585,7 @@ impl ByteProducer {
         self.tail = self.pos.advance(start, rec);
         // Release: the pad, the header and the payload are visible before the
         // new tail is.
-        self.header().tail.0.store(self.tail, Ordering::Release);
+        self.header().tail.store(self.tail, Ordering::Release);
         Ok(())
     }
 
@@ -550,23 +607,27 @@ impl ByteProducer {
 }
 
 impl ByteConsumer {
+    /// The ring's one consumer; `None` if it was attached before.
+    ///
     /// # Safety
-    /// As `SlotConsumer::attach`, for a ring made by `init_byte_ring`.
-    pub unsafe fn attach(at: *mut u8) -> Self {
-        // SAFETY: the caller promised a byte ring at `at`.
-        let (header, pos, head, tail) = unsafe { read_header(at, BYTE_MAGIC, 1) };
-        ByteConsumer {
+    /// As `ByteProducer::attach`.
+    pub(crate) unsafe fn attach(map: &Arc<SharedMapping>, offset: usize) -> Option<Self> {
+        // SAFETY: as in `ByteProducer::attach`.
+        let (header, pos, head, tail) =
+            unsafe { attach_header(map.at(offset), BYTE_MAGIC, 1, CONSUMER) }?;
+        Some(ByteConsumer {
+            _map: Arc::clone(map),
             header,
             data: data_of(header),
             pos,
             head,
             cached_tail: tail,
-        }
+        })
     }
 
     #[inline]
     fn header(&self) -> &Header {
-        // SAFETY: `attach`'s contract: the header stays mapped while we live.
+        // SAFETY: `attach` checked the header; our share keeps it mapped.
         unsafe { self.header.as_ref() }
     }
 
@@ -595,7 +656,7 @@ impl ByteConsumer {
         if self.head == self.cached_tail {
             // Acquire: the producer's writes of the record happen before our
             // reads.
-            self.cached_tail = self.header().tail.0.load(Ordering::Acquire);
+            self.cached_tail = self.header().tail.load(Ordering::Acquire);
             if self.head == self.cached_tail {
                 return None;
             }
@@ -633,14 +694,79 @@ impl ByteConsumer {
         self.head = self.pos.advance(head, rec);
         // Release: our reads of the record happen before the producer reuses
         // its bytes.
-        self.header().head.0.store(self.head, Ordering::Release);
+        self.header().head.head.store(self.head, Ordering::Release);
         Some(out)
     }
 
     /// Whether the ring looks empty (rechecks the producer's position).
     pub fn is_empty(&mut self) -> bool {
-        self.cached_tail = self.header().tail.0.load(Ordering::Acquire);
+        self.cached_tail = self.header().tail.load(Ordering::Acquire);
         self.head == self.cached_tail
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A ring of one's own
+
+/// A slot ring in a shared mapping of its own, made before `fork()`; each end
+/// is handed out once, to whichever process asks first.
+pub struct SlotRing<T> {
+    map: Arc<SharedMapping>,
+    item: PhantomData<T>,
+}
+
+impl<T: Plain + Copy> SlotRing<T> {
+    /// An empty ring of `capacity` slots (a power of two).
+    pub fn new(capacity: usize) -> io::Result<Self> {
+        let map = Arc::new(SharedMapping::new(slot_ring_bytes::<T>(capacity))?);
+        // SAFETY: a fresh page-aligned mapping of the size the ring needs,
+        // used by nothing else.
+        unsafe { init_slot_ring::<T>(map.as_ptr(), capacity) };
+        Ok(SlotRing {
+            map,
+            item: PhantomData,
+        })
+    }
+
+    /// The producer, or `None` once it has been taken.
+    pub fn producer(&self) -> Option<SlotProducer<T>> {
+        // SAFETY: offset 0 holds the ring of `T` made in `new`, and only it.
+        unsafe { SlotProducer::attach(&self.map, 0) }
+    }
+
+    /// The consumer, or `None` once it has been taken.
+    pub fn consumer(&self) -> Option<SlotConsumer<T>> {
+        // SAFETY: as in `producer`.
+        unsafe { SlotConsumer::attach(&self.map, 0) }
+    }
+}
+
+/// A byte ring in a shared mapping of its own, as `SlotRing`.
+pub struct ByteRing {
+    map: Arc<SharedMapping>,
+}
+
+impl ByteRing {
+    /// An empty ring of `capacity` data bytes (a power of two of at least
+    /// `MIN_BYTE_CAPACITY`).
+    pub fn new(capacity: usize) -> io::Result<Self> {
+        let map = Arc::new(SharedMapping::new(byte_ring_bytes(capacity))?);
+        // SAFETY: a fresh page-aligned mapping of the size the ring needs,
+        // used by nothing else.
+        unsafe { init_byte_ring(map.as_ptr(), capacity) };
+        Ok(ByteRing { map })
+    }
+
+    /// The producer, or `None` once it has been taken.
+    pub fn producer(&self) -> Option<ByteProducer> {
+        // SAFETY: offset 0 holds the byte ring made in `new`, and only it.
+        unsafe { ByteProducer::attach(&self.map, 0) }
+    }
+
+    /// The consumer, or `None` once it has been taken.
+    pub fn consumer(&self) -> Option<ByteConsumer> {
+        // SAFETY: as in `producer`.
+        unsafe { ByteConsumer::attach(&self.map, 0) }
     }
 }
 
@@ -651,604 +777,4 @@ fn corrupt(word: u64, index: usize) -> ! {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rng::Rng;
-    use crate::shm::mapping::SharedMapping;
-    use crate::shm::test_util::{Deadline, fork_child};
-    use std::collections::VecDeque;
-    use std::time::Duration;
-
-    fn slot_ring<T: Copy>(capacity: usize) -> (SharedMapping, SlotProducer<T>, SlotConsumer<T>) {
-        let map = SharedMapping::new(slot_ring_bytes::<T>(capacity)).unwrap();
-        // SAFETY: a fresh page-aligned mapping of the needed size; one producer
-        // and one consumer are attached, and the mapping is returned with them.
-        unsafe {
-            init_slot_ring::<T>(map.as_ptr(), capacity);
-            let p = SlotProducer::attach(map.as_ptr());
-            let c = SlotConsumer::attach(map.as_ptr());
-            (map, p, c)
-        }
-    }
-
-    fn byte_ring(capacity: usize) -> (SharedMapping, ByteProducer, ByteConsumer) {
-        let map = SharedMapping::new(byte_ring_bytes(capacity)).unwrap();
-        // SAFETY: as in `slot_ring`.
-        unsafe {
-            init_byte_ring(map.as_ptr(), capacity);
-            let p = ByteProducer::attach(map.as_ptr());
-            let c = ByteConsumer::attach(map.as_ptr());
-            (map, p, c)
-        }
-    }
-
-    #[test]
-    fn sizes_and_layout() {
-        assert_eq!(slot_ring_bytes::<u64>(4), 384);
-        assert_eq!(slot_ring_bytes::<[u8; 32]>(1024), 256 + 32 * 1024);
-        assert_eq!(byte_ring_bytes(64), 384);
-        assert_eq!(std::mem::offset_of!(Header, head), 0);
-        assert_eq!(std::mem::offset_of!(Header, meta), 64);
-        assert_eq!(std::mem::offset_of!(Header, tail), 128);
-    }
-
-    #[test]
-    #[should_panic(expected = "not a power of two")]
-    fn slot_capacity_must_be_a_power_of_two() {
-        slot_ring_bytes::<u32>(3);
-    }
-
-    #[test]
-    #[should_panic(expected = "no ring of this kind")]
-    fn attach_checks_the_kind() {
-        let map = SharedMapping::new(byte_ring_bytes(64)).unwrap();
-        // SAFETY: a fresh mapping of the right size; the attach is meant to
-        // fail before any handle exists.
-        unsafe {
-            init_byte_ring(map.as_ptr(), 64);
-            SlotConsumer::<u64>::attach(map.as_ptr());
-        }
-    }
-
-    #[test]
-    fn slot_ring_wraps_many_times() {
-        let (_map, mut p, mut c) = slot_ring::<u64>(8);
-        let mut next_pop = 0u64;
-        for i in 0..10_000u64 {
-            assert_eq!(p.push(i), Ok(()));
-            if i % 3 != 0 {
-                assert_eq!(c.pop(), Some(next_pop));
-                next_pop += 1;
-            }
-            if p.len() == 8 {
-                while let Some(x) = c.pop() {
-                    assert_eq!(x, next_pop);
-                    next_pop += 1;
-                }
-            }
-        }
-        while let Some(x) = c.pop() {
-            assert_eq!(x, next_pop);
-            next_pop += 1;
-        }
-        assert_eq!(next_pop, 10_000);
-        assert!(c.is_empty());
-    }
-
-    #[test]
-    fn slot_ring_full_and_empty() {
-        for cap in [1usize, 2, 4, 64] {
-            let (_map, mut p, mut c) = slot_ring::<u32>(cap);
-            assert_eq!(c.pop(), None);
-            assert!(c.is_empty() && p.is_empty());
-            for round in 0..5u32 {
-                for i in 0..cap as u32 {
-                    assert_eq!(p.push(round * 1000 + i), Ok(()), "cap {cap}");
-                }
-                assert_eq!(p.len(), cap);
-                assert_eq!(c.len(), cap);
-                assert_eq!(p.push(7), Err(7), "cap {cap} should be full");
-                for i in 0..cap as u32 {
-                    assert_eq!(c.pop(), Some(round * 1000 + i), "cap {cap}");
-                }
-                assert_eq!(c.pop(), None);
-                assert!(c.is_empty());
-            }
-        }
-    }
-
-    #[test]
-    fn slot_ring_capacity_one_and_two_alternate() {
-        for cap in [1usize, 2] {
-            let (_map, mut p, mut c) = slot_ring::<u16>(cap);
-            for i in 0..1000u16 {
-                assert_eq!(p.push(i), Ok(()));
-                if cap == 1 {
-                    assert_eq!(p.push(i), Err(i));
-                }
-                assert_eq!(c.pop(), Some(i));
-                assert_eq!(c.pop(), None);
-            }
-        }
-    }
-
-    #[test]
-    fn slot_ring_refreshes_stale_caches() {
-        let (_map, mut p, mut c) = slot_ring::<u64>(4);
-        // The producer's cached head says full until it rereads the atomic.
-        for i in 0..4 {
-            p.push(i).unwrap();
-        }
-        assert_eq!(p.cached_head, 0);
-        assert_eq!(c.pop(), Some(0));
-        assert_eq!(p.push(4), Ok(()));
-        assert_eq!(p.cached_head, 1);
-        // The consumer's cached tail says empty until it rereads the atomic.
-        while c.pop().is_some() {}
-        let seen = c.cached_tail;
-        p.push(5).unwrap();
-        assert_eq!(c.cached_tail, seen);
-        assert_eq!(c.pop(), Some(5));
-        // And the cache is used, not reread, while it says there is more.
-        p.push(6).unwrap();
-        p.push(7).unwrap();
-        assert_eq!(c.pop(), Some(6));
-        let t = c.cached_tail;
-        assert_eq!(c.pop(), Some(7));
-        assert_eq!(c.cached_tail, t);
-    }
-
-    #[test]
-    fn slot_ring_carries_structs() {
-        #[derive(Clone, Copy, Debug, PartialEq)]
-        #[repr(C, align(16))]
-        struct Issue {
-            sample: u32,
-            t_sched: u64,
-        }
-        let (_map, mut p, mut c) = slot_ring::<Issue>(16);
-        for i in 0..100 {
-            let item = Issue {
-                sample: i,
-                t_sched: u64::from(i) * 3,
-            };
-            p.push(item).unwrap();
-            assert_eq!(c.pop(), Some(item));
-        }
-    }
-
-    fn pop_vec(c: &mut ByteConsumer) -> Option<Vec<u8>> {
-        c.pop_with(|b| {
-            assert_eq!(b.as_ptr() as usize % 8, 0, "record not 8-byte aligned");
-            b.to_vec()
-        })
-    }
-
-    #[test]
-    fn byte_ring_variable_sizes_and_alignment() {
-        let (_map, mut p, mut c) = byte_ring(1024);
-        assert_eq!(p.max_len(), 248);
-        for len in 0..=248usize {
-            let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
-            p.push_parts(&[&data]).unwrap();
-            assert_eq!(pop_vec(&mut c).unwrap(), data);
-        }
-        assert_eq!(pop_vec(&mut c), None);
-    }
-
-    #[test]
-    fn byte_ring_zero_length_records() {
-        let (_map, mut p, mut c) = byte_ring(64);
-        for _ in 0..8 {
-            p.push_with(0, |b| assert!(b.is_empty())).unwrap();
-        }
-        assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
-        for _ in 0..8 {
-            assert_eq!(c.pop_with(|b| b.len()), Some(0));
-        }
-        assert!(c.is_empty());
-    }
-
-    #[test]
-    fn byte_ring_too_large() {
-        let (_map, mut p, mut c) = byte_ring(4096);
-        assert_eq!(p.max_len(), 1016);
-        assert_eq!(p.push_with(1017, |_| ()), Err(PushError::TooLarge));
-        assert_eq!(p.push_with(usize::MAX, |_| ()), Err(PushError::TooLarge));
-        assert_eq!(
-            p.push_parts(&[&[0; 1000], &[0; 17]]),
-            Err(PushError::TooLarge)
-        );
-        // Lengths that round up to the limit are fine.
-        assert_eq!(p.push_with(1016, |b| b.fill(1)), Ok(()));
-        assert_eq!(p.push_with(1009, |b| b.fill(2)), Ok(()));
-        assert_eq!(c.pop_with(|b| (b.len(), b[0])), Some((1016, 1)));
-        assert_eq!(c.pop_with(|b| (b.len(), b[0])), Some((1009, 2)));
-    }
-
-    #[test]
-    fn byte_ring_exact_fill_to_full() {
-        let (_map, mut p, mut c) = byte_ring(256);
-        // 16 records of 16 bytes (8 header + 8 payload) fill it exactly.
-        for round in 0..3u8 {
-            for i in 0..16u8 {
-                p.push_with(5 + (i % 4) as usize, |b| b.fill(i ^ round))
-                    .unwrap();
-            }
-            assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
-            for i in 0..16u8 {
-                let len = 5 + (i % 4) as usize;
-                assert_eq!(pop_vec(&mut c).unwrap(), vec![i ^ round; len]);
-            }
-            assert!(c.is_empty());
-        }
-    }
-
-    #[test]
-    fn byte_ring_pads_instead_of_wrapping() {
-        let (_map, mut p, mut c) = byte_ring(256);
-        // Move to offset 200: records of 40 (32 payload) + 40 + 40 + 40 + 40.
-        for i in 0..5u8 {
-            p.push_with(32, |b| b.fill(i)).unwrap();
-            assert_eq!(pop_vec(&mut c).unwrap(), vec![i; 32]);
-        }
-        assert_eq!(p.tail, 200);
-        // 64 bytes do not fit in the 56 left: a pad covers them and the record
-        // starts at offset 0, position 256 (the second lap).
-        p.push_with(56, |b| b.fill(9)).unwrap();
-        assert_eq!(p.tail, 256 + 64);
-        let ptr = c.pop_with(|b| {
-            assert_eq!(b, &[9; 56][..]);
-            b.as_ptr() as usize
-        });
-        assert_eq!(ptr, Some(c.data.as_ptr() as usize + 8));
-        assert_eq!(c.head, 320);
-        assert!(c.is_empty());
-    }
-
-    #[test]
-    fn byte_ring_pad_needs_room_for_both() {
-        let (_map, mut p, mut c) = byte_ring(256);
-        for _ in 0..3 {
-            p.push_with(56, |_| ()).unwrap(); // 64 bytes each: tail at 192
-        }
-        c.pop_with(|_| ()).unwrap(); // head at 64: 128 free, 64 before the end
-        // A 56-byte payload record (64) fits exactly before the end.
-        p.push_with(56, |_| ()).unwrap();
-        c.pop_with(|_| ()).unwrap(); // head 128, tail 256: 128 free, 0 to the end
-        // Now at index 0: 64 + 64 = 128 bytes fit.
-        p.push_with(56, |_| ()).unwrap();
-        p.push_with(56, |_| ()).unwrap();
-        assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
-        // Head at 192, tail at 256+128=384 (index 128): 64 free, 128 to the
-        // end — a 64-byte record fits.
-        c.pop_with(|_| ()).unwrap();
-        p.push_with(56, |_| ()).unwrap();
-        // Index 192 with 64 bytes to the end, but the ring is full.
-        assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
-        for _ in 0..4 {
-            c.pop_with(|_| ()).unwrap();
-        }
-        assert!(c.is_empty());
-        // Empty at index 192: a 64-byte record fits exactly in the 64 bytes
-        // before the end, with no pad.
-        p.push_with(56, |_| ()).unwrap();
-        assert_eq!(p.tail % 256, 0);
-    }
-
-    #[test]
-    fn byte_ring_wrap_when_end_is_short_and_ring_nearly_full() {
-        let (_map, mut p, mut c) = byte_ring(256);
-        // tail at index 240 with 16 bytes to the end.
-        for _ in 0..15 {
-            p.push_with(8, |_| ()).unwrap();
-        }
-        for _ in 0..15 {
-            c.pop_with(|_| ()).unwrap();
-        }
-        // Empty, index 240: a 24-byte payload (32-byte record) needs 16 + 32.
-        p.push_with(24, |b| b.fill(3)).unwrap();
-        assert_eq!(p.tail, 256 + 32);
-        // Used is now 48 (pad + record); 208 free, index 32.
-        assert_eq!(pop_vec(&mut c).unwrap(), vec![3; 24]);
-    }
-
-    #[test]
-    fn byte_ring_refreshes_stale_caches() {
-        let (_map, mut p, mut c) = byte_ring(64);
-        for i in 0..4u8 {
-            p.push_with(8, |b| b.fill(i)).unwrap();
-        }
-        assert_eq!(p.push_with(8, |_| ()), Err(PushError::Full));
-        assert_eq!(p.cached_head, 0);
-        assert_eq!(pop_vec(&mut c).unwrap(), vec![0; 8]);
-        p.push_with(8, |b| b.fill(4)).unwrap();
-        assert_eq!(p.cached_head, 16);
-        for i in 1..5u8 {
-            assert_eq!(pop_vec(&mut c).unwrap(), vec![i; 8]);
-        }
-        let seen = c.cached_tail;
-        p.push_with(1, |b| b[0] = 5).unwrap();
-        assert_eq!(c.cached_tail, seen);
-        assert_eq!(pop_vec(&mut c).unwrap(), vec![5]);
-        assert!(c.is_empty());
-    }
-
-    fn record_of(seq: u64, len: usize) -> Vec<u8> {
-        let mut m = Rng::seeded(seq);
-        (0..len).map(|_| m.next_u64() as u8).collect()
-    }
-
-    /// A reference model of the byte ring in plain arithmetic (offsets in
-    /// `0..cap`, bytes each queued record occupies including the pad in front
-    /// of it), checked against the ring for every push's outcome and every
-    /// pop's bytes.
-    #[test]
-    fn byte_ring_matches_a_model() {
-        for (cap, seed) in [(64usize, 1u64), (256, 2), (1024, 3), (4096, 4)] {
-            let (_map, mut p, mut c) = byte_ring(cap);
-            let max = p.max_len();
-            let mut model: VecDeque<(Vec<u8>, usize)> = VecDeque::new();
-            let mut model_tail = 0usize;
-            let mut rng = Rng::seeded(seed);
-            let mut seq = 0u64;
-            let (mut pushed, mut fulls, mut pads) = (0, 0, 0);
-            for _ in 0..200_000 {
-                if rng.below(100) < 55 {
-                    // Mostly small, sometimes up to and past the limit.
-                    let len = match rng.below(10) {
-                        0 => rng.below(max as u64 + 9) as usize,
-                        1..=3 => 0,
-                        _ => rng.below((max as u64).min(40) + 1) as usize,
-                    };
-                    let data = record_of(seq, len);
-                    let rec = 8 + len.next_multiple_of(8);
-                    let to_end = cap - model_tail;
-                    let need = if rec <= to_end { rec } else { to_end + rec };
-                    let free = cap - model.iter().map(|r| r.1).sum::<usize>();
-                    let got = p.push_parts(&[&data[..len / 2], &data[len / 2..]]);
-                    if rec > cap / 4 {
-                        assert_eq!(got, Err(PushError::TooLarge), "len {len}");
-                    } else if need > free {
-                        assert_eq!(
-                            got,
-                            Err(PushError::Full),
-                            "len {len} need {need} free {free}"
-                        );
-                        fulls += 1;
-                    } else {
-                        assert_eq!(got, Ok(()), "len {len} need {need} free {free}");
-                        pushed += 1;
-                        pads += usize::from(need > rec);
-                        seq += 1;
-                        model.push_back((data, need));
-                        model_tail = (model_tail + need) % cap;
-                    }
-                } else {
-                    assert_eq!(pop_vec(&mut c), model.pop_front().map(|r| r.0));
-                }
-            }
-            while let Some(expect) = model.pop_front() {
-                assert_eq!(pop_vec(&mut c).unwrap(), expect.0);
-            }
-            assert_eq!(pop_vec(&mut c), None);
-            assert!(
-                pushed > 10_000 && fulls > 100 && pads > 100,
-                "cap {cap}: pushed {pushed} fulls {fulls} pads {pads}"
-            );
-        }
-    }
-
-    // --- across fork() -----------------------------------------------------
-    //
-    // The child may not allocate, lock, print or panic (the test harness is
-    // multithreaded): it runs ring operations, `Rng` and raw syscalls only and
-    // reports through its exit code.
-
-    const N: u64 = 100_000;
-    const CHILD_LIMIT: Duration = Duration::from_secs(10);
-
-    /// FNV-1a: a checksum a child can compute without allocating.
-    fn fnv(bytes: &[u8]) -> u64 {
-        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-    }
-
-    /// Payload length for record `seq`: 16 (sequence number and checksum) to
-    /// `max`.
-    fn len_of(seq: u64, max: usize) -> usize {
-        16 + (Rng::seeded(seq ^ 0xabcd).next_u64() % (max as u64 - 15)) as usize
-    }
-
-    /// `[seq][bytes from Rng::seeded(seq)…][fnv of everything before]`.
-    fn fill_record(seq: u64, buf: &mut [u8]) {
-        let n = buf.len();
-        buf[..8].copy_from_slice(&seq.to_le_bytes());
-        let mut m = Rng::seeded(seq);
-        for b in &mut buf[8..n - 8] {
-            *b = m.next_u64() as u8;
-        }
-        let sum = fnv(&buf[..n - 8]);
-        buf[n - 8..].copy_from_slice(&sum.to_le_bytes());
-    }
-
-    /// 0 when `buf` is record `seq` of the right length, else a reason code.
-    fn check_record(seq: u64, max: usize, buf: &[u8]) -> i32 {
-        let n = buf.len();
-        if n != len_of(seq, max) {
-            return 11;
-        }
-        if buf[..8] != seq.to_le_bytes() {
-            return 12;
-        }
-        if buf[n - 8..] != fnv(&buf[..n - 8]).to_le_bytes() {
-            return 13;
-        }
-        let mut m = Rng::seeded(seq);
-        if buf[8..n - 8].iter().any(|&b| b != m.next_u64() as u8) {
-            return 14;
-        }
-        0
-    }
-
-    /// Pushes records `0..N`, spinning while full; false on timeout.
-    fn produce_records(p: &mut ByteProducer, deadline: Deadline) -> bool {
-        let max = p.max_len();
-        let mut seq = 0;
-        while seq < N {
-            match p.push_with(len_of(seq, max), |b| fill_record(seq, b)) {
-                Ok(()) => seq += 1,
-                Err(_) if deadline.passed() => return false,
-                Err(_) => deadline.relax(),
-            }
-        }
-        true
-    }
-
-    /// Pops and checks records `0..N`; 0 or a reason code.
-    fn consume_records(c: &mut ByteConsumer, max: usize, deadline: Deadline) -> i32 {
-        let mut seq = 0;
-        while seq < N {
-            match c.pop_with(|b| check_record(seq, max, b)) {
-                Some(0) => seq += 1,
-                Some(code) => return code,
-                None if deadline.passed() => return 20,
-                None => deadline.relax(),
-            }
-        }
-        if c.is_empty() { 0 } else { 21 }
-    }
-
-    const CROSS_CAP: usize = 4096;
-
-    fn shared_byte_ring() -> SharedMapping {
-        let map = SharedMapping::new(byte_ring_bytes(CROSS_CAP)).unwrap();
-        // SAFETY: a fresh, page-aligned mapping of the size needed.
-        unsafe { init_byte_ring(map.as_ptr(), CROSS_CAP) };
-        map
-    }
-
-    #[test]
-    fn byte_ring_child_produces_parent_consumes() {
-        let map = shared_byte_ring();
-        let at = map.as_ptr();
-        let child = fork_child(move || {
-            // SAFETY: the child is the ring's one producer; the mapping is
-            // inherited and outlives the child.
-            let mut p = unsafe { ByteProducer::attach(at) };
-            if produce_records(&mut p, Deadline::after(CHILD_LIMIT)) {
-                0
-            } else {
-                3
-            }
-        });
-        // SAFETY: the parent is the ring's one consumer.
-        let mut c = unsafe { ByteConsumer::attach(at) };
-        let code = consume_records(&mut c, CROSS_CAP / 4 - 8, Deadline::after(CHILD_LIMIT));
-        assert_eq!(code, 0, "parent's check of record failed");
-        assert_eq!(child.wait(CHILD_LIMIT), Ok(0));
-    }
-
-    #[test]
-    fn byte_ring_parent_produces_child_consumes() {
-        let map = shared_byte_ring();
-        let at = map.as_ptr();
-        let child = fork_child(move || {
-            // SAFETY: the child is the ring's one consumer.
-            let mut c = unsafe { ByteConsumer::attach(at) };
-            consume_records(&mut c, CROSS_CAP / 4 - 8, Deadline::after(CHILD_LIMIT))
-        });
-        // SAFETY: the parent is the ring's one producer.
-        let mut p = unsafe { ByteProducer::attach(at) };
-        assert!(
-            produce_records(&mut p, Deadline::after(CHILD_LIMIT)),
-            "producer timed out"
-        );
-        assert_eq!(
-            child.wait(CHILD_LIMIT),
-            Ok(0),
-            "child's check of records failed"
-        );
-    }
-
-    #[derive(Clone, Copy, PartialEq, Debug)]
-    #[repr(C)]
-    struct Item {
-        seq: u64,
-        a: u64,
-        b: u64,
-        sum: u64,
-    }
-
-    impl Item {
-        fn new(seq: u64) -> Self {
-            let mut m = Rng::seeded(seq);
-            let (a, b) = (m.next_u64(), m.next_u64());
-            Item {
-                seq,
-                a,
-                b,
-                sum: seq ^ a.rotate_left(7) ^ b.rotate_left(19),
-            }
-        }
-    }
-
-    #[test]
-    fn slot_ring_across_fork_both_ways() {
-        for child_produces in [true, false] {
-            let map = SharedMapping::new(slot_ring_bytes::<Item>(64)).unwrap();
-            let at = map.as_ptr();
-            // SAFETY: a fresh mapping of the size needed.
-            unsafe { init_slot_ring::<Item>(at, 64) };
-            let produce = move |deadline: Deadline| -> i32 {
-                // SAFETY: whichever process runs this is the one producer.
-                let mut p = unsafe { SlotProducer::<Item>::attach(at) };
-                let mut seq = 0;
-                while seq < N {
-                    match p.push(Item::new(seq)) {
-                        Ok(()) => seq += 1,
-                        Err(_) if deadline.passed() => return 3,
-                        Err(_) => deadline.relax(),
-                    }
-                }
-                0
-            };
-            let consume = move |deadline: Deadline| -> i32 {
-                // SAFETY: whichever process runs this is the one consumer.
-                let mut c = unsafe { SlotConsumer::<Item>::attach(at) };
-                let mut seq = 0;
-                while seq < N {
-                    match c.pop() {
-                        Some(item) if item == Item::new(seq) => seq += 1,
-                        Some(_) => return 12,
-                        None if deadline.passed() => return 20,
-                        None => deadline.relax(),
-                    }
-                }
-                0
-            };
-            let (mine, theirs): (&dyn Fn(Deadline) -> i32, _) = if child_produces {
-                (
-                    &consume,
-                    fork_child(move || produce(Deadline::after(CHILD_LIMIT))),
-                )
-            } else {
-                (
-                    &produce,
-                    fork_child(move || consume(Deadline::after(CHILD_LIMIT))),
-                )
-            };
-            assert_eq!(
-                mine(Deadline::after(CHILD_LIMIT)),
-                0,
-                "child produces: {child_produces}"
-            );
-            assert_eq!(
-                theirs.wait(CHILD_LIMIT),
-                Ok(0),
-                "child produces: {child_produces}"
-            );
-        }
-    }
-}
+mod tests;

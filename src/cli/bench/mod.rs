@@ -137,6 +137,9 @@ fn execute(
         built.url
     );
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+    // Forked before the events sink's thread starts: each worker is a copy
+    // of a single-threaded process.
+    let workers = supervisor::spawn(&plan)?;
     let mut observer = RunObserver::start(
         &out,
         &plan
@@ -153,10 +156,9 @@ fn execute(
         started_wall,
         started_ns,
     )?;
-    let result = supervisor::run(&plan, started_ns, Some(&mut observer));
+    let mut result = workers.run(&plan, started_ns, Some(&mut observer));
     let events = observer.finish();
     let server_stats = server.map(|h| h.stop());
-    let mut result = result?;
     result.started_wall_ns = started_wall;
     let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
         .expect("a dataset description serializes");

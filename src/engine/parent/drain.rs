@@ -14,6 +14,7 @@ use crate::engine::shared::RunPhase;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::{ExitHow, Incomplete};
+use crate::sys::process::Exit;
 
 /// After `ABORT`, how long workers get to report what they failed.
 const ABORT_GRACE_NS: u64 = 5_000_000_000;
@@ -111,11 +112,8 @@ impl Parent<'_, '_, '_> {
             if !self.workers[k].alive {
                 continue;
             }
-            let mut status = 0;
-            // SAFETY: waitpid on our own child with WNOHANG only reads its state.
-            let r = unsafe { libc::waitpid(self.workers[k].pid, &mut status, libc::WNOHANG) };
-            if r == self.workers[k].pid {
-                self.worker_died(k, exit_how(status));
+            if let Ok(Some(exit)) = self.workers[k].child.try_wait() {
+                self.worker_died(k, exit_how(exit));
             }
         }
     }
@@ -129,7 +127,7 @@ impl Parent<'_, '_, '_> {
         self.inflight -= lost;
         self.incomplete.push(Incomplete::WorkerDied {
             worker: k,
-            pid: w.pid,
+            pid: w.child.pid(),
             how,
             lost,
         });
@@ -156,11 +154,11 @@ impl Parent<'_, '_, '_> {
     }
 }
 
-/// How a worker ended, from its `waitpid` status.
-fn exit_how(status: i32) -> ExitHow {
-    if libc::WIFSIGNALED(status) {
-        ExitHow::Signal(libc::WTERMSIG(status))
-    } else {
-        ExitHow::Status(libc::WEXITSTATUS(status))
+/// How a worker ended, as the run's result records it.
+fn exit_how(exit: Exit) -> ExitHow {
+    match exit {
+        Exit::Status(code) => ExitHow::Status(code),
+        Exit::Signal(sig) => ExitHow::Signal(sig),
+        Exit::Lost => ExitHow::Unknown,
     }
 }

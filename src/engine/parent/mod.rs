@@ -27,6 +27,7 @@ use crate::metrics::observe::Observer;
 use crate::metrics::run::{Incomplete, RunResult, ThresholdAbort};
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
+use crate::sys::process::Child;
 use live::LiveWindow;
 use source::{Due, Inflight, Source};
 
@@ -39,8 +40,9 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 const RING_FULL_RETRY_NS: u64 = 20_000;
 
 /// The parent's ends of one worker.
-pub struct WorkerEnd {
-    pub pid: i32,
+pub struct WorkerEnd<'a> {
+    /// The worker process, owned by the supervisor, which reaps it after.
+    pub child: &'a mut Child,
     pub issue: SlotProducer<IssueSlot>,
     pub done: ByteConsumer,
     /// Conversations handed to the worker and not yet ended.
@@ -50,10 +52,14 @@ pub struct WorkerEnd {
     dirty: bool,
 }
 
-impl WorkerEnd {
-    pub fn new(pid: i32, issue: SlotProducer<IssueSlot>, done: ByteConsumer) -> WorkerEnd {
+impl<'a> WorkerEnd<'a> {
+    pub fn new(
+        child: &'a mut Child,
+        issue: SlotProducer<IssueSlot>,
+        done: ByteConsumer,
+    ) -> WorkerEnd<'a> {
         WorkerEnd {
-            pid,
+            child,
             issue,
             done,
             inflight: 0,
@@ -89,7 +95,7 @@ struct Counts {
 pub struct Parent<'a, 's, 'o> {
     plan: &'a Plan<'a>,
     shared: &'a Shared,
-    workers: Vec<WorkerEnd>,
+    workers: Vec<WorkerEnd<'a>>,
     /// Counts output tokens of responses without usage, off this loop.
     lane: Option<TokenLane<'s>>,
     observer: Option<&'o mut dyn Observer>,
@@ -123,7 +129,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     pub fn new(
         plan: &'a Plan<'a>,
         shared: &'a Shared,
-        workers: Vec<WorkerEnd>,
+        workers: Vec<WorkerEnd<'a>>,
         lane: Option<TokenLane<'s>>,
         observer: Option<&'o mut dyn Observer>,
     ) -> Parent<'a, 's, 'o> {

@@ -130,6 +130,15 @@ pub fn run(setup: WorkerSetup<'_>) -> i32 {
     }
 }
 
+/// Test-only, undocumented: `LLMLOAD_TEST_WORKER_PANIC=<worker>:<issues>`
+/// makes worker `<worker>` panic when it takes an issue after `<issues>`, so
+/// tests can show what a worker bug does to a run. Read once, at start.
+fn test_panic_after(worker: usize) -> Option<u64> {
+    let v = std::env::var("LLMLOAD_TEST_WORKER_PANIC").ok()?;
+    let (k, n) = v.split_once(':')?;
+    (k.parse::<usize>().ok()? == worker).then(|| n.parse().ok())?
+}
+
 struct Worker<'a> {
     s: WorkerSetup<'a>,
     counters: &'a WorkerCounters,
@@ -149,6 +158,8 @@ struct Worker<'a> {
     out: Outbox,
     /// Connections carrying a request (Connecting, Sending, Receiving).
     busy: usize,
+    /// Test-only: issues to take before panicking (`test_panic_after`).
+    panic_after: Option<u64>,
 }
 
 impl<'a> Worker<'a> {
@@ -157,7 +168,10 @@ impl<'a> Worker<'a> {
         let bell = &s.shared.worker_bells[s.index];
         poll.registry()
             .register(&mut SourceFd(&bell.fd()), BELL, Interest::READABLE)?;
-        let (issue, out) = s.shared.worker_ends(s.index);
+        let (issue, out) = s
+            .shared
+            .take_worker_ends(s.index)
+            .ok_or_else(|| io::Error::other("ring ends already taken"))?;
         Ok(Worker {
             counters: s.shared.counters(s.index),
             conns: (0..s.max_conns).map(|_| Conn::new()).collect(),
@@ -170,6 +184,7 @@ impl<'a> Worker<'a> {
             draining: false,
             out: Outbox::new(out),
             busy: 0,
+            panic_after: test_panic_after(s.index),
             poll,
             issue,
             s,
@@ -258,6 +273,16 @@ impl<'a> Worker<'a> {
     fn take_issues(&mut self, now: u64) {
         while self.pending.len() < PENDING_CAP {
             let Some(slot) = self.issue.pop() else { break };
+            // Test-only panic switch (see `test_panic_after`).
+            if let Some(n) = &mut self.panic_after {
+                if *n == 0 {
+                    panic!(
+                        "worker {} panics on purpose (LLMLOAD_TEST_WORKER_PANIC)",
+                        self.s.index
+                    );
+                }
+                *n -= 1;
+            }
             let job = self.first_job(slot, now);
             self.enqueue(job);
         }

@@ -9,13 +9,7 @@ use std::mem::size_of;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r == -1 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
+use super::cvt;
 
 fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
     // SAFETY: `value` is a live c_int and the length passed is its size.
@@ -33,7 +27,7 @@ fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int)
 
 /// Makes the kernel end the connection with RST when `fd` is closed,
 /// discarding anything unsent.
-pub fn set_linger_zero(fd: RawFd) -> io::Result<()> {
+pub(crate) fn set_linger_zero(fd: RawFd) -> io::Result<()> {
     let lg = libc::linger {
         l_onoff: 1,
         l_linger: 0,
@@ -123,14 +117,14 @@ fn bound(addr: &SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
 /// of the first one's connections. A probe bound without `SO_REUSEPORT` (but
 /// with `SO_REUSEADDR`, so old TIME_WAIT connections do not count) fails
 /// exactly when a listener holds the port.
-pub fn check_free(addr: &SocketAddr) -> io::Result<()> {
+fn check_free(addr: &SocketAddr) -> io::Result<()> {
     bound(addr, false).map(drop)
 }
 
 /// `n` non-blocking listening sockets sharing one address with
 /// `SO_REUSEPORT`. With port 0 the first socket picks the port and the others
 /// join it. Returns the sockets and the address actually bound.
-pub fn listeners(addr: SocketAddr, n: usize) -> io::Result<(Vec<TcpListener>, SocketAddr)> {
+pub(crate) fn listeners(addr: SocketAddr, n: usize) -> io::Result<(Vec<TcpListener>, SocketAddr)> {
     if addr.port() != 0 {
         check_free(&addr)?;
     }

@@ -1,0 +1,290 @@
+//! The one shared mapping of a bench run and what lives in it: a control
+//! block (run phase), per-worker counters, the parent's doorbell, and per
+//! worker an issue ring (parent → worker, fixed `IssueSlot`s), a completion
+//! ring (worker → parent, variable records) and the worker's doorbell.
+//! Everything is placed before `fork()`; afterwards each process takes the
+//! ring ends it owns. Each end is handed out once across all processes (the
+//! ring header records it), so safe code cannot make a second producer.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::doorbell::{DOORBELL_BYTES, Doorbell};
+use super::mapping::{Layout, Plain, SharedMapping};
+use super::ring::{self, ByteConsumer, ByteProducer, RING_ALIGN, SlotConsumer, SlotProducer};
+
+/// One conversation handed to a worker (a single request when the scenario
+/// has one turn): which scenario, which content sample to start from, when
+/// it was due. 24 bytes, `Copy`, pointer-free.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IssueSlot {
+    /// Run-wide conversation number, from 0.
+    pub seq: u64,
+    /// When the first request was due (CLOCK_MONOTONIC ns).
+    pub t_sched: u64,
+    /// Index into the scenario's samples.
+    pub sample: u32,
+    pub stage: u16,
+    pub scenario: u16,
+}
+
+// SAFETY: integers only: valid as zero, no pointers; moved between processes
+// by the slot ring, which hands each slot to one side at a time.
+unsafe impl Plain for IssueSlot {}
+
+/// Run phases, in order; workers act on each as they see it. Stored in
+/// the shared control block as its `u32` discriminant.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunPhase {
+    /// Issue rings may receive requests.
+    Running = 0,
+    /// No more conversations will come; finish those under way, turns and all.
+    Drain = 1,
+    /// Interrupted: finish the requests in flight, start no further turns.
+    WindDown = 2,
+    /// Fail whatever is still in flight or queued as `aborted`, now.
+    Abort = 3,
+    /// Every request is accounted for: close connections and exit.
+    Exit = 4,
+}
+
+impl RunPhase {
+    fn from_u32(v: u32) -> RunPhase {
+        match v {
+            0 => RunPhase::Running,
+            1 => RunPhase::Drain,
+            2 => RunPhase::WindDown,
+            3 => RunPhase::Abort,
+            _ => RunPhase::Exit,
+        }
+    }
+}
+
+/// Run-wide control, on its own cache line (64-byte aligned).
+#[repr(C, align(64))]
+pub struct Control {
+    pub phase: AtomicU32,
+}
+
+// SAFETY: one atomic: valid as zero, no pointers.
+unsafe impl Plain for Control {}
+
+/// What a worker reports beside its completion records, on its own cache
+/// lines (64-byte aligned) so workers never share a line.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct WorkerCounters {
+    /// Set once the worker's event loop is ready to take requests.
+    pub ready: AtomicU32,
+    /// Set when the worker has pushed its last record.
+    pub finished: AtomicU32,
+    /// Nanoseconds spent outside the poll wait (event handling).
+    pub busy_ns: AtomicU64,
+    /// Requests that found no free connection and queued in the worker.
+    pub waited_for_connection: AtomicU64,
+    /// Times the completion ring was full and a record waited in the worker.
+    pub completion_ring_full: AtomicU64,
+    /// Requests whose inter-token gaps did not all fit the worker's buffer.
+    pub itl_truncated: AtomicU64,
+    /// TCP connections opened.
+    pub connections_opened: AtomicU64,
+    /// Requests re-sent because a reused keep-alive connection turned out
+    /// closed before any response byte.
+    pub stale_retries: AtomicU64,
+}
+
+// SAFETY: atomics only: valid as zero, no pointers, changed atomically.
+unsafe impl Plain for WorkerCounters {}
+
+/// Issue ring slots per worker.
+pub const ISSUE_SLOTS: usize = 16384;
+/// Completion ring bytes per worker: small enough to stay cache-resident
+/// (records are written and read while hot), large enough that a record of
+/// `MAX_GAPS` gaps fits (a record may be a quarter of the ring).
+pub const COMPLETION_BYTES: usize = 4 << 20;
+
+/// Inter-token gaps one completion record carries at most.
+pub const MAX_GAPS: usize = 65_536;
+
+/// The run's shared mapping and the offsets of everything in it.
+pub struct Shared {
+    control: usize,
+    counters: Vec<usize>,
+    issue: Vec<usize>,
+    completion: Vec<usize>,
+    /// Rung by workers when they publish completions.
+    pub parent_bell: Doorbell,
+    /// Rung by the parent when it publishes requests or changes phase.
+    pub worker_bells: Vec<Doorbell>,
+    /// Declared last, so dropped after the doorbells whose flags it holds.
+    map: Arc<SharedMapping>,
+}
+
+impl Shared {
+    /// Maps and initializes everything for `workers` workers.
+    pub fn new(workers: usize) -> io::Result<Shared> {
+        let mut l = Layout::new();
+        let control = l.reserve(size_of::<Control>(), align_of::<Control>());
+        let counters: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(size_of::<WorkerCounters>(), align_of::<WorkerCounters>()))
+            .collect();
+        let parent_bell = l.reserve(DOORBELL_BYTES, 64);
+        let bells: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(DOORBELL_BYTES, 64))
+            .collect();
+        let issue: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(ring::slot_ring_bytes::<IssueSlot>(ISSUE_SLOTS), RING_ALIGN))
+            .collect();
+        let completion: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(ring::byte_ring_bytes(COMPLETION_BYTES), RING_ALIGN))
+            .collect();
+        let map = Arc::new(SharedMapping::new(l.len())?);
+        // SAFETY: each offset was reserved in `l` with the size and alignment
+        // the callee requires, inside a fresh zeroed mapping of `l.len()`
+        // bytes that no handle uses yet.
+        unsafe {
+            for &off in &issue {
+                ring::init_slot_ring::<IssueSlot>(map.at(off), ISSUE_SLOTS);
+            }
+            for &off in &completion {
+                ring::init_byte_ring(map.at(off), COMPLETION_BYTES);
+            }
+        }
+        // SAFETY: as above; each doorbell flag has its own reserved line, and
+        // the doorbells live in `Shared`, which drops its share of the
+        // mapping after them.
+        let parent_bell = unsafe { Doorbell::new(map.at(parent_bell))? };
+        let worker_bells = bells
+            .iter()
+            // SAFETY: as above.
+            .map(|&off| unsafe { Doorbell::new(map.at(off)) })
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Shared {
+            control,
+            counters,
+            issue,
+            completion,
+            parent_bell,
+            worker_bells,
+            map,
+        })
+    }
+
+    pub fn workers(&self) -> usize {
+        self.issue.len()
+    }
+
+    /// The `T` reserved at `offset`.
+    fn place<T: Plain>(&self, offset: usize) -> &T {
+        // SAFETY: every caller passes an offset reserved for a `T` (size and
+        // alignment) in `new`, whose bytes are zero or changed only through
+        // atomics, valid either way for a `Plain` type; the reference lives no
+        // longer than `self`, which holds a share of the mapping.
+        unsafe { &*self.map.at(offset).cast::<T>() }
+    }
+
+    pub fn control(&self) -> &Control {
+        self.place(self.control)
+    }
+
+    pub fn counters(&self, worker: usize) -> &WorkerCounters {
+        self.place(self.counters[worker])
+    }
+
+    pub fn phase(&self) -> RunPhase {
+        RunPhase::from_u32(self.control().phase.load(Ordering::Acquire))
+    }
+
+    /// Moves the run to `phase` and wakes every worker to see it.
+    pub fn set_phase(&self, phase: RunPhase) {
+        self.control().phase.store(phase as u32, Ordering::Release);
+        for bell in &self.worker_bells {
+            bell.ring();
+        }
+    }
+
+    /// The parent's ends of worker `k`'s rings: its issue producer and
+    /// completion consumer. `None` if either was taken before, in any
+    /// process (the two are taken as a pair, once: a failed take may use up
+    /// the first).
+    pub fn take_parent_ends(&self, k: usize) -> Option<(SlotProducer<IssueSlot>, ByteConsumer)> {
+        // SAFETY: both offsets hold the rings of the kinds initialized in
+        // `new` and are used as nothing else.
+        unsafe {
+            Some((
+                SlotProducer::attach(&self.map, self.issue[k])?,
+                ByteConsumer::attach(&self.map, self.completion[k])?,
+            ))
+        }
+    }
+
+    /// Worker `k`'s ends of its rings: its issue consumer and completion
+    /// producer. `None` if either was taken before, in any process.
+    pub fn take_worker_ends(&self, k: usize) -> Option<(SlotConsumer<IssueSlot>, ByteProducer)> {
+        // SAFETY: as in `take_parent_ends`.
+        unsafe {
+            Some((
+                SlotConsumer::attach(&self.map, self.issue[k])?,
+                ByteProducer::attach(&self.map, self.completion[k])?,
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::test_util::{Deadline, fork_child};
+    use std::time::Duration;
+
+    #[test]
+    fn layout_sizes() {
+        assert_eq!(size_of::<IssueSlot>(), 24);
+        assert_eq!(size_of::<Control>(), 64);
+        assert_eq!(size_of::<WorkerCounters>(), 64);
+    }
+
+    #[test]
+    fn each_end_is_handed_out_once_across_processes() {
+        let shared = Shared::new(2).unwrap();
+        let (mut issue, mut done) = shared.take_parent_ends(1).unwrap();
+        assert!(shared.take_parent_ends(1).is_none());
+        let child = fork_child(|| {
+            // Worker 1's ends, once; the parent's were taken before the fork.
+            let Some((mut rx, mut tx)) = shared.take_worker_ends(1) else {
+                return 2;
+            };
+            if shared.take_worker_ends(1).is_some() || shared.take_parent_ends(1).is_some() {
+                return 3;
+            }
+            let deadline = Deadline::after(Duration::from_secs(10));
+            loop {
+                if let Some(slot) = rx.pop() {
+                    let pushed = tx.push_with(8, |b| b.copy_from_slice(&slot.seq.to_le_bytes()));
+                    return if pushed.is_ok() { 0 } else { 4 };
+                }
+                if deadline.passed() {
+                    return 5;
+                }
+                deadline.relax();
+            }
+        });
+        let slot = IssueSlot {
+            seq: 77,
+            ..IssueSlot::default()
+        };
+        issue.push(slot).unwrap();
+        assert_eq!(child.wait(Duration::from_secs(10)), Ok(0));
+        // The child took worker 1's ends, so they are gone here too.
+        assert!(shared.take_worker_ends(1).is_none());
+        assert_eq!(
+            done.pop_with(|b| b.to_vec()),
+            Some(77u64.to_le_bytes().to_vec())
+        );
+        assert!(shared.take_parent_ends(0).is_some());
+        assert!(shared.take_worker_ends(0).is_some());
+    }
+}

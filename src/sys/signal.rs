@@ -1,0 +1,45 @@
+//! Signal dispositions: ignoring a signal, and counting SIGINT and SIGTERM in
+//! an atomic that the bench parent's loop reads. A handler here does nothing
+//! but an atomic add (async-signal-safe); whoever polls the count decides what
+//! an interrupt means.
+
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction, signal};
+
+/// SIGINT and SIGTERM deliveries since `count_interrupts`.
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts SIGINT and SIGTERM in `interrupts()` instead of dying of them,
+/// without SA_RESTART, so a sleeping loop wakes with EINTR and sees the count
+/// at once.
+pub fn count_interrupts() -> io::Result<()> {
+    let action = SigAction::new(
+        SigHandler::Handler(on_interrupt),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only adds to an atomic, which is
+        // async-signal-safe.
+        unsafe { sigaction(sig, &action) }?;
+    }
+    Ok(())
+}
+
+/// SIGINT and SIGTERM deliveries counted so far.
+pub fn interrupts() -> &'static AtomicU32 {
+    &INTERRUPTS
+}
+
+/// Ignores `sig`.
+pub fn ignore(sig: Signal) -> io::Result<()> {
+    // SAFETY: SIG_IGN installs no handler, so no code runs on delivery.
+    unsafe { signal(sig, SigHandler::SigIgn) }?;
+    Ok(())
+}
