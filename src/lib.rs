@@ -4,20 +4,20 @@
 //! (`fuzz/`) and integration tests reach the same parsers and rings the binary
 //! runs. `docs/DESIGN.md` is the map of the modules below.
 
-pub(crate) mod ascii;
+mod ascii;
 pub mod cli;
 pub mod clock;
-pub mod config;
+mod config;
 pub mod dataset;
-pub mod engine;
+mod engine;
 pub mod http;
-pub mod metrics;
-pub mod plan;
+mod metrics;
+mod plan;
 pub mod protocol;
-pub mod report;
+mod report;
 pub mod rng;
 pub mod server;
 pub mod shm;
 pub mod sys;
 pub mod tokens;
-pub mod uuid;
+mod uuid;

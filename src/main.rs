@@ -17,7 +17,7 @@ fn main() {
             // --help prints and succeeds; a usage error exits 2, which
             // scripts tell apart from a run's own outcomes (1: failed run).
             if early.status.is_ok() {
-                println!("{}", llmload::cli::bench::help_with_defaults(&early.output));
+                println!("{}", llmload::cli::help_with_defaults(&early.output));
                 std::process::exit(0);
             }
             eprintln!("{}", early.output);

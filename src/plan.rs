@@ -7,7 +7,7 @@
 
 /// How requests are released during a stage.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Load {
+pub(crate) enum Load {
     /// Closed loop: keep `concurrency` requests in flight, each released when
     /// a previous one finishes (t_sched = release time).
     Closed { concurrency: usize },
@@ -25,7 +25,7 @@ pub enum Load {
 
 /// One stage of a run.
 #[derive(Clone, Debug)]
-pub struct StagePlan {
+pub(crate) struct StagePlan {
     pub name: String,
     pub load: Load,
     /// Measured length of the stage (the first stage's warmup comes before it).
@@ -37,7 +37,7 @@ pub struct StagePlan {
 /// Content checks on successful responses; one that fails turns the
 /// request into a `check_failed` error.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Checks {
+pub(crate) struct Checks {
     pub contains: Vec<String>,
     pub not_contains: Vec<String>,
     pub min_completion_tokens: Option<u64>,
@@ -47,17 +47,17 @@ pub struct Checks {
 }
 
 impl Checks {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Checks::default()
     }
 
     /// Whether the response text must reach the parent.
-    pub fn needs_text(&self) -> bool {
+    pub(crate) fn needs_text(&self) -> bool {
         !self.contains.is_empty() || !self.not_contains.is_empty()
     }
 
     /// The first check a response fails, as a message; `None` when all pass.
-    pub fn failure(&self, status: u16, output_tokens: u64, text: &str) -> Option<String> {
+    pub(crate) fn failure(&self, status: u16, output_tokens: u64, text: &str) -> Option<String> {
         if let Some(want) = self.status
             && status != want
         {
@@ -90,7 +90,7 @@ impl Checks {
 /// Inter-arrival law.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ArrivalKind {
+pub(crate) enum ArrivalKind {
     Uniform,
     Poisson,
 }
@@ -115,7 +115,7 @@ impl ArrivalKind {
 
 /// Limits; `None` is not checked.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     pub ttft_p95_ms: Option<f64>,
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
@@ -127,7 +127,8 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.ttft_p95_ms.is_none()
             && self.p95_ms.is_none()
             && self.p99_ms.is_none()
@@ -140,7 +141,7 @@ impl Thresholds {
 /// may take, and how much of a response's timing a request keeps. One value
 /// travels from the profile to the parent and every worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A request not finished this long after it was sent fails as
     /// `request_timeout`.
     pub timeout_ns: u64,

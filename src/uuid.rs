@@ -8,7 +8,7 @@
 use crate::rng::Rng;
 
 /// A random UUID v4.
-pub fn new_uuid(rng: &mut Rng) -> [u8; 16] {
+pub(crate) fn new_uuid(rng: &mut Rng) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&rng.next_u64().to_be_bytes());
     b[8..].copy_from_slice(&rng.next_u64().to_be_bytes());
@@ -18,7 +18,7 @@ pub fn new_uuid(rng: &mut Rng) -> [u8; 16] {
 }
 
 /// The canonical 36-character form, written into `out` without allocating.
-pub fn write_uuid(id: &[u8; 16], out: &mut [u8; 36]) {
+pub(crate) fn write_uuid(id: &[u8; 16], out: &mut [u8; 36]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut j = 0;
     for (i, byte) in id.iter().enumerate() {
@@ -33,14 +33,14 @@ pub fn write_uuid(id: &[u8; 16], out: &mut [u8; 36]) {
 }
 
 /// The canonical form as a `String` (reports and conversation building).
-pub fn uuid_text(id: &[u8; 16]) -> String {
+pub(crate) fn uuid_text(id: &[u8; 16]) -> String {
     let mut buf = [0u8; 36];
     write_uuid(id, &mut buf);
     String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// The placeholder prebuilt requests carry where the id goes.
-pub const UUID_PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
+pub(crate) const UUID_PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
 
 #[cfg(test)]
 mod tests {

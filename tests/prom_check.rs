@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One sample: metric name, labels in order, value.
-pub type Sample = (String, Vec<(String, String)>, f64);
+pub(super) type Sample = (String, Vec<(String, String)>, f64);
 
 /// Parses `text` or says what is wrong with which line.
-pub fn parse(text: &str) -> Result<Vec<Sample>, String> {
+pub(super) fn parse(text: &str) -> Result<Vec<Sample>, String> {
     if !text.is_empty() && !text.ends_with('\n') {
         return Err("the last line must end with a line feed".into());
     }
@@ -95,7 +95,7 @@ fn family_of(name: &str, types: &BTreeMap<String, String>) -> String {
     name.to_string()
 }
 
-pub fn valid_name(n: &str) -> bool {
+pub(super) fn valid_name(n: &str) -> bool {
     let mut c = n.chars();
     matches!(c.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':')
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')

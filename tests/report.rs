@@ -10,7 +10,7 @@ fn schema() -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
-pub fn assert_valid(summary: &serde_json::Value) {
+pub(crate) fn assert_valid(summary: &serde_json::Value) {
     let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(summary)

@@ -8,12 +8,12 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_llmload")
 }
 
 /// A fresh, empty directory under the system temp dir.
-pub fn temp_dir(tag: &str) -> PathBuf {
+pub(crate) fn temp_dir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = std::env::temp_dir().join(format!(
         "llmload-it-{}-{}-{tag}",
@@ -26,13 +26,13 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 }
 
 /// A running `llmload serve`; stopped (SIGTERM, then SIGKILL) on drop.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     pub addr: SocketAddr,
 }
 
 impl Server {
-    pub fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         let mut child = Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
@@ -62,7 +62,7 @@ impl Server {
         Server { child, addr }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 }
@@ -83,7 +83,7 @@ impl Drop for Server {
 }
 
 /// The outcome of one `llmload bench`.
-pub struct Run {
+pub(crate) struct Run {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -92,7 +92,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn summary(&self) -> serde_json::Value {
+    pub(crate) fn summary(&self) -> serde_json::Value {
         let p = self.out.join("summary.json");
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| {
             panic!(
@@ -105,7 +105,7 @@ impl Run {
         serde_json::from_str(&text).expect("summary.json is JSON")
     }
 
-    pub fn assert_success(&self) {
+    pub(crate) fn assert_success(&self) {
         assert!(
             self.status.success(),
             "bench failed ({:?})\nstdout:\n{}\nstderr:\n{}",
@@ -117,7 +117,7 @@ impl Run {
 }
 
 /// Runs `llmload bench ARGS --out <fresh dir> --quiet`, killed after `limit`.
-pub fn bench(args: &[&str], limit: Duration) -> Run {
+pub(crate) fn bench(args: &[&str], limit: Duration) -> Run {
     let out = temp_dir("bench");
     let child = Command::new(bin())
         .arg("bench")
@@ -133,7 +133,7 @@ pub fn bench(args: &[&str], limit: Duration) -> Run {
 }
 
 /// Waits for a spawned bench with a hard limit, collecting its output.
-pub fn wait_run(mut child: Child, out: PathBuf, limit: Duration) -> Run {
+pub(crate) fn wait_run(mut child: Child, out: PathBuf, limit: Duration) -> Run {
     let start = Instant::now();
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
@@ -171,17 +171,17 @@ pub fn wait_run(mut child: Child, out: PathBuf, limit: Duration) -> Run {
     }
 }
 
-pub fn u(v: &serde_json::Value) -> u64 {
+pub(crate) fn u(v: &serde_json::Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
 
-pub fn f(v: &serde_json::Value) -> f64 {
+pub(crate) fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 /// issued == completed + failed, and the errors add up to failed.
-pub fn assert_accounted(requests: &serde_json::Value) {
+pub(crate) fn assert_accounted(requests: &serde_json::Value) {
     let issued = u(&requests["issued"]);
     let completed = u(&requests["completed"]);
     let failed = u(&requests["failed"]);
@@ -196,18 +196,18 @@ pub fn assert_accounted(requests: &serde_json::Value) {
 }
 
 /// Reads a file, or "" when it does not exist.
-pub fn read(p: &Path) -> String {
+pub(crate) fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
 
 /// Sends `sig` to a child this test spawned.
-pub fn signal(child: &Child, sig: i32) {
+pub(crate) fn signal(child: &Child, sig: i32) {
     // SAFETY: kill(2) on the PID of a child we spawned and have not reaped.
     unsafe { libc::kill(child.id() as i32, sig) };
 }
 
 /// Runs bench against `server` with model `m` and `args`.
-pub fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
+pub(crate) fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
     let url = server.url();
     let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
     all.extend_from_slice(args);

@@ -27,7 +27,7 @@ A value missing on either side (e.g. ttft of a non-streaming run) is never a reg
     error_code(1, "at least one regression"),
     error_code(2, "a file is unreadable or not a summary, or no stage is in common")
 )]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// the baseline run: its summary.json, or the directory holding it
     #[argh(positional, arg_name = "OLD")]
     pub old: PathBuf,
@@ -47,7 +47,7 @@ pub struct CompareArgs {
 }
 
 /// Runs a comparison; returns 0 (no regression), 1 (regression) or 2.
-pub fn run(args: CompareArgs) -> i32 {
+pub(crate) fn run(args: CompareArgs) -> i32 {
     match execute(&args) {
         Ok(regressed) => i32::from(regressed),
         Err(e) => {

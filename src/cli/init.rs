@@ -15,7 +15,7 @@ use crate::config::profile::Profile;
 /// Write a run profile to start from (then: llmload bench --profile FILE).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "init")]
-pub struct InitArgs {
+pub(crate) struct InitArgs {
     /// every field with its default value, instead of a short example
     #[argh(switch)]
     pub full: bool,
@@ -34,7 +34,7 @@ pub struct InitArgs {
 }
 
 /// Writes the profile; returns the exit status.
-pub fn run(args: InitArgs) -> i32 {
+pub(crate) fn run(args: InitArgs) -> i32 {
     let json = if args.full {
         Profile::full().to_json(true)
     } else {

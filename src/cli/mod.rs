@@ -3,26 +3,28 @@
 
 #![forbid(unsafe_code)]
 
-pub mod bench;
-pub mod compare;
-pub mod init;
-pub mod models;
-pub mod probe;
-pub mod serve;
-pub mod validate;
+pub(crate) mod bench;
+pub(crate) mod compare;
+pub(crate) mod init;
+pub(crate) mod models;
+pub(crate) mod probe;
+pub(crate) mod serve;
+pub(crate) mod validate;
 
 use argh::FromArgs;
+
+pub use bench::help_with_defaults;
 
 /// llmload: load generator and benchmark for LLM inference endpoints and gateways.
 #[derive(FromArgs, Debug)]
 pub struct Top {
     #[argh(subcommand)]
-    pub command: Command,
+    command: Command,
 }
 
 #[derive(FromArgs, Debug)]
 #[argh(subcommand)]
-pub enum Command {
+enum Command {
     Bench(Box<bench::BenchArgs>),
     Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),

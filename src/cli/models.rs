@@ -9,7 +9,7 @@ use crate::http::blocking;
 use crate::http::endpoint::Endpoint;
 
 /// The first model id the endpoint lists.
-pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
+pub(crate) fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
     let timeout = timeout.min(Duration::from_secs(5));
     let resp = blocking::get(
         endpoint,
@@ -28,7 +28,7 @@ pub fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, Str
 }
 
 /// The ids of a `/v1/models` body (`{"data": [{"id": ...}, ...]}`), in order.
-pub fn model_ids(body: &[u8]) -> Result<Vec<String>, String> {
+pub(crate) fn model_ids(body: &[u8]) -> Result<Vec<String>, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("bad JSON: {e}"))?;
     let data = v["data"].as_array().ok_or("no \"data\" array of models")?;

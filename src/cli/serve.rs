@@ -13,7 +13,7 @@ use crate::server::{self, ApiKey, ServerConfig};
 /// (/generate) and Anthropic (/v1/messages), streamed or not, and /v1/models.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "serve")]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// address to listen on (default 127.0.0.1:8000); port 0 picks a free port
     /// and the chosen address is printed on the first line of stdout
     #[argh(option, default = "\"127.0.0.1:8000\".parse().unwrap()")]
@@ -93,7 +93,7 @@ pub struct ServeArgs {
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
 /// address or a worker that died.
-pub fn run(args: ServeArgs) -> i32 {
+pub(crate) fn run(args: ServeArgs) -> i32 {
     match config(args).and_then(|cfg| server::run(&cfg)) {
         Ok(()) => 0,
         Err(msg) => {

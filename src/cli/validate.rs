@@ -18,14 +18,14 @@ use crate::plan::{Load, StagePlan};
 /// Check a run profile and summarize the run it describes.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "validate")]
-pub struct ValidateArgs {
+pub(crate) struct ValidateArgs {
     /// the profile, e.g. run.json
     #[argh(positional)]
     pub path: PathBuf,
 }
 
 /// Validates the profile; returns 0 when it can run, 1 otherwise.
-pub fn run(args: ValidateArgs) -> i32 {
+pub(crate) fn run(args: ValidateArgs) -> i32 {
     let label = args.path.display().to_string();
     let profile = match Profile::load(&args.path) {
         Ok(p) => p,
@@ -49,7 +49,7 @@ pub fn run(args: ValidateArgs) -> i32 {
 }
 
 /// The run a valid profile describes, as one paragraph.
-pub fn summary(label: &str, cfg: &BenchConfig) -> String {
+pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     let p = &cfg.profile;
     let mut s = format!(
         "{label} is valid: {} at {}, model {}, {}, max_tokens {}.",

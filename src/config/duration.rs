@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 /// Parses `text` into a duration, or says what is wrong with it.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -34,13 +34,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// argh adapter for duration flags.
-pub fn duration_flag(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration_flag(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
 
 /// Formats a duration the way users write them (`20ms`, `1.5s`), for reports
 /// and the resolved config.
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns == 0 {
         "0s".to_string()

@@ -5,8 +5,8 @@
 
 #![forbid(unsafe_code)]
 
-pub mod duration;
-pub mod profile;
+pub(crate) mod duration;
+pub(crate) mod profile;
 pub(crate) mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ use crate::protocol::{Protocol, Sampling};
 use profile::{Profile, Scenario};
 
 /// A validated `bench` configuration: `resolve::resolve`'s result.
-pub struct BenchConfig {
+pub(crate) struct BenchConfig {
     /// The merged profile, as reports show it (before redaction).
     pub profile: Profile,
     /// The top-level API (a scenario may have its own).
@@ -73,7 +73,13 @@ fn redact_headers(v: &mut Value) {
 impl BenchConfig {
     /// The resolved configuration as reports show it: the merged profile
     /// plus what was resolved at run time, credentials redacted.
-    pub fn to_json(&self, out: &Path, endpoint_url: &str, model: &str, builtin: bool) -> Value {
+    pub(crate) fn to_json(
+        &self,
+        out: &Path,
+        endpoint_url: &str,
+        model: &str,
+        builtin: bool,
+    ) -> Value {
         let mut v = serde_json::to_value(&self.profile).expect("a profile serializes to JSON");
         let o = v.as_object_mut().expect("a profile is an object");
         o.insert("endpoint".into(), endpoint_url.into());

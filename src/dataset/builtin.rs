@@ -1,6 +1,6 @@
 //! The prompts a run sends when no dataset is given.
 
-pub const PROMPTS: &[&str] = &[
+pub(super) const PROMPTS: &[&str] = &[
     "Explain the difference between a process and a thread.",
     "Write a haiku about network latency.",
     "Summarize the causes of the French Revolution in three sentences.",

@@ -11,7 +11,7 @@ use super::Sample;
 use super::spec::ColumnMap;
 
 /// Names tried, in this order, for the prompt when no column is mapped.
-pub const PROMPT_NAMES: [&str; 7] = [
+pub(crate) const PROMPT_NAMES: [&str; 7] = [
     "prompt",
     "text",
     "text_input",
@@ -23,7 +23,7 @@ pub const PROMPT_NAMES: [&str; 7] = [
 
 /// Names accepted as a conversation when no column is mapped (when they
 /// hold message arrays).
-pub const MESSAGE_NAMES: [&str; 2] = ["messages", "conversations"];
+pub(crate) const MESSAGE_NAMES: [&str; 2] = ["messages", "conversations"];
 
 /// The sample fields a column can feed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,7 +225,7 @@ impl Parts {
     /// The sample, or the first required field the row lacks. A leading
     /// system message becomes the sample's system prompt unless the row
     /// already has one from a system column.
-    pub fn finish(self, cols: &ResolvedColumns) -> Result<Sample, String> {
+    pub(crate) fn finish(self, cols: &ResolvedColumns) -> Result<Sample, String> {
         for (field, missing) in [
             (Field::Prompt, self.prompt.is_none()),
             (Field::Messages, self.messages.is_none()),

@@ -8,16 +8,16 @@
 #![forbid(unsafe_code)]
 
 mod builtin;
-pub mod columns;
+pub(crate) mod columns;
 pub mod csv;
 mod json;
 pub mod jsonl;
 mod messages;
 mod object;
-pub mod order;
+pub(crate) mod order;
 mod sink;
-pub mod spec;
-pub mod synthetic;
+pub(crate) mod spec;
+pub(crate) mod synthetic;
 #[cfg(test)]
 mod testutil;
 mod words;

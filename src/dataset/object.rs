@@ -173,7 +173,7 @@ pub(crate) enum FirstRow {
 impl FirstRow {
     /// Its keys, each with whether it holds an array (which is what lets
     /// `messages` / `conversations` count as a prompt source).
-    pub fn columns(&self) -> Vec<(String, bool)> {
+    pub(super) fn columns(&self) -> Vec<(String, bool)> {
         match self {
             FirstRow::Object(entries) => entries
                 .iter()
@@ -189,7 +189,7 @@ impl FirstRow {
     }
 
     /// Reads it as any other row, once the mapping is known.
-    pub fn into_row(self, cols: &ResolvedColumns) -> Row {
+    pub(super) fn into_row(self, cols: &ResolvedColumns) -> Row {
         match self {
             FirstRow::Object(entries) => {
                 let map = MapDeserializer::<_, serde_json::Error>::new(entries.into_iter());

@@ -28,7 +28,7 @@ pub(crate) struct Sink<'a> {
 }
 
 impl<'a> Sink<'a> {
-    pub fn new(
+    pub(super) fn new(
         file: String,
         skip_invalid: bool,
         on_sample: &'a mut dyn FnMut(Sample) -> Result<(), String>,
@@ -43,12 +43,12 @@ impl<'a> Sink<'a> {
     }
 
     /// The file as errors name it.
-    pub fn file(&self) -> &str {
+    pub(super) fn file(&self) -> &str {
         &self.file
     }
 
     /// `file:line` or `file: element i`.
-    pub fn at(&self, loc: Loc) -> String {
+    pub(super) fn at(&self, loc: Loc) -> String {
         match loc {
             Loc::Line(n) => format!("{}:{n}", self.file),
             Loc::Element(i) => format!("{}: element {i}", self.file),
@@ -56,7 +56,7 @@ impl<'a> Sink<'a> {
     }
 
     /// One parsed row: its sample goes to the caller, a reason is invalid.
-    pub fn row(
+    pub(super) fn row(
         &mut self,
         loc: Loc,
         sample: Result<Sample, String>,
@@ -74,7 +74,7 @@ impl<'a> Sink<'a> {
     }
 
     /// An invalid row: an error, or skipped and counted.
-    pub fn invalid(&mut self, loc: Loc, reason: &str) -> Result<(), String> {
+    pub(super) fn invalid(&mut self, loc: Loc, reason: &str) -> Result<(), String> {
         let msg = format!("{}: {reason}", self.at(loc));
         if !self.skip_invalid {
             return Err(msg);
@@ -90,7 +90,7 @@ impl<'a> Sink<'a> {
     /// error for an optional column no row had (a misspelt mapping would
     /// otherwise be silently ignored); `first_columns` names what the first
     /// row had, to help spot the typo.
-    pub fn finish(
+    pub(super) fn finish(
         self,
         mapped: Option<&ResolvedColumns>,
         first_columns: &[String],

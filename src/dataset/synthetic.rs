@@ -145,7 +145,11 @@ impl SyntheticSpec {
 
 /// Generates `spec.count` samples (each with `max_tokens` set to its drawn
 /// output length).
-pub fn generate(spec: &SyntheticSpec, seed: u64, tokenizer: Option<&Tokenizer>) -> Vec<Sample> {
+pub(crate) fn generate(
+    spec: &SyntheticSpec,
+    seed: u64,
+    tokenizer: Option<&Tokenizer>,
+) -> Vec<Sample> {
     let mut lengths = Rng::seeded(seed ^ 0x7379_6e74_6c65_6e73);
     let mut text = Rng::seeded(seed ^ 0x7379_6e74_7465_7874);
     let vocab: Vec<String> = match tokenizer.map(single_token_words) {

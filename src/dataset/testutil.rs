@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-pub struct TempDir(PathBuf);
+pub(super) struct TempDir(PathBuf);
 
 impl TempDir {
-    pub fn new(tag: &str) -> TempDir {
+    pub(super) fn new(tag: &str) -> TempDir {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir =
             std::env::temp_dir().join(format!("llmload-dataset-{tag}-{}-{n}", std::process::id()));
@@ -16,12 +16,12 @@ impl TempDir {
         TempDir(dir)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.0
     }
 
     /// Writes `name` with `contents` and returns its path.
-    pub fn file(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    pub(super) fn file(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         let p = self.0.join(name);
         std::fs::write(&p, contents).unwrap();
         p
@@ -35,12 +35,12 @@ impl Drop for TempDir {
 }
 
 /// `s` with each U+0001 replaced by 0xFF, a byte UTF-8 never uses.
-pub fn invalid_utf8(s: &str) -> Vec<u8> {
+pub(super) fn invalid_utf8(s: &str) -> Vec<u8> {
     s.bytes().map(|b| if b == 1 { 0xFF } else { b }).collect()
 }
 
 /// Loads `arg` (a `--dataset` argument) into memory, checking the count.
-pub fn load_all(arg: &str) -> Result<(Vec<super::Sample>, super::LoadStats), String> {
+pub(super) fn load_all(arg: &str) -> Result<(Vec<super::Sample>, super::LoadStats), String> {
     let spec = super::DatasetSpec::parse(arg)?;
     let mut got = Vec::new();
     let stats = super::load(&spec, &mut |s| {

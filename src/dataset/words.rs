@@ -4,7 +4,7 @@
 //! prompt's length in words stand in for its length in tokens. Their order
 //! is fixed: it is part of what a seed reproduces.
 
-pub const WORDS: [&str; 538] = [
+pub(super) const WORDS: [&str; 538] = [
     "the",
     "of",
     "and",

@@ -65,7 +65,7 @@ impl Shape {
 
 /// A sequence of arrival offsets from the start of a stage.
 #[derive(Clone, Debug)]
-pub struct Arrivals {
+pub(crate) struct Arrivals {
     kind: ArrivalKind,
     shape: Shape,
     rng: Rng,
@@ -93,7 +93,7 @@ impl Arrivals {
     /// `rate` arrivals per second for as long as the caller asks. Uniform
     /// arrivals start at offset 0; Poisson ones after an exponential gap.
     /// A `rate` that is not finite and positive gives no arrivals.
-    pub fn constant(kind: ArrivalKind, rate: f64, seed: u64) -> Self {
+    pub(crate) fn constant(kind: ArrivalKind, rate: f64, seed: u64) -> Self {
         let shape = if positive(rate) {
             Shape::Constant {
                 ns_per_arrival: NS_PER_S / rate,
@@ -114,7 +114,7 @@ impl Arrivals {
     /// arrivals, the first at 0 (even when `rate_from` is 0). An end that
     /// is negative or not finite, both ends 0, or a zero duration give no
     /// arrivals.
-    pub fn ramp(
+    pub(crate) fn ramp(
         kind: ArrivalKind,
         rate_from: f64,
         rate_to: f64,
@@ -170,7 +170,7 @@ impl Arrivals {
 
     /// Offset in nanoseconds of the next arrival, non-decreasing; `None` once
     /// a ramp's duration has passed. Once `None`, always `None`.
-    pub fn next_offset_ns(&mut self) -> Option<u64> {
+    pub(crate) fn next_offset_ns(&mut self) -> Option<u64> {
         if self.done {
             return None;
         }

@@ -17,7 +17,7 @@ use crate::uuid::uuid_text;
 
 /// Where a conversation's user turns come from.
 #[derive(Clone, Debug)]
-pub enum TurnSource {
+pub(crate) enum TurnSource {
     /// Turn k says `script[k]` (cycling past its end).
     Scripted(Vec<String>),
     /// The first turn is prompt `sample`; later turns are drawn at random.
@@ -29,7 +29,12 @@ pub enum TurnSource {
 impl TurnSource {
     /// The user message of turn `turn` (from 0) of a conversation started
     /// from `sample`; `None` when a dataset conversation has no more turns.
-    pub fn user_turn<'s>(&'s self, sample: u32, turn: u16, rng: &mut Rng) -> Option<&'s str> {
+    pub(crate) fn user_turn<'s>(
+        &'s self,
+        sample: u32,
+        turn: u16,
+        rng: &mut Rng,
+    ) -> Option<&'s str> {
         match self {
             TurnSource::Scripted(script) => {
                 Some(&script[(sample as usize + turn as usize) % script.len()])
@@ -50,7 +55,7 @@ impl TurnSource {
     }
 
     /// Samples the parent may pick from.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             TurnSource::Scripted(_) => 1,
             TurnSource::Pool(p) => p.len(),
@@ -58,12 +63,12 @@ impl TurnSource {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Turns available from `sample` (dataset conversations end early).
-    pub fn max_turns(&self, sample: u32) -> Option<u16> {
+    pub(crate) fn max_turns(&self, sample: u32) -> Option<u16> {
         match self {
             TurnSource::Conversations(c) => c
                 .get(sample as usize % c.len().max(1))
@@ -75,7 +80,7 @@ impl TurnSource {
 
 /// What every turn of a scenario's conversations shares.
 #[derive(Clone, Debug)]
-pub struct ConversationTemplate {
+pub(crate) struct ConversationTemplate {
     pub host: String,
     pub path: String,
     pub model: String,
@@ -95,7 +100,7 @@ pub struct ConversationTemplate {
 
 /// A conversation in progress on a worker.
 #[derive(Debug, Default)]
-pub struct Conv {
+pub(crate) struct Conv {
     pub scenario: u16,
     pub stage: u16,
     pub sample: u32,
@@ -123,7 +128,7 @@ impl Conv {
 impl ConversationTemplate {
     /// Appends turn `conv.turn`'s user message to the history and writes the
     /// whole request into `out`; false when the source has no such turn.
-    pub fn next_request(
+    pub(crate) fn next_request(
         &self,
         protocol: &dyn Protocol,
         conv: &mut Conv,

@@ -6,16 +6,16 @@
 
 #![forbid(unsafe_code)]
 
-pub mod arrival;
-pub mod conn;
-pub mod conversation;
-pub mod parent;
-pub mod record;
-pub mod requests;
-pub mod shared;
-pub mod supervisor;
-pub mod token_lane;
-pub mod worker;
+pub(crate) mod arrival;
+pub(crate) mod conn;
+pub(crate) mod conversation;
+pub(crate) mod parent;
+pub(crate) mod record;
+pub(crate) mod requests;
+pub(crate) mod shared;
+pub(crate) mod supervisor;
+pub(crate) mod token_lane;
+pub(crate) mod worker;
 
 use std::net::SocketAddr;
 
@@ -25,7 +25,7 @@ use requests::RequestSet;
 
 /// One weighted kind of traffic: its wire format, endpoint, content and
 /// checks.
-pub struct ScenarioPlan<'a> {
+pub(crate) struct ScenarioPlan<'a> {
     pub name: String,
     /// Share of concurrency (closed loop) or of arrivals (open loop).
     pub weight: f64,
@@ -48,7 +48,7 @@ pub struct ScenarioPlan<'a> {
 
 impl ScenarioPlan<'_> {
     /// Samples the parent picks from.
-    pub fn samples(&self) -> usize {
+    pub(crate) fn samples(&self) -> usize {
         match &self.conversation {
             Some(c) => c.turns.len().max(1),
             None => self.requests.len().max(1),
@@ -57,7 +57,7 @@ impl ScenarioPlan<'_> {
 }
 
 /// Everything the engine needs for a run.
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     /// Every endpoint scenarios send to, resolved once; `None` for a host
     /// that did not resolve (its requests fail as `dns_error`).
     pub endpoints: Vec<Option<SocketAddr>>,

@@ -10,19 +10,19 @@ use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::Gaps;
 
 /// `flags`: the response was an SSE stream.
-pub const STREAMED: u8 = 1;
+pub(crate) const STREAMED: u8 = 1;
 /// `flags`: more gaps arrived than the worker could keep.
-pub const GAPS_TRUNCATED: u8 = 2;
+pub(crate) const GAPS_TRUNCATED: u8 = 2;
 /// `flags`: the last request of its conversation (always set for a
 /// single-turn scenario): the parent's closed loop may release another.
-pub const CONV_END: u8 = 4;
+pub(crate) const CONV_END: u8 = 4;
 /// `flags`: no request was sent; the record only says a conversation ended
 /// (it was waiting to think when the run began to drain).
-pub const NO_REQUEST: u8 = 8;
+pub(crate) const NO_REQUEST: u8 = 8;
 
 /// The fixed part of a completion record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Completion {
+pub(crate) struct Completion {
     pub seq: u64,
     pub t_sched: u64,
     pub t_send: u64,
@@ -56,13 +56,13 @@ pub struct Completion {
 }
 
 /// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
+pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
 
 const NONE: u32 = u32::MAX;
 
 impl Completion {
     /// Total record length with its gaps, text and message.
-    pub fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         HEADER
             + self.n_gaps as usize * 8
             + (self.text_len as usize + self.msg_len as usize).next_multiple_of(8)
@@ -71,7 +71,7 @@ impl Completion {
     /// Writes the header, `gaps` (`n_gaps` of them), `text` (`text_len`
     /// bytes) and `msg` (`msg_len` bytes) into `out`, exactly
     /// `encoded_len()` bytes.
-    pub fn encode(&self, gaps: &[u64], text: &[u8], msg: &[u8], out: &mut [u8]) {
+    pub(crate) fn encode(&self, gaps: &[u64], text: &[u8], msg: &[u8], out: &mut [u8]) {
         let mut w = Writer { out, at: 0 };
         for v in [
             self.seq,
@@ -114,7 +114,7 @@ impl Completion {
     }
 
     /// Reads a record; `None` if it is shorter than its header says.
-    pub fn decode(bytes: &[u8]) -> Option<Decoded<'_>> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Decoded<'_>> {
         let mut r = Reader { bytes, at: 0 };
         let mut c = Completion {
             seq: r.u64()?,
@@ -151,13 +151,12 @@ impl Completion {
     }
 
     /// The request as the metrics see it.
-    pub fn sample(&self) -> RequestSample {
+    pub(crate) fn sample(&self) -> RequestSample {
         let opt = |v: u32| (v != NONE).then_some(v);
         let error = ErrorClass::from_u8(self.error);
         RequestSample {
             t_sched: self.t_sched,
             t_send: self.t_send,
-            t_first_byte: self.t_first_byte,
             t_first_token: self.t_first_token,
             t_last_token: self.t_last_token,
             t_end: self.t_end,
@@ -174,14 +173,14 @@ impl Completion {
     }
 
     /// `u32::MAX`-coded optional count.
-    pub fn code(v: Option<u32>) -> u32 {
+    pub(crate) fn code(v: Option<u32>) -> u32 {
         v.unwrap_or(NONE)
     }
 }
 
 /// A record read in place.
 #[derive(Clone, Debug)]
-pub struct Decoded<'a> {
+pub(crate) struct Decoded<'a> {
     pub c: Completion,
     pub gaps: Gaps<'a>,
     /// Output text, raw JSON-escaped bytes, when the worker kept it.

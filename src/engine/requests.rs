@@ -15,7 +15,7 @@ use crate::uuid::UUID_PLACEHOLDER;
 
 /// Where a request's input token count comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InputSource {
+pub(crate) enum InputSource {
     /// The dataset gave token ids.
     Ids,
     /// Counted with `--tokenizer` before the run.
@@ -27,7 +27,7 @@ pub enum InputSource {
 
 /// Prebuilt HTTP requests, indexed by sample number.
 #[derive(Debug, Default)]
-pub struct RequestSet {
+pub(crate) struct RequestSet {
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
     /// Offsets, within each request, of the conversation-id placeholders in
@@ -39,7 +39,7 @@ pub struct RequestSet {
 }
 
 /// What every request of a run shares.
-pub struct RequestTemplate<'a> {
+pub(crate) struct RequestTemplate<'a> {
     pub protocol: &'a dyn Protocol,
     pub endpoint: &'a Endpoint,
     pub model: &'a str,
@@ -60,22 +60,8 @@ pub struct RequestTemplate<'a> {
 }
 
 impl RequestSet {
-    /// Serializes one request per sample.
-    pub fn build(
-        samples: &[Sample],
-        t: &RequestTemplate<'_>,
-        tokenizer: Option<&Tokenizer>,
-    ) -> RequestSet {
-        let mut set = RequestSet::default();
-        let mut body = Vec::new();
-        for s in samples {
-            set.push(s, t, tokenizer, &mut body);
-        }
-        set
-    }
-
     /// Serializes the request for `s`; `scratch` is a reusable body buffer.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         s: &Sample,
         t: &RequestTemplate<'_>,
@@ -162,14 +148,14 @@ impl RequestSet {
 
     /// The bytes of request `i`.
     #[inline]
-    pub fn get(&self, i: u32) -> &[u8] {
+    pub(crate) fn get(&self, i: u32) -> &[u8] {
         let (start, len) = self.spans[i as usize];
         &self.bytes[start..start + len]
     }
 
     /// Where request `i` carries its conversation id, if anywhere.
     #[inline]
-    pub fn id_slots(&self, i: u32) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn id_slots(&self, i: u32) -> impl Iterator<Item = usize> + '_ {
         self.id_slots[i as usize]
             .iter()
             .filter(|&&o| o != u32::MAX)
@@ -177,7 +163,7 @@ impl RequestSet {
     }
 
     /// Whether any request carries an id to fill in.
-    pub fn has_id_slots(&self) -> bool {
+    pub(crate) fn has_id_slots(&self) -> bool {
         self.id_slots
             .iter()
             .any(|s| s.iter().any(|&o| o != u32::MAX))
@@ -186,21 +172,12 @@ impl RequestSet {
     /// Input tokens of sample `i` and where the count came from, when known
     /// before sending.
     #[inline]
-    pub fn input_tokens(&self, i: u32) -> Option<(u32, InputSource)> {
+    pub(crate) fn input_tokens(&self, i: u32) -> Option<(u32, InputSource)> {
         let (n, source) = *self.isl.get(i as usize)?;
         (source != InputSource::Usage).then_some((n, source))
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-
-    /// Total bytes of all requests.
-    pub fn total_bytes(&self) -> usize {
-        self.bytes.len()
     }
 }

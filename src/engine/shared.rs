@@ -4,4 +4,4 @@
 //! the once-only handout of ring ends are `shm::run`'s, the one place allowed
 //! the pointer work they need; the engine only uses them.
 
-pub use crate::shm::run::{IssueSlot, MAX_GAPS, RunPhase, Shared, WorkerCounters};
+pub(crate) use crate::shm::run::{IssueSlot, MAX_GAPS, RunPhase, Shared, WorkerCounters};

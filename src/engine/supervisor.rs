@@ -29,14 +29,14 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Routes SIGINT and SIGTERM to a count the parent's loop reads (without
 /// SA_RESTART, so a sleeping parent wakes with EINTR and sees it at once).
-pub fn install_signal_handlers() -> io::Result<()> {
+pub(crate) fn install_signal_handlers() -> io::Result<()> {
     signal::count_interrupts()
 }
 
 /// The forked workers of a run, ready for requests: the shared mapping, the
 /// parent's ends of every worker's rings, and the worker processes. Dropped
 /// without `run`, it kills and reaps them.
-pub struct Workers {
+pub(crate) struct Workers {
     shared: Shared,
     ends: Vec<(SlotProducer<IssueSlot>, ByteConsumer)>,
     children: Vec<Child>,
@@ -47,7 +47,7 @@ pub struct Workers {
 /// Call it before starting any thread: a worker is a copy of this process
 /// made by `fork()`, and a lock another thread held at that moment (stdio's,
 /// the events sink's channel) would stay held in the copy forever.
-pub fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
+pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
     debug_assert_eq!(
         process::threads(),
         Some(1),
@@ -108,7 +108,7 @@ pub fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
 impl Workers {
     /// Runs the plan on the workers, then reaps them. `observer` hears of
     /// every finished request and each live interval.
-    pub fn run(
+    pub(crate) fn run(
         mut self,
         plan: &Plan<'_>,
         started_ns: u64,

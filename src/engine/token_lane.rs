@@ -12,7 +12,7 @@ use crate::protocol::json::unescape;
 use crate::tokens::Tokenizer;
 
 /// The parent's end of the counting thread.
-pub struct TokenLane<'scope> {
+pub(crate) struct TokenLane<'scope> {
     tx: Option<Sender<Finished<'static>>>,
     rx: Receiver<Finished<'static>>,
     /// Submitted and not yet returned.
@@ -21,7 +21,10 @@ pub struct TokenLane<'scope> {
 }
 
 impl<'scope> TokenLane<'scope> {
-    pub fn spawn<'env>(scope: &'scope Scope<'scope, 'env>, tokenizer: &'env Tokenizer) -> Self {
+    pub(crate) fn spawn<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        tokenizer: &'env Tokenizer,
+    ) -> Self {
         let (tx, work) = channel::<Finished<'static>>();
         let (done, rx) = channel::<Finished<'static>>();
         let thread = scope.spawn(move || {
@@ -41,7 +44,7 @@ impl<'scope> TokenLane<'scope> {
         }
     }
 
-    pub fn submit(&mut self, f: Finished<'static>) {
+    pub(crate) fn submit(&mut self, f: Finished<'static>) {
         if let Some(tx) = &self.tx
             && tx.send(f).is_ok()
         {
@@ -50,14 +53,14 @@ impl<'scope> TokenLane<'scope> {
     }
 
     /// A counted request, if one is ready.
-    pub fn try_take(&mut self) -> Option<Finished<'static>> {
+    pub(crate) fn try_take(&mut self) -> Option<Finished<'static>> {
         let p = self.rx.try_recv().ok()?;
         self.outstanding -= 1;
         Some(p)
     }
 
     /// Waits for a counted request; `None` once nothing is outstanding.
-    pub fn take(&mut self) -> Option<Finished<'static>> {
+    pub(crate) fn take(&mut self) -> Option<Finished<'static>> {
         if self.outstanding == 0 {
             return None;
         }
@@ -67,7 +70,7 @@ impl<'scope> TokenLane<'scope> {
     }
 
     /// No more submissions: lets the thread end once it has drained.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.tx = None;
     }
 }

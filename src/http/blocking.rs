@@ -24,11 +24,11 @@ use crate::http::response::{BodyKind, HeadError, MAX_HEADERS, parse_head};
 
 /// Body bytes kept per response; a larger body is cut here and marked
 /// `truncated` rather than read without end.
-pub const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 
 /// Why a TCP connection could not be made.
 #[derive(Debug)]
-pub enum ConnectError {
+pub(crate) enum ConnectError {
     /// RST to our SYN: nothing listens on that port.
     Refused,
     /// No answer to the SYN before the deadline.
@@ -63,7 +63,7 @@ impl fmt::Display for ConnectError {
 
 /// Why a request got no complete response.
 #[derive(Debug)]
-pub enum FetchError {
+pub(crate) enum FetchError {
     Connect(ConnectError),
     /// The deadline passed; `head` says whether a response head had arrived.
     Timeout {
@@ -109,7 +109,7 @@ impl fmt::Display for FetchError {
 
 /// A complete response.
 #[derive(Debug, Default)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     /// The `Content-Type` value as sent.
     pub content_type: Option<String>,
@@ -132,7 +132,10 @@ pub struct Response {
 
 /// Connects to `addr` within `timeout`; returns the stream and how long the
 /// connect took.
-pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<(TcpStream, Duration), ConnectError> {
+pub(crate) fn connect(
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<(TcpStream, Duration), ConnectError> {
     let start = Instant::now();
     // connect_timeout rejects a zero duration; the caller's deadline is
     // already gone then.
@@ -142,7 +145,7 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> Result<(TcpStream, Durati
 }
 
 /// `GET path` on `endpoint` with `headers`, within `timeout`.
-pub fn get(
+pub(crate) fn get(
     endpoint: &Endpoint,
     path: &str,
     headers: &[(&str, &str)],
@@ -156,7 +159,11 @@ pub fn get(
 /// Sends the complete request `request` on a new connection to `addr` and
 /// reads one response; `timeout` bounds the connect and the exchange
 /// together.
-pub fn fetch(addr: SocketAddr, request: &[u8], timeout: Duration) -> Result<Response, FetchError> {
+pub(crate) fn fetch(
+    addr: SocketAddr,
+    request: &[u8],
+    timeout: Duration,
+) -> Result<Response, FetchError> {
     let deadline = Instant::now() + timeout;
     let (mut s, _) = connect(addr, timeout).map_err(FetchError::Connect)?;
     let _ = s.set_nodelay(true);

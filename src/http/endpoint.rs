@@ -5,7 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A resolved endpoint.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The URL as the user gave it (or as built for the built-in server).
     pub url: String,
     /// The `Host` header value: host, and port when not 80.
@@ -16,7 +16,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Parses and resolves `url`; `default_path` is used when it has none.
-    pub fn parse(url: &str, default_path: &str) -> Result<Endpoint, String> {
+    pub(crate) fn parse(url: &str, default_path: &str) -> Result<Endpoint, String> {
         let rest = if let Some(rest) = url.strip_prefix("http://") {
             rest
         } else if url.starts_with("https://") {
@@ -66,7 +66,7 @@ impl Endpoint {
     /// As `parse`, but a host name that does not resolve is not an error:
     /// the endpoint's address is then unspecified (`0.0.0.0`), and its
     /// requests fail as `dns_error` instead of the run refusing to start.
-    pub fn parse_lenient(url: &str, default_path: &str) -> Result<Endpoint, String> {
+    pub(crate) fn parse_lenient(url: &str, default_path: &str) -> Result<Endpoint, String> {
         match Endpoint::parse(url, default_path) {
             Err(e) if e.contains("cannot resolve") || e.contains("has no address") => {
                 let rest = url.strip_prefix("http://").unwrap_or(url);
@@ -92,12 +92,12 @@ impl Endpoint {
     }
 
     /// Whether the host resolved (see `parse_lenient`).
-    pub fn resolved(&self) -> bool {
+    pub(crate) fn resolved(&self) -> bool {
         !self.addr.ip().is_unspecified()
     }
 
     /// The endpoint of a server listening at `addr` (the built-in one).
-    pub fn local(addr: SocketAddr, path: &str) -> Endpoint {
+    pub(crate) fn local(addr: SocketAddr, path: &str) -> Endpoint {
         Endpoint {
             url: format!("http://{addr}{path}"),
             host: addr.to_string(),

@@ -10,9 +10,9 @@
 
 pub(crate) mod blocking;
 pub mod chunked;
-pub mod endpoint;
+pub(crate) mod endpoint;
 pub(crate) mod headers;
-pub mod request;
+pub(crate) mod request;
 pub mod response;
 pub mod sse;
 
@@ -24,19 +24,19 @@ pub(crate) mod test_support {
     use crate::rng::Rng;
 
     /// The crate's seeded generator with the `usize` ranges tests index by.
-    pub struct Prng(Rng);
+    pub(crate) struct Prng(Rng);
 
     impl Prng {
-        pub fn new(seed: u64) -> Self {
+        pub(crate) fn new(seed: u64) -> Self {
             Self(Rng::seeded(seed))
         }
 
-        pub fn next_u64(&mut self) -> u64 {
+        pub(crate) fn next_u64(&mut self) -> u64 {
             self.0.next_u64()
         }
 
         /// Uniform in `0..n` (`n > 0`).
-        pub fn below(&mut self, n: usize) -> usize {
+        pub(crate) fn below(&mut self, n: usize) -> usize {
             self.0.below(n as u64) as usize
         }
     }
@@ -44,7 +44,7 @@ pub(crate) mod test_support {
     /// Calls `f` with `input` cut into pieces in every way the tests care
     /// about: whole, at every single byte boundary, into 1-byte pieces, and
     /// into random pieces of a few size ranges.
-    pub fn for_each_split(input: &[u8], seed: u64, mut f: impl FnMut(&[&[u8]])) {
+    pub(crate) fn for_each_split(input: &[u8], seed: u64, mut f: impl FnMut(&[&[u8]])) {
         f(&[input]);
         for cut in 0..=input.len() {
             f(&[&input[..cut], &input[cut..]]);

@@ -6,7 +6,7 @@
 /// application/json` and `Content-Length` (when `body` is non-empty), a blank
 /// line and `body` to `out`. Header names and values are written verbatim;
 /// callers reject CR/LF in user-supplied headers before calling.
-pub fn write_request(
+pub(crate) fn write_request(
     out: &mut Vec<u8>,
     method: &str,
     host: &str,

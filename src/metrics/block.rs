@@ -7,11 +7,11 @@ use super::errors::{ErrorClass, ErrorCounts};
 use super::series::Series;
 
 /// Finish reasons counted apart (`protocol::Finish` has this many values).
-pub const FINISH_KINDS: usize = 6;
+pub(crate) const FINISH_KINDS: usize = 6;
 
 /// Where a successful request's output token count came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TokenSource {
+pub(crate) enum TokenSource {
     /// The endpoint's `usage.completion_tokens`.
     Usage = 0,
     /// `--tokenizer` on the output text.
@@ -24,7 +24,7 @@ pub enum TokenSource {
 
 /// Where a request's input token count came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InputCount {
+pub(crate) enum InputCount {
     /// Token ids given by the dataset.
     Ids = 0,
     /// `--tokenizer` on the prompt, before the run.
@@ -37,17 +37,15 @@ pub enum InputCount {
 }
 
 /// Names of `TokenSource` values, by index.
-pub const OUTPUT_SOURCES: [&str; 4] = ["usage", "tokenizer", "events", "unknown"];
+pub(crate) const OUTPUT_SOURCES: [&str; 4] = ["usage", "tokenizer", "events", "unknown"];
 /// Names of `InputCount` values, by index.
-pub const INPUT_SOURCES: [&str; 4] = ["input_ids", "tokenizer", "usage", "unknown"];
+pub(crate) const INPUT_SOURCES: [&str; 4] = ["input_ids", "tokenizer", "usage", "unknown"];
 
 /// One finished request, as the collector hands it over (times in CLOCK_MONOTONIC ns).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RequestSample {
+pub(crate) struct RequestSample {
     pub t_sched: u64,
     pub t_send: u64,
-    /// 0 when no response byte arrived.
-    pub t_first_byte: u64,
     /// 0 when no text-bearing event arrived.
     pub t_first_token: u64,
     pub t_last_token: u64,
@@ -71,7 +69,7 @@ pub struct RequestSample {
 
 impl RequestSample {
     /// Output tokens and where the count came from.
-    pub fn output_tokens(&self) -> (u64, TokenSource) {
+    pub(crate) fn output_tokens(&self) -> (u64, TokenSource) {
         match (self.completion_tokens, self.tokenized_output) {
             (Some(n), _) => (n as u64, TokenSource::Usage),
             (None, Some(n)) => (n as u64, TokenSource::Tokenizer),
@@ -83,7 +81,7 @@ impl RequestSample {
 
 /// Results for one slice of a run.
 #[derive(Clone, Debug, Default)]
-pub struct Block {
+pub(crate) struct Block {
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
@@ -129,7 +127,7 @@ pub struct Block {
 
 impl Block {
     /// Records a finished request (success or failure) and its ITL gaps.
-    pub fn record(&mut self, s: &RequestSample, gaps: impl IntoIterator<Item = u64>) {
+    pub(crate) fn record(&mut self, s: &RequestSample, gaps: impl IntoIterator<Item = u64>) {
         self.issued += 1;
         if self.first_sched == 0 || s.t_sched < self.first_sched {
             self.first_sched = s.t_sched;
@@ -175,7 +173,7 @@ impl Block {
 
     /// Keeps `message` as an example for `key`, unless three are kept
     /// already or it is one of them.
-    pub fn record_message(&mut self, key: &str, message: &str) {
+    pub(crate) fn record_message(&mut self, key: &str, message: &str) {
         const KEEP: usize = 3;
         if let Some(v) = self.error_messages.get(key)
             && (v.len() >= KEEP || v.iter().any(|m| m == message))
@@ -189,7 +187,7 @@ impl Block {
     }
 
     /// Adds `other` into this block.
-    pub fn merge(&mut self, other: &Block) {
+    pub(crate) fn merge(&mut self, other: &Block) {
         self.issued += other.issued;
         self.completed += other.completed;
         self.failed += other.failed;
@@ -236,18 +234,18 @@ impl Block {
     /// How the output token total was counted: `usage`, `tokenizer`,
     /// `events`, `unknown`, `mixed` when requests differed, `none` when
     /// nothing succeeded.
-    pub fn output_source(&self) -> &'static str {
+    pub(crate) fn output_source(&self) -> &'static str {
         source_name(&self.output_sources, &OUTPUT_SOURCES)
     }
 
     /// How the input token total was counted, as `output_source`.
-    pub fn input_source(&self) -> &'static str {
+    pub(crate) fn input_source(&self) -> &'static str {
         source_name(&self.input_sources, &INPUT_SOURCES)
     }
 
     /// Token-weighted TPOT (total decode time over total decode tokens, as
     /// guidellm reports it), in ns; `None` without multi-token responses.
-    pub fn tpot_token_weighted_ns(&self) -> Option<f64> {
+    pub(crate) fn tpot_token_weighted_ns(&self) -> Option<f64> {
         (self.decode_tokens > 0).then(|| self.decode_ns as f64 / self.decode_tokens as f64)
     }
 }
@@ -276,7 +274,6 @@ mod tests {
         RequestSample {
             t_sched,
             t_send: t_sched + 10,
-            t_first_byte: t_sched + 20,
             t_first_token: first,
             t_last_token: last,
             t_end: end,

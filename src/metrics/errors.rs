@@ -6,7 +6,7 @@
 /// Why a request failed. `repr(u8)` because it travels in completion records.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorClass {
+pub(crate) enum ErrorClass {
     /// The request succeeded.
     None = 0,
     /// The endpoint refused the TCP connection (nothing listening).
@@ -45,10 +45,10 @@ pub enum ErrorClass {
 }
 
 /// Number of `ErrorClass` values, for fixed arrays indexed by class.
-pub const CLASSES: usize = 17;
+pub(crate) const CLASSES: usize = 17;
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; CLASSES] = [
+    pub(crate) const ALL: [ErrorClass; CLASSES] = [
         ErrorClass::None,
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
@@ -70,7 +70,7 @@ impl ErrorClass {
 
     /// The class's key in reports; HTTP statuses are named `http_<code>`
     /// by `ErrorCounts` instead.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorClass::None => "none",
             ErrorClass::ConnectRefused => "connect_refused",
@@ -94,7 +94,7 @@ impl ErrorClass {
 
     /// Decodes the byte a completion record carries; unknown bytes are `Io`
     /// so a corrupt record is still counted as a failure.
-    pub fn from_u8(b: u8) -> ErrorClass {
+    pub(crate) fn from_u8(b: u8) -> ErrorClass {
         ErrorClass::ALL
             .get(b as usize)
             .copied()
@@ -102,7 +102,7 @@ impl ErrorClass {
     }
 
     /// The report key of a failure: the class name, or `http_<code>`.
-    pub fn key(self, status: u16) -> String {
+    pub(crate) fn key(self, status: u16) -> String {
         if self == ErrorClass::HttpStatus {
             format!("http_{}", (status as usize).min(STATUSES - 1))
         } else {
@@ -113,7 +113,7 @@ impl ErrorClass {
     /// Where a report key sorts in `ErrorCounts::named` order: by class,
     /// `http_<code>` in place of `http_status` by code, and keys this
     /// version does not know after all of them.
-    pub fn report_order(key: &str) -> (usize, u16) {
+    pub(crate) fn report_order(key: &str) -> (usize, u16) {
         if let Some(code) = key.strip_prefix("http_").and_then(|c| c.parse().ok()) {
             return (ErrorClass::HttpStatus as usize, code);
         }
@@ -122,12 +122,6 @@ impl ErrorClass {
             None => (CLASSES, 0),
         }
     }
-
-    /// Saturation of the load generator itself, reported apart from the
-    /// endpoint's errors.
-    pub fn is_generator_side(self) -> bool {
-        matches!(self, ErrorClass::FdExhausted | ErrorClass::PortsExhausted)
-    }
 }
 
 /// HTTP status codes are three digits; anything else is folded into 999.
@@ -135,7 +129,7 @@ const STATUSES: usize = 1000;
 
 /// Failure counts by class and, for `HttpStatus`, by code.
 #[derive(Clone, Debug)]
-pub struct ErrorCounts {
+pub(crate) struct ErrorCounts {
     by_class: [u64; CLASSES],
     by_status: Box<[u64; STATUSES]>,
 }
@@ -150,18 +144,18 @@ impl Default for ErrorCounts {
 }
 
 impl ErrorCounts {
-    pub fn record(&mut self, class: ErrorClass, status: u16) {
+    pub(crate) fn record(&mut self, class: ErrorClass, status: u16) {
         self.add(class, status, 1);
     }
 
-    pub fn add(&mut self, class: ErrorClass, status: u16, n: u64) {
+    pub(crate) fn add(&mut self, class: ErrorClass, status: u16, n: u64) {
         if class == ErrorClass::HttpStatus {
             self.by_status[(status as usize).min(STATUSES - 1)] += n;
         }
         self.by_class[class as usize] += n;
     }
 
-    pub fn merge(&mut self, other: &ErrorCounts) {
+    pub(crate) fn merge(&mut self, other: &ErrorCounts) {
         for (a, b) in self.by_class.iter_mut().zip(other.by_class.iter()) {
             *a += b;
         }
@@ -170,22 +164,18 @@ impl ErrorCounts {
         }
     }
 
-    /// Failures of every class.
-    pub fn total(&self) -> u64 {
-        self.by_class[1..].iter().sum()
-    }
-
-    pub fn get(&self, class: ErrorClass) -> u64 {
+    pub(crate) fn get(&self, class: ErrorClass) -> u64 {
         self.by_class[class as usize]
     }
 
-    pub fn status(&self, code: u16) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn status(&self, code: u16) -> u64 {
         self.by_status[(code as usize).min(STATUSES - 1)]
     }
 
     /// Non-zero counts as `(key, count)`, classes in taxonomy order with HTTP
     /// statuses in place of `http_status` as `http_<code>`.
-    pub fn named(&self) -> Vec<(String, u64)> {
+    pub(crate) fn named(&self) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         for class in &ErrorClass::ALL[1..] {
             if *class == ErrorClass::HttpStatus {
@@ -224,7 +214,7 @@ mod tests {
         let mut other = ErrorCounts::default();
         other.record(ErrorClass::MalformedResponse, 0);
         e.merge(&other);
-        assert_eq!(e.total(), 5);
+        assert_eq!(e.by_class[1..].iter().sum::<u64>(), 5);
         assert_eq!(
             e.named(),
             vec![

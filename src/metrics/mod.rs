@@ -5,9 +5,9 @@
 
 #![forbid(unsafe_code)]
 
-pub mod block;
-pub mod errors;
-pub mod observe;
-pub mod run;
-pub mod series;
-pub mod thresholds;
+pub(crate) mod block;
+pub(crate) mod errors;
+pub(crate) mod observe;
+pub(crate) mod run;
+pub(crate) mod series;
+pub(crate) mod thresholds;

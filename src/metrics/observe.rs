@@ -13,7 +13,7 @@ use super::series::Series;
 /// measured and what identifies it. Borrowed from the completion record it
 /// was read from; owned while the tokenizer lane counts its output.
 #[derive(Clone, Debug)]
-pub struct Finished<'a> {
+pub(crate) struct Finished<'a> {
     pub sample: RequestSample,
     /// Conversation number in the run (the request's own for single turns).
     pub seq: u64,
@@ -32,7 +32,7 @@ pub struct Finished<'a> {
 
 impl Finished<'_> {
     /// The same request, no longer borrowing the record it came from.
-    pub fn into_owned(self) -> Finished<'static> {
+    pub(crate) fn into_owned(self) -> Finished<'static> {
         Finished {
             gaps: Gaps::Owned(self.gaps.iter().collect()),
             text: Cow::Owned(self.text.into_owned()),
@@ -44,24 +44,13 @@ impl Finished<'_> {
 /// Inter-token gaps in nanoseconds: read in place from a completion record
 /// (native-endian `u64`s), or owned.
 #[derive(Clone, Debug)]
-pub enum Gaps<'a> {
+pub(crate) enum Gaps<'a> {
     InPlace(&'a [u8]),
     Owned(Vec<u64>),
 }
 
 impl Gaps<'_> {
-    pub fn len(&self) -> usize {
-        match self {
-            Gaps::InPlace(b) => b.len() / 8,
-            Gaps::Owned(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         let (bytes, owned): (&[u8], &[u64]) = match self {
             Gaps::InPlace(b) => (b, &[]),
             Gaps::Owned(v) => (&[], v),
@@ -75,7 +64,7 @@ impl Gaps<'_> {
 
 /// The last live interval.
 #[derive(Clone, Copy, Debug)]
-pub struct Interval<'a> {
+pub(crate) struct Interval<'a> {
     /// Since the run started.
     pub elapsed_ns: u64,
     pub interval_ns: u64,
@@ -89,7 +78,7 @@ pub struct Interval<'a> {
 }
 
 /// Receives events from the collector.
-pub trait Observer {
+pub(crate) trait Observer {
     fn request(&mut self, finished: &Finished<'_>);
     fn interval(&mut self, interval: &Interval<'_>);
 }
@@ -103,7 +92,6 @@ mod tests {
         let values = [3u64, u64::MAX, 0, 1 << 40];
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
         let in_place = Gaps::InPlace(&bytes);
-        assert_eq!(in_place.len(), 4);
         assert_eq!(in_place.iter().collect::<Vec<_>>(), values);
         let f = Finished {
             sample: RequestSample::default(),
@@ -120,6 +108,6 @@ mod tests {
         assert!(matches!(owned.gaps, Gaps::Owned(_)));
         assert_eq!(owned.gaps.iter().collect::<Vec<_>>(), values);
         assert_eq!(&owned.text[..], b"hi");
-        assert!(Gaps::Owned(Vec::new()).is_empty());
+        assert_eq!(Gaps::Owned(Vec::new()).iter().count(), 0);
     }
 }

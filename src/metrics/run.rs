@@ -11,7 +11,7 @@ use crate::plan::Load;
 
 /// Generator health: how the load generator itself coped.
 #[derive(Clone, Debug, Default)]
-pub struct GeneratorStats {
+pub(crate) struct GeneratorStats {
     pub workers: usize,
     /// Requests that found their worker's issue ring full.
     pub ring_full: u64,
@@ -24,15 +24,13 @@ pub struct GeneratorStats {
     pub stale_retries: u64,
     /// Busiest worker's share of wall time spent handling events (0..1).
     pub worker_busy_max: f64,
-    /// Parent busy-wait/sleep bookkeeping: arrivals the parent reached late.
-    pub late_wakeups: u64,
     /// Reasons the generator, not the endpoint, limited the run.
     pub limits: Vec<Limit>,
 }
 
 /// One way the generator, not the endpoint, set the pace of a run.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// Requests that found their worker's issue ring full.
     RingFull(u64),
     /// Requests that waited for a free connection.
@@ -56,7 +54,7 @@ const LATE_P99_NS: u64 = 1_000_000;
 
 impl Limit {
     /// Every limit `g` and the run's `total` show, in report order.
-    pub fn find(g: &GeneratorStats, total: &Block) -> Vec<Limit> {
+    pub(crate) fn find(g: &GeneratorStats, total: &Block) -> Vec<Limit> {
         let mut out = Vec::new();
         let counts = [
             (g.ring_full, Limit::RingFull(g.ring_full)),
@@ -90,7 +88,7 @@ impl Limit {
 
 /// How a worker process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitHow {
+pub(crate) enum ExitHow {
     /// Killed by this signal.
     Signal(i32),
     /// Exited with this status.
@@ -101,7 +99,7 @@ pub enum ExitHow {
 
 /// A stage broke a threshold and `abort_on_fail` skipped the stages after it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ThresholdAbort {
+pub(crate) struct ThresholdAbort {
     pub stage: String,
     /// The thresholds it broke, by name (`p99_ms`, …).
     pub broken: Vec<&'static str>,
@@ -109,7 +107,7 @@ pub struct ThresholdAbort {
 
 /// Why a run is incomplete: something it was asked to measure was not.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Incomplete {
+pub(crate) enum Incomplete {
     /// SIGINT or SIGTERM stopped the run.
     Interrupted,
     /// A worker process died with conversations in flight on it.
@@ -128,14 +126,14 @@ pub enum Incomplete {
 
 /// A scenario's results within a stage (or the whole run).
 #[derive(Clone, Debug)]
-pub struct ScenarioResult {
+pub(crate) struct ScenarioResult {
     pub name: String,
     pub block: Block,
 }
 
 /// A stage's results.
 #[derive(Clone, Debug)]
-pub struct StageResult {
+pub(crate) struct StageResult {
     pub name: String,
     pub load: Load,
     /// Every scenario together.
@@ -148,7 +146,7 @@ pub struct StageResult {
 
 /// What a run produced.
 #[derive(Clone, Debug, Default)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     pub started_wall_ns: u64,
     pub stages: Vec<StageResult>,
     /// All measured requests (warmup excluded).

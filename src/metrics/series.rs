@@ -24,7 +24,7 @@ const SIGFIG: u8 = 3;
 
 /// A recorded series of nanosecond values.
 #[derive(Clone)]
-pub struct Series {
+pub(crate) struct Series {
     hist: Histogram<u64>,
     count: u64,
     sum: u128,
@@ -38,7 +38,7 @@ pub struct Series {
 /// that empty rollup's field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Rollup {
+pub(crate) struct Rollup {
     pub count: u64,
     pub min: Option<f64>,
     pub mean: Option<f64>,
@@ -72,7 +72,7 @@ impl Default for Series {
 }
 
 impl Series {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut hist = Histogram::new_with_bounds(1, HIGHEST_NS, SIGFIG)
             .expect("constant histogram bounds are valid");
         // Off already for bounded histograms; said again because recording
@@ -88,7 +88,7 @@ impl Series {
     }
 
     /// Records one value in nanoseconds. Never allocates.
-    pub fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         // The histogram's lowest discernible value is 1, and values above its
         // top are clamped by `saturating_record`; the exact fields keep `ns`.
         self.hist.saturating_record(ns.max(1));
@@ -100,7 +100,7 @@ impl Series {
 
     /// Adds every value of `other` (stage rollups into the run total).
     /// Equivalent to having recorded all of `other`'s values here.
-    pub fn merge(&mut self, other: &Series) {
+    pub(crate) fn merge(&mut self, other: &Series) {
         if other.count == 0 {
             return;
         }
@@ -117,7 +117,7 @@ impl Series {
 
     /// Forgets every value, keeping the histogram's memory (for a warmup
     /// that is measured and then discarded).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.hist.reset();
         self.count = 0;
         self.sum = 0;
@@ -125,31 +125,29 @@ impl Series {
         self.max = 0;
     }
 
-    pub fn count(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> u64 {
         self.count
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
     /// Exact sum of every recorded value, in nanoseconds.
-    pub fn sum_ns(&self) -> u128 {
+    #[cfg(test)]
+    pub(crate) fn sum_ns(&self) -> u128 {
         self.sum
     }
 
     /// Exact smallest value; `None` when empty.
-    pub fn min_ns(&self) -> Option<u64> {
+    pub(crate) fn min_ns(&self) -> Option<u64> {
         (self.count > 0).then_some(self.min)
     }
 
     /// Exact largest value; `None` when empty.
-    pub fn max_ns(&self) -> Option<u64> {
+    pub(crate) fn max_ns(&self) -> Option<u64> {
         (self.count > 0).then_some(self.max)
     }
 
     /// Exact mean (up to `f64` rounding); `None` when empty.
-    pub fn mean_ns(&self) -> Option<f64> {
+    pub(crate) fn mean_ns(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum as f64 / self.count as f64)
     }
 
@@ -160,7 +158,7 @@ impl Series {
     /// bucket, within 0.1%), then clamped into the exact `[min, max]`; so
     /// `q = 0` gives the exact min and `q = 1` the exact max. `q` outside
     /// `0..=1` is clamped; NaN reads as 0.
-    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+    pub(crate) fn quantile_ns(&self, q: f64) -> Option<u64> {
         if self.count == 0 {
             return None;
         }
@@ -176,7 +174,7 @@ impl Series {
     }
 
     /// The rollup with every value divided by `unit_ns` (1e6 for ms, 1e3 for µs).
-    pub fn rollup(&self, unit_ns: f64) -> Rollup {
+    pub(crate) fn rollup(&self, unit_ns: f64) -> Rollup {
         if self.count == 0 {
             return Rollup::default();
         }
@@ -327,7 +325,7 @@ mod tests {
     #[test]
     fn empty() {
         let s = Series::default();
-        assert!(s.is_empty());
+        assert_eq!(s.count(), 0);
         assert_eq!(s.count(), 0);
         assert_eq!(s.quantile_ns(0.5), None);
         assert_eq!(s.min_ns(), None);
@@ -404,7 +402,7 @@ mod tests {
         s.record(5);
         s.record(7);
         s.clear();
-        assert!(s.is_empty());
+        assert_eq!(s.count(), 0);
         assert_eq!(s.rollup(1.0), Rollup::default());
         s.record(9);
         assert_eq!(s.quantile_ns(0.5), Some(9));

@@ -10,7 +10,7 @@ use crate::plan::Thresholds;
 
 /// One limit's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub name: &'static str,
     pub limit: f64,
     pub value: Option<f64>,
@@ -19,7 +19,7 @@ pub struct Verdict {
 
 impl Thresholds {
     /// Every limit set, evaluated on `b` over a window of `window_ns`.
-    pub fn evaluate(&self, b: &Block, window_ns: u64) -> Vec<Verdict> {
+    pub(crate) fn evaluate(&self, b: &Block, window_ns: u64) -> Vec<Verdict> {
         let ms = |q: f64, s: &super::series::Series| s.quantile_ns(q).map(|v| v as f64 / 1e6);
         let mut out = Vec::new();
         let mut upper = |name, limit: Option<f64>, value: Option<f64>| {

@@ -21,7 +21,7 @@ use crate::http::sse::SseEvent;
 use crate::json_key;
 
 /// `max_tokens` when the run sets none: the API requires one.
-pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 1024;
 
 json_key!(TYPE = "type");
 json_key!(DELTA = "delta");
@@ -38,7 +38,7 @@ json_key!(OUTPUT_TOKENS = "output_tokens");
 json_key!(STOP_REASON = "stop_reason");
 
 /// The `anthropic` wire format.
-pub struct Anthropic;
+pub(crate) struct Anthropic;
 
 impl Protocol for Anthropic {
     fn name(&self) -> &'static str {

@@ -16,7 +16,7 @@ json_key!(OBJECT = "object");
 /// that vLLM and SGLang send. Without a message string, the error value (or
 /// the `"error"` tag) stands for it, so an error is never lost for want of
 /// one.
-pub fn error_message(json: &[u8]) -> Option<&[u8]> {
+pub(crate) fn error_message(json: &[u8]) -> Option<&[u8]> {
     match scan::find(json, &ERROR) {
         Some(V::Object(e)) => match scan::find(e, &MESSAGE) {
             Some(V::Str(m)) => Some(m),
@@ -35,7 +35,7 @@ pub fn error_message(json: &[u8]) -> Option<&[u8]> {
 
 /// Control characters and runs of white space folded to single spaces,
 /// trimmed, cut to at most `max` characters (an ellipsis marks a cut).
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max * 4));
     for word in text.split(|c: char| c.is_whitespace() || c.is_control()) {
         if word.is_empty() {
@@ -55,7 +55,7 @@ pub fn one_line(text: &str, max: usize) -> String {
 
 /// An error as a person should read it: the `message` of a JSON error
 /// object when there is one, else the raw text, escapes resolved, one line.
-pub fn readable(raw: &[u8], max: usize) -> String {
+pub(crate) fn readable(raw: &[u8], max: usize) -> String {
     one_line(&unescape(error_message(raw).unwrap_or(raw)), max)
 }
 

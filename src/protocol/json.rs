@@ -4,7 +4,7 @@
 
 /// The text of raw JSON string bytes (escapes resolved); invalid escapes are
 /// kept as they are rather than dropping the text.
-pub fn unescape(raw: &[u8]) -> String {
+pub(crate) fn unescape(raw: &[u8]) -> String {
     if !raw.contains(&b'\\') {
         return String::from_utf8_lossy(raw).into_owned();
     }

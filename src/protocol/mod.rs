@@ -6,13 +6,13 @@
 
 #![forbid(unsafe_code)]
 
-pub mod anthropic;
-pub mod errors;
-pub mod json;
-pub mod openai_chat;
-pub mod openai_completions;
-pub mod scan;
-pub mod sglang;
+pub(crate) mod anthropic;
+pub(crate) mod errors;
+pub(crate) mod json;
+pub(crate) mod openai_chat;
+pub(crate) mod openai_completions;
+pub(crate) mod scan;
+pub(crate) mod sglang;
 #[cfg(test)]
 mod tests;
 

@@ -25,7 +25,7 @@ json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
 
 /// The `openai-chat` wire format.
-pub struct OpenAiChat;
+pub(crate) struct OpenAiChat;
 
 impl Protocol for OpenAiChat {
     fn name(&self) -> &'static str {

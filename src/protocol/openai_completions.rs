@@ -22,7 +22,7 @@ json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
 
 /// The `openai-completions` wire format.
-pub struct OpenAiCompletions;
+pub(crate) struct OpenAiCompletions;
 
 impl Protocol for OpenAiCompletions {
     fn name(&self) -> &'static str {

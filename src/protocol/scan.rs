@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use memchr::memmem::Finder;
 
 /// A JSON key, quotes included, with its searcher built on first use.
-pub type Key = LazyLock<Finder<'static>>;
+pub(crate) type Key = LazyLock<Finder<'static>>;
 
 /// Declares a `Key` static: `key!(CONTENT = "content");`.
 #[macro_export]
@@ -25,7 +25,7 @@ macro_rules! json_key {
 
 /// A JSON value as far as the scanner reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     /// The raw bytes between the quotes (escapes left as they are).
     Str(&'a [u8]),
     /// The raw bytes of a number.
@@ -40,7 +40,7 @@ pub enum Value<'a> {
 
 /// The value of the first occurrence of `key` in `json` that is followed by a
 /// colon, or `None`.
-pub fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
+pub(crate) fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
     let mut from = 0;
     let finder: &Finder<'static> = key;
     let key_len = finder.needle().len();
@@ -69,7 +69,7 @@ pub fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
 /// are `null`: it visits colons, not every byte or quote. A key is the quoted
 /// string just before its colon; text quoted inside a string value is
 /// escaped, so it is never taken for a key.
-pub fn for_each_key<'a>(json: &'a [u8], mut f: impl FnMut(&'a [u8], At<'a>)) {
+pub(crate) fn for_each_key<'a>(json: &'a [u8], mut f: impl FnMut(&'a [u8], At<'a>)) {
     for colon in memchr::memchr_iter(b':', json) {
         let v = skip_ws(json, colon + 1);
         if !matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
@@ -101,25 +101,25 @@ fn key_before(json: &[u8], colon: usize) -> Option<&[u8]> {
 
 /// Where a key's value starts; `value()` reads it.
 #[derive(Clone, Copy, Debug)]
-pub struct At<'a> {
+pub(crate) struct At<'a> {
     json: &'a [u8],
     i: usize,
 }
 
 impl<'a> At<'a> {
-    pub fn value(self) -> Option<Value<'a>> {
+    pub(crate) fn value(self) -> Option<Value<'a>> {
         value_at(self.json, self.i)
     }
 }
 
 /// The part of `json` after `inner`, a slice of it (a value `find` returned).
-pub fn after<'a>(json: &'a [u8], inner: &[u8]) -> &'a [u8] {
+pub(crate) fn after<'a>(json: &'a [u8], inner: &[u8]) -> &'a [u8] {
     let end = inner.as_ptr() as usize - json.as_ptr() as usize + inner.len();
     &json[end.min(json.len())..]
 }
 
 /// Parses the value of `key` as an unsigned integer.
-pub fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
+pub(crate) fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
     match find(json, key)? {
         Value::Num(n) => parse_u32(n),
         _ => None,

@@ -28,7 +28,7 @@ json_key!(TYPE = "type");
 json_key!(MESSAGE = "message");
 
 /// The `sglang` wire format.
-pub struct Sglang;
+pub(crate) struct Sglang;
 
 impl Protocol for Sglang {
     fn name(&self) -> &'static str {

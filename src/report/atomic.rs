@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// Atomically replaces `path` with `bytes`.
-pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()

@@ -34,17 +34,17 @@ use super::fmt::{Whole, num};
 use super::summary::{Numbers, Scenario, Stage, Summary};
 
 /// Latency changes smaller than this (ms) are never regressions.
-pub const LATENCY_FLOOR_MS: f64 = 1.0;
+pub(crate) const LATENCY_FLOOR_MS: f64 = 1.0;
 
 /// Which of the two documents.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Side {
+pub(crate) enum Side {
     Old,
     New,
 }
 
 impl Side {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Old => "old",
             Side::New => "new",
@@ -54,7 +54,7 @@ impl Side {
 
 /// Why two documents could not be compared.
 #[derive(Debug, PartialEq)]
-pub enum Error {
+pub(crate) enum Error {
     /// The document on `side` is not an llmload summary.
     NotASummary { side: Side, reason: String },
     /// No stage of one run pairs with a stage of the other.
@@ -90,7 +90,7 @@ enum Kind {
 
 /// One compared metric.
 #[derive(Debug)]
-pub struct Metric {
+pub(crate) struct Metric {
     /// The JSON key, e.g. `ttft_p99_ms`.
     pub key: &'static str,
     /// The table label, e.g. `ttft p99 ms`.
@@ -101,7 +101,7 @@ pub struct Metric {
 }
 
 /// The compared metrics, in table order.
-pub const METRICS: [Metric; 9] = [
+pub(crate) const METRICS: [Metric; 9] = [
     Metric {
         key: "requests_per_s",
         label: "requests/s",
@@ -173,7 +173,7 @@ impl Metric {
 
 /// One metric of one paired slice.
 #[derive(Debug)]
-pub struct Row {
+pub(crate) struct Row {
     pub metric: &'static Metric,
     pub old: Option<f64>,
     pub new: Option<f64>,
@@ -181,12 +181,12 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn delta(&self) -> Option<f64> {
+    pub(crate) fn delta(&self) -> Option<f64> {
         Some(self.new? - self.old?)
     }
 
     /// The change relative to the old value, in percent.
-    pub fn delta_pct(&self) -> Option<f64> {
+    pub(crate) fn delta_pct(&self) -> Option<f64> {
         let (old, new) = (self.old?, self.new?);
         (old != 0.0).then(|| (new - old) / old * 100.0)
     }
@@ -194,14 +194,14 @@ impl Row {
 
 /// How two stages were paired.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum PairedBy {
+pub(crate) enum PairedBy {
     Name,
     Position,
 }
 
 /// A stage of the old run and its partner in the new one.
 #[derive(Clone, Debug)]
-pub struct StagePair {
+pub(crate) struct StagePair {
     pub old: String,
     pub new: String,
     pub by: PairedBy,
@@ -209,7 +209,7 @@ pub struct StagePair {
 
 /// One paired slice: the whole run or a stage, optionally one scenario of it.
 #[derive(Debug)]
-pub struct Match {
+pub(crate) struct Match {
     /// `None` for run-wide slices.
     pub stage: Option<StagePair>,
     pub scenario: Option<String>,
@@ -218,7 +218,7 @@ pub struct Match {
 
 impl Match {
     /// How the slice is named in the text output.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         let mut t = match &self.stage {
             None => "run".to_string(),
             Some(p) if p.old == p.new => format!("stage {}", p.old),
@@ -241,7 +241,7 @@ impl Match {
 
 /// A stage or scenario present in only one run.
 #[derive(Debug, PartialEq)]
-pub struct Unmatched {
+pub(crate) struct Unmatched {
     pub only_in: Side,
     /// `None` for a run-wide scenario.
     pub stage: Option<String>,
@@ -250,7 +250,7 @@ pub struct Unmatched {
 
 /// The result of comparing two summaries.
 #[derive(Debug)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub regress_pct: f64,
     pub matches: Vec<Match>,
     pub unmatched: Vec<Unmatched>,
@@ -263,7 +263,7 @@ pub struct Comparison {
 }
 
 /// Compares two summary documents, each read as a `Summary`.
-pub fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison, Error> {
+pub(crate) fn compare(old: &Value, new: &Value, regress_pct: f64) -> Result<Comparison, Error> {
     if !(regress_pct.is_finite() && regress_pct >= 0.0) {
         return Err(Error::BadRegressPct(regress_pct));
     }
@@ -482,7 +482,7 @@ fn notes(old: &Summary, new: &Summary) -> Vec<String> {
 
 impl Comparison {
     /// The number of regressed metrics over all paired slices.
-    pub fn regressions(&self) -> usize {
+    pub(crate) fn regressions(&self) -> usize {
         self.matches
             .iter()
             .flat_map(|m| &m.rows)
@@ -491,7 +491,7 @@ impl Comparison {
     }
 
     /// The side-by-side tables and the verdict, for a person.
-    pub fn render_text(&self, old_name: &str, new_name: &str) -> String {
+    pub(crate) fn render_text(&self, old_name: &str, new_name: &str) -> String {
         let mut o = String::new();
         let p = self.regress_pct;
         let _ = writeln!(o, "llmload compare");
@@ -585,7 +585,7 @@ impl Comparison {
 
     /// The comparison as JSON: every paired slice's metrics with old, new,
     /// delta, delta_pct and regression; the unpaired; notes; the verdict.
-    pub fn to_json(&self, old_name: &str, new_name: &str) -> Value {
+    pub(crate) fn to_json(&self, old_name: &str, new_name: &str) -> Value {
         let matches: Vec<Value> = self
             .matches
             .iter()

@@ -22,7 +22,7 @@ const STATS: [(&str, Stat); 7] = [
 ];
 
 /// Renders `report.csv` (RFC 4180: CRLF line ends, fields quoted when needed).
-pub fn render(summary: &Summary) -> String {
+pub(crate) fn render(summary: &Summary) -> String {
     let slices = slices(summary, "*");
     let classes: BTreeSet<&str> = slices
         .iter()

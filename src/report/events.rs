@@ -54,7 +54,7 @@ enum Msg {
 /// What the events log ended up holding: the summary's `events`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
-pub struct EventsStats {
+pub(crate) struct EventsStats {
     pub path: String,
     pub written: u64,
     pub dropped: u64,
@@ -63,7 +63,7 @@ pub struct EventsStats {
 }
 
 /// The observer `bench` hands to the engine.
-pub struct RunObserver {
+pub(crate) struct RunObserver {
     tx: Option<SyncSender<Msg>>,
     thread: Option<JoinHandle<EventsStats>>,
     dropped: Arc<AtomicU64>,
@@ -80,7 +80,7 @@ struct Context {
 
 impl RunObserver {
     /// Creates `events.jsonl` in `dir` and starts the sink thread.
-    pub fn start(
+    pub(crate) fn start(
         dir: &Path,
         scenarios: &[String],
         stages: &[String],
@@ -121,7 +121,7 @@ impl RunObserver {
     }
 
     /// Flushes and syncs the log; returns what it holds.
-    pub fn finish(mut self) -> EventsStats {
+    pub(crate) fn finish(mut self) -> EventsStats {
         self.tx = None;
         let mut stats = self
             .thread

@@ -8,15 +8,15 @@
 
 #![forbid(unsafe_code)]
 
-pub mod atomic;
-pub mod compare;
-pub mod csv;
-pub mod events;
+pub(crate) mod atomic;
+pub(crate) mod compare;
+pub(crate) mod csv;
+pub(crate) mod events;
 pub(crate) mod fmt;
-pub mod prom;
+pub(crate) mod prom;
 pub(crate) mod slices;
-pub mod summary;
-pub mod text;
+pub(crate) mod summary;
+pub(crate) mod text;
 
 #[cfg(test)]
 mod fixture;
@@ -27,7 +27,7 @@ use crate::metrics::run::RunResult;
 use summary::Summary;
 
 /// What the report says about a run beyond the engine's result.
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     /// The resolved configuration, secrets already redacted.
     pub config: Value,
     /// One line naming what was measured, e.g. the endpoint URL and API.
@@ -49,7 +49,11 @@ pub struct RunInfo {
 /// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom` into
 /// `dir` atomically and returns the text report. Every file is a rendering
 /// of one `Summary`, so none can disagree with another.
-pub fn write_all(dir: &std::path::Path, run: &RunResult, info: &RunInfo) -> Result<String, String> {
+pub(crate) fn write_all(
+    dir: &std::path::Path,
+    run: &RunResult,
+    info: &RunInfo,
+) -> Result<String, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let summary = Summary::build(run, info);
     let mut json = serde_json::to_vec_pretty(&summary).expect("a summary always serializes");

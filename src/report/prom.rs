@@ -27,7 +27,7 @@ const ALL: &str = "all";
 type Label = (&'static str, String);
 
 /// Renders `metrics.prom`.
-pub fn render(summary: &Summary) -> String {
+pub(crate) fn render(summary: &Summary) -> String {
     let slices = slices(summary, ALL);
     let mut fams = Families::default();
     run_families(&mut fams, summary);

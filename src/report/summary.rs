@@ -33,7 +33,7 @@ const US: f64 = 1e3;
 /// The whole summary document.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Always `llmload`.
     pub tool: String,
     pub version: String,
@@ -83,7 +83,7 @@ fn yes() -> bool {
 /// The numbers every slice of a run has: the whole run, a stage, a scenario.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Numbers {
+pub(crate) struct Numbers {
     pub requests: Requests,
     /// Up to three distinct messages per failure key (`http_503`, …).
     pub error_messages: BTreeMap<String, Vec<String>>,
@@ -96,7 +96,7 @@ pub struct Numbers {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Requests {
+pub(crate) struct Requests {
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
@@ -106,7 +106,7 @@ pub struct Requests {
 
 impl Requests {
     /// failed / issued, when anything was issued.
-    pub fn error_rate(&self) -> Option<f64> {
+    pub(crate) fn error_rate(&self) -> Option<f64> {
         (self.issued > 0).then(|| self.failed as f64 / self.issued as f64)
     }
 }
@@ -114,7 +114,7 @@ impl Requests {
 /// Per second over the slice's window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub requests_per_s: f64,
     pub output_tokens_per_s: f64,
     pub input_tokens_per_s: f64,
@@ -123,7 +123,7 @@ pub struct Throughput {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     pub output_total: u64,
     pub input_total: u64,
     /// Where output counts came from: usage, tokenizer, events, mixed,
@@ -149,7 +149,7 @@ pub struct Tokens {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Latency {
+pub(crate) struct Latency {
     pub e2e: Rollup,
     pub service: Rollup,
     pub ttft: Rollup,
@@ -163,7 +163,7 @@ pub struct Latency {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Warmup {
+pub(crate) struct Warmup {
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
@@ -172,7 +172,7 @@ pub struct Warmup {
 /// How the load generator itself coped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Generator {
+pub(crate) struct Generator {
     pub send_lateness_us: Rollup,
     pub ring_full: u64,
     pub held_back: u64,
@@ -193,7 +193,7 @@ pub struct Generator {
 /// One stage: its load, its numbers, its scenarios and thresholds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Stage {
+pub(crate) struct Stage {
     pub name: String,
     /// Always written; `None` only for a read document that lacks it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -211,7 +211,7 @@ pub struct Stage {
 /// One scenario of a stage or of the whole run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: String,
     #[serde(flatten)]
     pub numbers: Numbers,
@@ -221,7 +221,7 @@ pub struct Scenario {
 /// A stage's load, as `{"mode": …}` with the mode's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
-pub enum Load {
+pub(crate) enum Load {
     Concurrency { concurrency: usize },
     Offline,
     Poisson { rate_from: f64, rate_to: f64 },
@@ -230,7 +230,7 @@ pub enum Load {
 
 impl Load {
     /// The schema's name of the mode.
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         match self {
             Load::Concurrency { .. } => "concurrency",
             Load::Offline => "offline",
@@ -263,7 +263,7 @@ impl From<&plan::Load> for Load {
 /// threshold this version does not know still reads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Threshold {
+pub(crate) struct Threshold {
     /// `ttft_p95_ms`, `p95_ms`, `p99_ms`, `error_rate` or `min_rps`.
     pub name: String,
     pub limit: f64,
@@ -285,7 +285,7 @@ impl From<&Verdict> for Threshold {
 
 impl Summary {
     /// The summary of `run`.
-    pub fn build(run: &RunResult, info: &RunInfo) -> Summary {
+    pub(crate) fn build(run: &RunResult, info: &RunInfo) -> Summary {
         let g = &run.generator;
         Summary {
             tool: "llmload".into(),
@@ -352,7 +352,7 @@ impl Summary {
     /// Reads a summary document, or says why it is not one: the structure
     /// `compare` relies on (an object, `"tool": "llmload"`, a `stages` array
     /// of objects) first, then every field present must have its type.
-    pub fn from_value(doc: Value) -> Result<Summary, String> {
+    pub(crate) fn from_value(doc: Value) -> Result<Summary, String> {
         if !doc.is_object() {
             return Err("not a JSON object".into());
         }

@@ -17,7 +17,7 @@ fn n(v: f64) -> String {
 }
 
 /// Renders the report.
-pub fn render(s: &Summary) -> String {
+pub(crate) fn render(s: &Summary) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "llmload {} — {}", s.version, s.target);
     let status = if s.complete {

@@ -47,7 +47,7 @@ impl fmt::Debug for ApiKey {
 
 /// Whether one request header carries `key`: `Authorization: Bearer KEY`
 /// (scheme in any case) or `x-api-key: KEY`.
-pub fn header_carries(key: &ApiKey, name: &str, value: &[u8]) -> bool {
+pub(super) fn header_carries(key: &ApiKey, name: &str, value: &[u8]) -> bool {
     let name = name.as_bytes();
     let value = value.trim_ascii();
     if name.eq_ignore_ascii_case(b"authorization") {
@@ -63,7 +63,7 @@ pub fn header_carries(key: &ApiKey, name: &str, value: &[u8]) -> bool {
 
 /// The server's access rules, as each worker holds them.
 #[derive(Clone, Debug, Default)]
-pub struct Access {
+pub(crate) struct Access {
     pub key: Option<ApiKey>,
     /// Model names requests may ask for; empty means any.
     pub models: Vec<String>,
@@ -71,17 +71,17 @@ pub struct Access {
 
 impl Access {
     /// Whether a request naming `model` is answered.
-    pub fn serves(&self, model: &str) -> bool {
+    pub(crate) fn serves(&self, model: &str) -> bool {
         self.models.is_empty() || self.models.iter().any(|m| m == model)
     }
 
     /// The model a response names when its request names none.
-    pub fn default_model(&self) -> &str {
+    pub(crate) fn default_model(&self) -> &str {
         self.models.first().map_or(MODEL, String::as_str)
     }
 
     /// What `/v1/models` lists.
-    pub fn listed(&self) -> Vec<&str> {
+    pub(crate) fn listed(&self) -> Vec<&str> {
         if self.models.is_empty() {
             vec![MODEL]
         } else {

@@ -42,7 +42,7 @@ const IN_SOFT: usize = 64 * 1024;
 /// A read buffer grown past this is given back once it is empty.
 const IN_KEEP: usize = 256 * 1024;
 /// Largest request body accepted.
-pub const MAX_BODY: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY: u64 = 64 * 1024 * 1024;
 /// Unsent output at which a stream pauses and request parsing stops.
 const HIGH_WATER: usize = 256 * 1024;
 /// Events one stream may emit in one go before yielding to the others.
@@ -53,7 +53,7 @@ pub const MALFORMED: &[u8] = b"HTXP/1.1 200 OK\r\n\r\ngarbage";
 
 /// Server-wide settings a connection reads.
 #[derive(Clone, Copy, Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub ttft_ns: u64,
     pub tpot_ns: u64,
     /// Fixed output length, overriding the request's.
@@ -71,7 +71,7 @@ pub struct Settings {
 }
 
 /// Worker-wide state every connection shares.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub settings: Settings,
     pub counters: &'a WorkerCounters,
     pub faults: FaultPlan,
@@ -83,7 +83,7 @@ pub struct Ctx<'a> {
 
 /// What the worker should do with the connection after an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Open,
     /// Close normally (FIN).
     Close,
@@ -148,7 +148,7 @@ enum Step {
     End(Outcome),
 }
 
-pub struct Conn {
+pub(crate) struct Conn {
     sock: TcpStream,
     slot: u32,
     generation: u32,
@@ -181,7 +181,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(sock: TcpStream, slot: u32, generation: u32) -> Self {
+    pub(crate) fn new(sock: TcpStream, slot: u32, generation: u32) -> Self {
         Conn {
             sock,
             slot,
@@ -207,13 +207,13 @@ impl Conn {
     }
 
     /// Ends the connection with RST when it is dropped.
-    pub fn set_reset(&self) {
+    pub(crate) fn set_reset(&self) {
         let _ = socket::set_linger_zero(self.sock.as_raw_fd());
     }
 
     /// A readiness event from the poll; `hup` when it reported the peer's
     /// end closed (or an error).
-    pub fn on_io(
+    pub(crate) fn on_io(
         &mut self,
         ctx: &mut Ctx<'_>,
         readable: bool,
@@ -244,7 +244,7 @@ impl Conn {
     }
 
     /// This connection's timer expired at or before `now`.
-    pub fn on_timer(&mut self, ctx: &mut Ctx<'_>, now: u64) -> Outcome {
+    pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_>, now: u64) -> Outcome {
         self.timer_at = 0;
         if self.resp.is_some() && !self.write_wait {
             match self.step(ctx, now) {

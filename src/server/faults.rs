@@ -14,7 +14,7 @@
 
 /// What to do to one generation request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     None,
     /// 503 with a JSON error body, connection kept alive.
     Error,
@@ -48,7 +48,7 @@ impl Rate {
 
 /// The per-worker fault schedule.
 #[derive(Clone, Copy, Debug)]
-pub struct FaultPlan {
+pub(crate) struct FaultPlan {
     error: Rate,
     malformed: Rate,
     reset: Rate,
@@ -57,7 +57,7 @@ pub struct FaultPlan {
 
 /// The rate of each fault kind.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FaultRates {
+pub(crate) struct FaultRates {
     pub error: f64,
     pub malformed: f64,
     pub reset: f64,
@@ -65,7 +65,7 @@ pub struct FaultRates {
 }
 
 impl FaultPlan {
-    pub fn new(rates: FaultRates) -> Self {
+    pub(crate) fn new(rates: FaultRates) -> Self {
         FaultPlan {
             error: Rate::new(rates.error),
             malformed: Rate::new(rates.malformed),
@@ -75,7 +75,7 @@ impl FaultPlan {
     }
 
     /// Decides the fate of the next generation request.
-    pub fn next(&mut self) -> Fault {
+    pub(crate) fn next(&mut self) -> Fault {
         if self.error.hit() {
             Fault::Error
         } else if self.malformed.hit() {

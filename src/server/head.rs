@@ -10,20 +10,20 @@ use super::formats::Format;
 use crate::ascii::push_u64;
 
 /// Most bytes a request head may take.
-pub const MAX_HEAD: usize = 64 * 1024;
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 
 /// Most headers a request may carry.
 const MAX_HEADERS: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Get,
     Post,
     Other,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// One of the generation endpoints.
     Generate(Format),
     Models,
@@ -32,7 +32,7 @@ pub enum Route {
 
 /// How the request's body is framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Body {
+pub(crate) enum Body {
     /// No `Content-Length` and no `Transfer-Encoding`: no body.
     None,
     Length(u64),
@@ -42,7 +42,7 @@ pub enum Body {
 
 /// What the server keeps of a parsed request head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Head {
+pub(crate) struct Head {
     /// Bytes of the head, blank line included.
     pub len: usize,
     pub method: Method,
@@ -58,7 +58,7 @@ pub struct Head {
 
 /// Why a request head was rejected, each answered with its own status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeadError {
+pub(crate) enum HeadError {
     /// Not HTTP/1.x syntax (400).
     Syntax,
     /// More than `MAX_HEADERS` headers (431).
@@ -68,14 +68,14 @@ pub enum HeadError {
 }
 
 impl HeadError {
-    pub fn status(self) -> Status {
+    pub(crate) fn status(self) -> Status {
         match self {
             HeadError::TooManyHeaders => Status::HeadersTooLarge,
             _ => Status::BadRequest,
         }
     }
 
-    pub fn message(self) -> &'static str {
+    pub(crate) fn message(self) -> &'static str {
         match self {
             HeadError::Syntax => "malformed HTTP request",
             HeadError::TooManyHeaders => "too many request headers",
@@ -86,7 +86,7 @@ impl HeadError {
 
 /// Parses a request head from the start of `buf`: `Ok(None)` when more bytes
 /// are needed. `key` is the API key requests must carry, if any.
-pub fn parse(buf: &[u8], key: Option<&ApiKey>) -> Result<Option<Head>, HeadError> {
+pub(crate) fn parse(buf: &[u8], key: Option<&ApiKey>) -> Result<Option<Head>, HeadError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
@@ -170,7 +170,7 @@ fn parse_length(v: &[u8]) -> Option<u64> {
 
 /// Response statuses this server sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     BadRequest,
     Unauthorized,
@@ -183,7 +183,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn code(self) -> u16 {
+    pub(crate) fn code(self) -> u16 {
         match self {
             Status::Ok => 200,
             Status::BadRequest => 400,
@@ -214,7 +214,7 @@ impl Status {
 
 /// How the response body is framed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     Length(usize),
     Chunked,
     /// The body runs until the server closes (streams to HTTP/1.0 clients).
@@ -223,7 +223,7 @@ pub enum Framing {
 
 /// Everything a response head says.
 #[derive(Clone, Copy, Debug)]
-pub struct ResponseHead<'a> {
+pub(crate) struct ResponseHead<'a> {
     pub status: Status,
     pub content_type: &'a [u8],
     pub framing: Framing,
@@ -237,11 +237,11 @@ pub struct ResponseHead<'a> {
     pub extra: &'a [u8],
 }
 
-pub const JSON: &[u8] = b"application/json";
-pub const EVENT_STREAM: &[u8] = b"text/event-stream";
+pub(crate) const JSON: &[u8] = b"application/json";
+pub(crate) const EVENT_STREAM: &[u8] = b"text/event-stream";
 
 /// Appends the head, blank line included.
-pub fn write(out: &mut Vec<u8>, h: &ResponseHead<'_>) {
+pub(crate) fn write(out: &mut Vec<u8>, h: &ResponseHead<'_>) {
     out.extend_from_slice(h.status.line());
     out.extend_from_slice(b"content-type: ");
     out.extend_from_slice(h.content_type);
@@ -268,7 +268,7 @@ pub fn write(out: &mut Vec<u8>, h: &ResponseHead<'_>) {
 }
 
 /// The interim response a client sending `Expect: 100-continue` waits for.
-pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::formats::Format;
 use crate::shm::mapping::SharedArray;
-pub use crate::shm::serve::WorkerCounters;
+pub(super) use crate::shm::serve::WorkerCounters;
 
 /// What the server did, summed over its workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -57,7 +57,7 @@ pub struct ServerStats {
 macro_rules! counters {
     ($($field:ident),* $(,)?) => {
         impl WorkerCounters {
-            pub fn snapshot(&self) -> ServerStats {
+            pub(crate) fn snapshot(&self) -> ServerStats {
                 let WorkerCounters { $($field),* } = self;
                 ServerStats {
                     $($field: $field.load(Relaxed),)*
@@ -96,12 +96,12 @@ impl WorkerCounters {
     /// Adds `n` to one counter. Only this worker writes the block, so a
     /// plain relaxed add never contends.
     #[inline]
-    pub fn bump(counter: &AtomicU64, n: u64) {
+    pub(crate) fn bump(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Relaxed);
     }
 
     /// The per-format request counter.
-    pub fn format_requests(&self, f: Format) -> &AtomicU64 {
+    pub(crate) fn format_requests(&self, f: Format) -> &AtomicU64 {
         match f {
             Format::Chat => &self.requests_chat,
             Format::Completions => &self.requests_completions,
@@ -113,12 +113,12 @@ impl WorkerCounters {
 
 /// The shared array of per-worker counters.
 #[derive(Debug)]
-pub struct CounterBlock {
+pub(super) struct CounterBlock {
     blocks: SharedArray<WorkerCounters>,
 }
 
 impl CounterBlock {
-    pub fn new(workers: usize) -> io::Result<Self> {
+    pub(super) fn new(workers: usize) -> io::Result<Self> {
         Ok(CounterBlock {
             blocks: SharedArray::new(workers)?,
         })
@@ -128,15 +128,15 @@ impl CounterBlock {
     ///
     /// # Panics
     /// When `k` is not below the worker count the block was made for.
-    pub fn worker(&self, k: usize) -> &WorkerCounters {
+    pub(super) fn worker(&self, k: usize) -> &WorkerCounters {
         self.blocks.get(k)
     }
 
-    pub fn per_worker(&self) -> Vec<ServerStats> {
+    pub(super) fn per_worker(&self) -> Vec<ServerStats> {
         self.blocks.iter().map(WorkerCounters::snapshot).collect()
     }
 
-    pub fn total(&self) -> ServerStats {
+    pub(super) fn total(&self) -> ServerStats {
         let mut sum = ServerStats::default();
         for s in self.per_worker() {
             sum.add(&s);

@@ -41,7 +41,7 @@ const REPORT_LEN: usize = 256;
 
 /// The running workers and their shared counters.
 #[derive(Debug)]
-pub struct Workers {
+pub(super) struct Workers {
     children: Vec<Child>,
     pids: Vec<i32>,
     counters: CounterBlock,
@@ -62,7 +62,7 @@ fn listen_error(addr: SocketAddr, e: &io::Error) -> String {
 }
 
 /// Binds, forks the workers and returns once each has reported ready.
-pub fn start(cfg: &ServerConfig) -> Result<(SocketAddr, Workers), String> {
+pub(super) fn start(cfg: &ServerConfig) -> Result<(SocketAddr, Workers), String> {
     let (listeners, addr) =
         socket::listeners(cfg.listen, cfg.workers).map_err(|e| listen_error(cfg.listen, &e))?;
     let counters =
@@ -247,17 +247,17 @@ fn prepare<'a>(
 }
 
 impl Workers {
-    pub fn pids(&self) -> &[i32] {
+    pub(super) fn pids(&self) -> &[i32] {
         &self.pids
     }
 
-    pub fn counters(&self) -> &CounterBlock {
+    pub(super) fn counters(&self) -> &CounterBlock {
         &self.counters
     }
 
     /// Reaps any worker that has exited, without waiting; returns a
     /// description of the first one found.
-    pub fn reap_exited(&mut self) -> Option<String> {
+    pub(super) fn reap_exited(&mut self) -> Option<String> {
         let mut found = None;
         for (k, child) in self.children.iter_mut().enumerate() {
             if child.reaped() {
@@ -277,7 +277,7 @@ impl Workers {
 
     /// SIGTERM to every live worker, then waits for each (SIGKILL after
     /// `STOP_TIMEOUT`). Safe to call twice.
-    pub fn terminate(&mut self) {
+    pub(super) fn terminate(&mut self) {
         for child in &self.children {
             let _ = child.signal(Signal::SIGTERM);
         }
@@ -292,7 +292,7 @@ impl Drop for Workers {
 }
 
 /// Writes the foreground server's first line: the bound address.
-pub fn print_addr(addr: SocketAddr) {
+pub(super) fn print_addr(addr: SocketAddr) {
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{addr}");
     let _ = out.flush();

@@ -20,7 +20,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 /// One pending wake-up: a connection slot and the generation it had when the
 /// wake-up was scheduled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub deadline: u64,
     pub slot: u32,
     pub generation: u32,
@@ -28,21 +28,21 @@ pub struct Entry {
 
 /// The ordered deadlines, without the fd: pure, so it is tested on its own.
 #[derive(Debug, Default)]
-pub struct Deadlines {
+pub(super) struct Deadlines {
     heap: BinaryHeap<Reverse<Entry>>,
 }
 
 impl Deadlines {
-    pub fn push(&mut self, e: Entry) {
+    pub(super) fn push(&mut self, e: Entry) {
         self.heap.push(Reverse(e));
     }
 
-    pub fn earliest(&self) -> Option<u64> {
+    pub(super) fn earliest(&self) -> Option<u64> {
         self.heap.peek().map(|Reverse(e)| e.deadline)
     }
 
     /// Moves every entry due at `now` into `out`, earliest first.
-    pub fn pop_due(&mut self, now: u64, out: &mut Vec<Entry>) {
+    pub(super) fn pop_due(&mut self, now: u64, out: &mut Vec<Entry>) {
         while let Some(Reverse(e)) = self.heap.peek() {
             if e.deadline > now {
                 break;
@@ -53,14 +53,14 @@ impl Deadlines {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.heap.len()
     }
 }
 
 /// The deadlines plus the timerfd that wakes the poll for the earliest one.
 #[derive(Debug)]
-pub struct TimerQueue {
+pub(crate) struct TimerQueue {
     deadlines: Deadlines,
     fd: TimerFd,
     /// The deadline the fd is armed for, if any.
@@ -68,7 +68,7 @@ pub struct TimerQueue {
 }
 
 impl TimerQueue {
-    pub fn new() -> io::Result<Self> {
+    pub(crate) fn new() -> io::Result<Self> {
         let fd = TimerFd::new(
             ClockId::CLOCK_MONOTONIC,
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
@@ -80,11 +80,11 @@ impl TimerQueue {
         })
     }
 
-    pub fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.fd.as_fd().as_raw_fd()
     }
 
-    pub fn schedule(&mut self, deadline: u64, slot: u32, generation: u32) {
+    pub(crate) fn schedule(&mut self, deadline: u64, slot: u32, generation: u32) {
         self.deadlines.push(Entry {
             deadline,
             slot,
@@ -94,7 +94,7 @@ impl TimerQueue {
 
     /// Called when the fd polled readable: clears its expiry count and
     /// collects the entries due at `now`.
-    pub fn expire(&mut self, now: u64, out: &mut Vec<Entry>) {
+    pub(crate) fn expire(&mut self, now: u64, out: &mut Vec<Entry>) {
         let mut count = [0u8; 8];
         // EAGAIN (a spurious wake-up) is as good as a read: either way the
         // fd is quiet until its next expiry.
@@ -105,7 +105,7 @@ impl TimerQueue {
 
     /// Arms the fd for the earliest deadline if that changed since the last
     /// call; the worker calls this once per loop turn.
-    pub fn sync(&mut self) -> io::Result<()> {
+    pub(crate) fn sync(&mut self) -> io::Result<()> {
         let earliest = self.deadlines.earliest();
         if earliest == self.armed {
             return Ok(());
@@ -126,7 +126,7 @@ impl TimerQueue {
     }
 
     #[cfg(test)]
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.deadlines.len()
     }
 }

@@ -31,7 +31,7 @@ struct Slot {
     conn: Option<Conn>,
 }
 
-pub struct Worker<'a> {
+pub(super) struct Worker<'a> {
     poll: Poll,
     listener: TcpListener,
     signals: SignalFd,
@@ -44,7 +44,7 @@ pub struct Worker<'a> {
 impl<'a> Worker<'a> {
     /// Sets up the loop. SIGTERM must already be blocked in this thread: the
     /// signalfd is how it is received.
-    pub fn new(
+    pub(super) fn new(
         listener: StdListener,
         settings: Settings,
         faults: FaultPlan,
@@ -81,7 +81,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Serves until SIGTERM.
-    pub fn run(&mut self) -> io::Result<()> {
+    pub(super) fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         loop {
             self.ctx.timers.sync()?;

@@ -36,7 +36,7 @@ use std::time::Duration;
 use crate::sys::cvt;
 
 /// Bytes of shared memory a doorbell's flag needs (its own cache line).
-pub const DOORBELL_BYTES: usize = 64;
+pub(crate) const DOORBELL_BYTES: usize = 64;
 
 /// The doorbell's part of the mapping: `repr(C)`, one 64-byte-aligned line so
 /// the flag never false-shares with a ring's head or tail.
@@ -52,7 +52,7 @@ const _: () = assert!(size_of::<Shared>() == DOORBELL_BYTES);
 /// before `fork()` so every process holds them. Each process owns its copy of
 /// the descriptor (closed when its `Doorbell` drops, kept across `fork()`).
 #[derive(Debug)]
-pub struct Doorbell {
+pub(crate) struct Doorbell {
     shared: NonNull<Shared>,
     fd: OwnedFd,
 }
@@ -96,14 +96,14 @@ impl Doorbell {
     }
 
     /// The eventfd, to register in a poller (mio `SourceFd`, readable).
-    pub fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
     /// Sleeper: announce the intent to sleep. The caller must re-check its
     /// rings after this (`is_empty()` re-reads the producer's position) and
     /// call `cancel_sleep` if work arrived.
-    pub fn prepare_sleep(&self) {
+    pub(crate) fn prepare_sleep(&self) {
         self.sleeping().store(1, Ordering::Relaxed);
         // The fence, not the store's ordering, is what keeps the re-check's
         // load of tail from being satisfied before the flag is visible (see
@@ -120,7 +120,7 @@ impl Doorbell {
     /// counter then stays at 1. An edge-triggered poller (the workers' mio
     /// loop) sees that as one spurious wake-up at most, and `wait` drains
     /// whenever its level-triggered poll reports the counter readable.
-    pub fn cancel_sleep(&self) {
+    pub(crate) fn cancel_sleep(&self) {
         if self.sleeping().swap(0, Ordering::AcqRel) == 0 {
             self.drain();
         }
@@ -145,7 +145,7 @@ impl Doorbell {
     ///
     /// A signal also ends the wait early; like any wake-up, the caller
     /// re-checks its rings and decides whether to sleep again.
-    pub fn wait(&self, timeout: Option<Duration>) {
+    pub(crate) fn wait(&self, timeout: Option<Duration>) {
         let ts = timeout.map(|d| libc::timespec {
             tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
             tv_nsec: d.subsec_nanos().into(),
@@ -172,7 +172,7 @@ impl Doorbell {
     /// Producer: after publishing, wake the sleeper if (and only if) it
     /// announced sleep. Returns whether the eventfd was written.
     #[inline]
-    pub fn ring(&self) -> bool {
+    pub(crate) fn ring(&self) -> bool {
         // Orders the caller's Release store of tail before the flag load (see
         // the module docs); a Release store alone may pass a later load.
         fence(Ordering::SeqCst);

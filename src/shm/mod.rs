@@ -5,11 +5,11 @@
 //! message. With `sys`, the only module allowed `unsafe`, so the layouts that
 //! live in shared memory (`run`, `serve`) are defined here too.
 
-pub mod doorbell;
+pub(crate) mod doorbell;
 pub mod mapping;
 pub mod ring;
-pub mod run;
-pub mod serve;
+pub(crate) mod run;
+pub(crate) mod serve;
 
 #[cfg(test)]
 pub(crate) mod test_util {

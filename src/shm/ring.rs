@@ -530,6 +530,7 @@ impl ByteProducer {
 
     /// The longest payload `push_with` accepts: a record, header included, is
     /// at most a quarter of the ring.
+    #[cfg(test)]
     pub fn max_len(&self) -> usize {
         (self.pos.cap / 4 - RECORD_HEADER) as usize
     }
@@ -590,7 +591,7 @@ impl ByteProducer {
     }
 
     /// Copies `parts` back to back into one record.
-    #[inline]
+    #[cfg(test)]
     pub fn push_parts(&mut self, parts: &[&[u8]]) -> Result<(), PushError> {
         let len = parts
             .iter()

@@ -19,7 +19,7 @@ use super::ring::{self, ByteConsumer, ByteProducer, RING_ALIGN, SlotConsumer, Sl
 /// it was due. 24 bytes, `Copy`, pointer-free.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IssueSlot {
+pub(crate) struct IssueSlot {
     /// Run-wide conversation number, from 0.
     pub seq: u64,
     /// When the first request was due (CLOCK_MONOTONIC ns).
@@ -38,7 +38,7 @@ unsafe impl Plain for IssueSlot {}
 /// the shared control block as its `u32` discriminant.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RunPhase {
+pub(crate) enum RunPhase {
     /// Issue rings may receive requests.
     Running = 0,
     /// No more conversations will come; finish those under way, turns and all.
@@ -65,7 +65,7 @@ impl RunPhase {
 
 /// Run-wide control, on its own cache line (64-byte aligned).
 #[repr(C, align(64))]
-pub struct Control {
+pub(crate) struct Control {
     pub phase: AtomicU32,
 }
 
@@ -76,7 +76,7 @@ unsafe impl Plain for Control {}
 /// lines (64-byte aligned) so workers never share a line.
 #[repr(C, align(64))]
 #[derive(Default)]
-pub struct WorkerCounters {
+pub(crate) struct WorkerCounters {
     /// Set once the worker's event loop is ready to take requests.
     pub ready: AtomicU32,
     /// Set when the worker has pushed its last record.
@@ -100,17 +100,17 @@ pub struct WorkerCounters {
 unsafe impl Plain for WorkerCounters {}
 
 /// Issue ring slots per worker.
-pub const ISSUE_SLOTS: usize = 16384;
+pub(crate) const ISSUE_SLOTS: usize = 16384;
 /// Completion ring bytes per worker: small enough to stay cache-resident
 /// (records are written and read while hot), large enough that a record of
 /// `MAX_GAPS` gaps fits (a record may be a quarter of the ring).
-pub const COMPLETION_BYTES: usize = 4 << 20;
+pub(crate) const COMPLETION_BYTES: usize = 4 << 20;
 
 /// Inter-token gaps one completion record carries at most.
-pub const MAX_GAPS: usize = 65_536;
+pub(crate) const MAX_GAPS: usize = 65_536;
 
 /// The run's shared mapping and the offsets of everything in it.
-pub struct Shared {
+pub(crate) struct Shared {
     control: usize,
     counters: Vec<usize>,
     issue: Vec<usize>,
@@ -125,7 +125,7 @@ pub struct Shared {
 
 impl Shared {
     /// Maps and initializes everything for `workers` workers.
-    pub fn new(workers: usize) -> io::Result<Shared> {
+    pub(crate) fn new(workers: usize) -> io::Result<Shared> {
         let mut l = Layout::new();
         let control = l.reserve(size_of::<Control>(), align_of::<Control>());
         let counters: Vec<usize> = (0..workers)
@@ -173,10 +173,6 @@ impl Shared {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.issue.len()
-    }
-
     /// The `T` reserved at `offset`.
     fn place<T: Plain>(&self, offset: usize) -> &T {
         // SAFETY: every caller passes an offset reserved for a `T` (size and
@@ -186,20 +182,20 @@ impl Shared {
         unsafe { &*self.map.at(offset).cast::<T>() }
     }
 
-    pub fn control(&self) -> &Control {
+    pub(crate) fn control(&self) -> &Control {
         self.place(self.control)
     }
 
-    pub fn counters(&self, worker: usize) -> &WorkerCounters {
+    pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
         self.place(self.counters[worker])
     }
 
-    pub fn phase(&self) -> RunPhase {
+    pub(crate) fn phase(&self) -> RunPhase {
         RunPhase::from_u32(self.control().phase.load(Ordering::Acquire))
     }
 
     /// Moves the run to `phase` and wakes every worker to see it.
-    pub fn set_phase(&self, phase: RunPhase) {
+    pub(crate) fn set_phase(&self, phase: RunPhase) {
         self.control().phase.store(phase as u32, Ordering::Release);
         for bell in &self.worker_bells {
             bell.ring();
@@ -210,7 +206,10 @@ impl Shared {
     /// completion consumer. `None` if either was taken before, in any
     /// process (the two are taken as a pair, once: a failed take may use up
     /// the first).
-    pub fn take_parent_ends(&self, k: usize) -> Option<(SlotProducer<IssueSlot>, ByteConsumer)> {
+    pub(crate) fn take_parent_ends(
+        &self,
+        k: usize,
+    ) -> Option<(SlotProducer<IssueSlot>, ByteConsumer)> {
         // SAFETY: both offsets hold the rings of the kinds initialized in
         // `new` and are used as nothing else.
         unsafe {
@@ -223,7 +222,10 @@ impl Shared {
 
     /// Worker `k`'s ends of its rings: its issue consumer and completion
     /// producer. `None` if either was taken before, in any process.
-    pub fn take_worker_ends(&self, k: usize) -> Option<(SlotConsumer<IssueSlot>, ByteProducer)> {
+    pub(crate) fn take_worker_ends(
+        &self,
+        k: usize,
+    ) -> Option<(SlotConsumer<IssueSlot>, ByteProducer)> {
         // SAFETY: as in `take_parent_ends`.
         unsafe {
             Some((

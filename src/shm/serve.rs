@@ -11,7 +11,7 @@ use super::mapping::Plain;
 /// One server worker's counters; only that worker writes them.
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
-pub struct WorkerCounters {
+pub(crate) struct WorkerCounters {
     pub requests: AtomicU64,
     pub completed: AtomicU64,
     pub errors_injected: AtomicU64,

@@ -6,9 +6,9 @@
 //! through `cvt` where it does not.
 
 pub mod process;
-pub mod signal;
+pub(crate) mod signal;
 pub(crate) mod socket;
-pub mod time;
+pub(crate) mod time;
 
 use std::io;
 

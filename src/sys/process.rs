@@ -279,11 +279,6 @@ pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// The soft descriptor limit in force (0 when it cannot be read).
-pub fn fd_limit() -> u64 {
-    getrlimit(Resource::RLIMIT_NOFILE).map_or(0, |(soft, _)| soft)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,8 +350,10 @@ mod tests {
     }
 
     #[test]
-    fn fd_limit_is_read() {
-        assert!(fd_limit() > 0);
+    fn fd_limit_is_raised_and_read() {
+        let limit = raise_fd_limit();
+        assert!(limit > 0);
+        assert_eq!(getrlimit(Resource::RLIMIT_NOFILE).unwrap().0, limit);
         assert!(available_cpus() >= 1);
     }
 }

@@ -18,7 +18,7 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 /// Counts SIGINT and SIGTERM in `interrupts()` instead of dying of them,
 /// without SA_RESTART, so a sleeping loop wakes with EINTR and sees the count
 /// at once.
-pub fn count_interrupts() -> io::Result<()> {
+pub(crate) fn count_interrupts() -> io::Result<()> {
     let action = SigAction::new(
         SigHandler::Handler(on_interrupt),
         SaFlags::empty(),
@@ -33,12 +33,12 @@ pub fn count_interrupts() -> io::Result<()> {
 }
 
 /// SIGINT and SIGTERM deliveries counted so far.
-pub fn interrupts() -> &'static AtomicU32 {
+pub(crate) fn interrupts() -> &'static AtomicU32 {
     &INTERRUPTS
 }
 
 /// Ignores `sig`.
-pub fn ignore(sig: Signal) -> io::Result<()> {
+pub(crate) fn ignore(sig: Signal) -> io::Result<()> {
     // SAFETY: SIG_IGN installs no handler, so no code runs on delivery.
     unsafe { signal(sig, SigHandler::SigIgn) }?;
     Ok(())

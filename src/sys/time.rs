@@ -5,13 +5,13 @@
 
 /// CLOCK_MONOTONIC in nanoseconds.
 #[inline]
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     read(libc::CLOCK_MONOTONIC)
 }
 
 /// CLOCK_REALTIME in nanoseconds since the Unix epoch.
 #[inline]
-pub fn realtime_ns() -> u64 {
+pub(crate) fn realtime_ns() -> u64 {
     read(libc::CLOCK_REALTIME)
 }
 

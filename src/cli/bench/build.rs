@@ -25,7 +25,7 @@ use crate::tokens::Tokenizer;
 const SIZED_PROMPTS: usize = 256;
 
 /// What building found out, beside the plan's pieces.
-pub struct Built<'a> {
+pub(super) struct Built<'a> {
     pub endpoints: Vec<Option<std::net::SocketAddr>>,
     pub scenarios: Vec<ScenarioPlan<'a>>,
     /// The first scenario's endpoint URL and model, for the report's title.
@@ -134,7 +134,7 @@ impl Datasets {
 }
 
 /// The built-in endpoint's settings when bench starts it.
-pub fn builtin_server() -> ServerConfig {
+pub(super) fn builtin_server() -> ServerConfig {
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("literal address"),
         workers: 1,
@@ -145,12 +145,12 @@ pub fn builtin_server() -> ServerConfig {
 }
 
 /// Whether some scenario sends to the built-in endpoint.
-pub fn needs_builtin(cfg: &BenchConfig) -> bool {
+pub(super) fn needs_builtin(cfg: &BenchConfig) -> bool {
     cfg.scenarios.iter().any(|s| s.endpoint.is_none())
 }
 
 /// Builds every scenario. `server` is the built-in endpoint when one runs.
-pub fn build<'a>(
+pub(super) fn build<'a>(
     cfg: &'a BenchConfig,
     server: Option<&ServerHandle>,
     tokenizer: Option<&Tokenizer>,

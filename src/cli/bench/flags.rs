@@ -16,7 +16,7 @@ use crate::config::profile::{Correlation, HumanDuration, Profile};
 /// Benchmark an endpoint (with no --endpoint: the built-in one).
 #[derive(FromArgs, Debug, Default)]
 #[argh(subcommand, name = "bench")]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// a run profile (JSON): every flag has a field there; flags given here
     /// override it (llmload init writes one)
     #[argh(option)]
@@ -210,7 +210,7 @@ pub struct BenchArgs {
 
 impl BenchArgs {
     /// The flags given, as a profile (everything else unset).
-    pub fn to_profile(&self) -> Result<Profile, String> {
+    pub(crate) fn to_profile(&self) -> Result<Profile, String> {
         if self.stream && self.no_stream {
             return Err("--stream and --no-stream contradict each other".into());
         }

@@ -8,7 +8,7 @@ mod build;
 mod flags;
 mod help;
 
-pub use flags::BenchArgs;
+pub(crate) use flags::BenchArgs;
 pub use help::with_defaults as help_with_defaults;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ use crate::server;
 use crate::tokens::Tokenizer;
 
 /// Runs a benchmark; returns the exit status.
-pub fn run(args: BenchArgs) -> i32 {
+pub(crate) fn run(args: BenchArgs) -> i32 {
     let started_ns = now_ns();
     let started_wall = wall_ns();
     // Raised first, so the check of the run against it sees the limit every
@@ -52,7 +52,7 @@ pub fn run(args: BenchArgs) -> i32 {
 
 /// The profile (if any) with the flags over it, resolved and checked
 /// against this machine (`fd_limit`: each worker's descriptor limit).
-pub fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
+pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
     let flags = args.to_profile()?;
     let (mut profile, origin) = match &args.profile {
         Some(path) => (Profile::load(path)?, path.display().to_string()),

@@ -57,7 +57,7 @@ use redact::{redact, secrets};
     ),
     error_code(2, "works only non-streamed: benchmark with --no-stream")
 )]
-pub struct ProbeArgs {
+pub(crate) struct ProbeArgs {
     /// endpoint URL, http://host:port[/path] (default path from --api)
     #[argh(option)]
     pub endpoint: String,
@@ -115,7 +115,7 @@ struct Config {
 }
 
 /// Runs the probe, prints the report (or JSON) and returns the exit status.
-pub fn run(args: ProbeArgs) -> i32 {
+pub(crate) fn run(args: ProbeArgs) -> i32 {
     let cfg = match resolve(args) {
         Ok(c) => c,
         Err(e) => {

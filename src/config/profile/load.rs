@@ -14,20 +14,20 @@ use super::Profile;
 
 /// Environment lookup, injectable so tests need not touch the process
 /// environment.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
+pub(crate) type EnvLookup<'a> = &'a dyn Fn(&str) -> Result<String, VarError>;
 
 impl Profile {
     /// Reads, expands and deserializes the profile at `path`. Every error
     /// starts with the path as given and names the JSON path inside the
     /// file; expansion errors are all reported, one per line.
-    pub fn load(path: &Path) -> Result<Profile, String> {
+    pub(crate) fn load(path: &Path) -> Result<Profile, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Profile::parse(&text, &path.display().to_string(), &|k| std::env::var(k))
     }
 
     /// [`Profile::load`] on text already read; `origin` prefixes every error.
-    pub fn parse(text: &str, origin: &str, env: EnvLookup<'_>) -> Result<Profile, String> {
+    pub(crate) fn parse(text: &str, origin: &str, env: EnvLookup<'_>) -> Result<Profile, String> {
         let mut value: Value = serde_json::from_str(text).map_err(|e| {
             let msg = e.to_string();
             let suffix = format!(" at line {} column {}", e.line(), e.column());

@@ -27,18 +27,17 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use load::EnvLookup;
 use templates::unset;
-pub use typed::{CacheMode, Content, Scenario, TurnRange};
+pub(crate) use typed::{CacheMode, Content, Scenario, TurnRange};
 use values::ser_num;
-pub use values::{HumanDuration, Turns};
+pub(crate) use values::{HumanDuration, Turns};
 
 /// The values a profile field takes when it is not set. `bench` has the same
 /// defaults for its flags (its help shows them through `defaults::shown`);
 /// a default that depends on another setting or on the machine (workers,
 /// connections in closed loop, ttft_timeout) is described at its field
 /// instead.
-pub mod defaults {
+pub(crate) mod defaults {
     use std::time::Duration;
 
     use super::CacheMode;
@@ -46,30 +45,30 @@ pub mod defaults {
     use crate::dataset::Order;
     use crate::plan::ArrivalKind;
 
-    pub const API: &str = "openai-chat";
-    pub const CONCURRENCY: usize = 64;
-    pub const DURATION: Duration = Duration::from_secs(10);
+    pub(crate) const API: &str = "openai-chat";
+    pub(crate) const CONCURRENCY: usize = 64;
+    pub(crate) const DURATION: Duration = Duration::from_secs(10);
     /// Offline mode's request count when neither duration nor requests is set.
-    pub const OFFLINE_REQUESTS: u64 = 1000;
-    pub const WARMUP: Duration = Duration::ZERO;
-    pub const MAX_TOKENS: u32 = 128;
-    pub const STREAM: bool = true;
-    pub const ORDER: Order = Order::Sequential;
-    pub const SEED: u64 = 0;
+    pub(crate) const OFFLINE_REQUESTS: u64 = 1000;
+    pub(crate) const WARMUP: Duration = Duration::ZERO;
+    pub(crate) const MAX_TOKENS: u32 = 128;
+    pub(crate) const STREAM: bool = true;
+    pub(crate) const ORDER: Order = Order::Sequential;
+    pub(crate) const SEED: u64 = 0;
     /// The in-flight bound of offline and open-loop runs.
-    pub const CONNECTIONS: usize = 1024;
-    pub const TIMEOUT: Duration = Duration::from_secs(300);
-    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-    pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
-    pub const LIVE_INTERVAL: Duration = Duration::from_secs(10);
-    pub const ARRIVAL: ArrivalKind = ArrivalKind::Poisson;
-    pub const CACHE_MODE: CacheMode = CacheMode::Bust;
-    pub const CORRELATION_HEADER: &str = "x-request-id";
-    pub const UUID_IN_PROMPT: bool = true;
-    pub const WEIGHT: f64 = 1.0;
-    pub const TURNS: u32 = 1;
+    pub(crate) const CONNECTIONS: usize = 1024;
+    pub(crate) const TIMEOUT: Duration = Duration::from_secs(300);
+    pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+    pub(crate) const LIVE_INTERVAL: Duration = Duration::from_secs(10);
+    pub(crate) const ARRIVAL: ArrivalKind = ArrivalKind::Poisson;
+    pub(crate) const CACHE_MODE: CacheMode = CacheMode::Bust;
+    pub(crate) const CORRELATION_HEADER: &str = "x-request-id";
+    pub(crate) const UUID_IN_PROMPT: bool = true;
+    pub(crate) const WEIGHT: f64 = 1.0;
+    pub(crate) const TURNS: u32 = 1;
     /// The one stage of a run without `stages`.
-    pub const STAGE_NAME: &str = "main";
+    pub(crate) const STAGE_NAME: &str = "main";
 
     /// The constant called `name` in this module, as help text shows it
     /// (`TIMEOUT` → `300s`); `None` for a name that is not one.
@@ -99,14 +98,14 @@ pub mod defaults {
 }
 
 /// The `mode` values, as `bench --mode` takes them.
-pub const MODES: &[&str] = &["offline", "poisson", "uniform", "concurrency"];
+pub(crate) const MODES: &[&str] = &["offline", "poisson", "uniform", "concurrency"];
 
 /// A run profile, as written in the file. `None` everywhere means "not set":
 /// the default applies, and [`Profile::overlay`] can tell a flag that was
 /// given from one that was not.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Profile {
+pub(crate) struct Profile {
     /// `http://host[:port][/path]`; unset: the built-in endpoint.
     #[serde(skip_serializing_if = "unset")]
     pub endpoint: Option<String>,
@@ -227,7 +226,7 @@ pub struct Profile {
 /// `rate_from` + `rate_to`; resolving turns it into a `plan::StagePlan`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StageSpec {
+pub(crate) struct StageSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,7 +248,7 @@ pub struct StageSpec {
 /// One weighted scenario as written. Unset overrides inherit the top level.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioSpec {
+pub(crate) struct ScenarioSpec {
     pub name: String,
     /// Share of the load (closed loop: of the in-flight slots), relative to
     /// the other scenarios' weights; default 1.
@@ -286,7 +285,7 @@ pub struct ScenarioSpec {
 /// read; [`Content`] is the typed form.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ContentSpec {
+pub(crate) struct ContentSpec {
     /// `pool`, `scripted`, `sized` or `dataset`.
     pub mode: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -306,7 +305,7 @@ pub struct ContentSpec {
 /// counted as `check_failed`, not as a success.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ChecksSpec {
+pub(crate) struct ChecksSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contains: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -325,7 +324,7 @@ pub struct ChecksSpec {
 /// failure is tolerated, and an absent field is not checked.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ThresholdsSpec {
+pub(crate) struct ThresholdsSpec {
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
     pub ttft_p95_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
@@ -346,7 +345,7 @@ pub struct ThresholdsSpec {
 /// server-side records.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Correlation {
+pub(crate) struct Correlation {
     /// Header carrying the UUID; `""` sends none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,

@@ -19,7 +19,7 @@ impl Profile {
     /// (the flag's value wins; header names compare case-insensitively), as a
     /// repeatable `--header` adds to a profile's headers rather than erasing
     /// its credentials.
-    pub fn overlay(&mut self, flags: &Profile) {
+    pub(crate) fn overlay(&mut self, flags: &Profile) {
         if flags.mode.is_some()
             || flags.rate.is_some()
             || flags.concurrency.is_some()

@@ -32,7 +32,7 @@ impl Profile {
     /// The profile `llmload init` writes: a three-stage run (closed loop,
     /// constant rate, rate sweep) over a multi-turn chat scenario and a
     /// checked Q&A scenario, with two thresholds.
-    pub fn example() -> Profile {
+    pub(crate) fn example() -> Profile {
         let secs = |s| Some(HumanDuration(Duration::from_secs(s)));
         Profile {
             endpoint: Some("http://127.0.0.1:8000/v1/chat/completions".to_string()),
@@ -105,7 +105,7 @@ impl Profile {
     /// "absent" or derived (model, workers, ttft_timeout …) is `null`, and so
     /// are the single-stage fields, which `stages` replaces. Stages show
     /// each load kind, scenarios each self-contained content mode.
-    pub fn full() -> Profile {
+    pub(crate) fn full() -> Profile {
         let d = |d: Duration| Some(HumanDuration(d));
         let secs = |s| d(Duration::from_secs(s));
         Profile {
@@ -229,7 +229,7 @@ impl Profile {
     /// Pretty JSON in field order. `show_unset` writes unset top-level
     /// fields as `null` (the full template lists every field); otherwise
     /// they are left out.
-    pub fn to_json(&self, show_unset: bool) -> String {
+    pub(crate) fn to_json(&self, show_unset: bool) -> String {
         SHOW_UNSET.set(show_unset);
         let pretty = serde_json::to_string_pretty(self);
         SHOW_UNSET.set(false);

@@ -20,7 +20,7 @@ use crate::protocol::Protocol;
 
 /// Prompt-cache handling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CacheMode {
+pub(crate) enum CacheMode {
     /// A per-conversation UUID at the front of the first user message.
     Bust,
     /// Prompts as written.
@@ -28,7 +28,7 @@ pub enum CacheMode {
 }
 
 impl CacheMode {
-    pub fn parse(s: &str) -> Result<CacheMode, String> {
+    pub(crate) fn parse(s: &str) -> Result<CacheMode, String> {
         match s {
             "bust" => Ok(CacheMode::Bust),
             "natural" => Ok(CacheMode::Natural),
@@ -36,7 +36,7 @@ impl CacheMode {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CacheMode::Bust => "bust",
             CacheMode::Natural => "natural",
@@ -76,7 +76,7 @@ impl Mode {
 /// One scenario of a resolved profile: the top level with the scenario's
 /// overrides applied.
 #[derive(Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: String,
     pub weight: f64,
     pub protocol: &'static dyn Protocol,
@@ -102,14 +102,14 @@ pub struct Scenario {
 
 /// Turns per conversation, inclusive bounds (`min == max` when fixed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TurnRange {
+pub(crate) struct TurnRange {
     pub min: u32,
     pub max: u32,
 }
 
 /// What a scenario sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Content {
+pub(crate) enum Content {
     /// A random prompt from the pool per conversation.
     Pool { prompts: Vec<String> },
     /// Turn k sends line k of the script.
@@ -125,7 +125,7 @@ pub enum Content {
 }
 
 impl Turns {
-    pub fn range(self) -> TurnRange {
+    pub(crate) fn range(self) -> TurnRange {
         match self {
             Turns::Fixed(n) => TurnRange { min: n, max: n },
             Turns::Range { min, max } => TurnRange { min, max },

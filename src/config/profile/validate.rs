@@ -39,8 +39,10 @@ impl Errors {
 impl Profile {
     /// Every impossible value in the profile, each as `json.path: message`;
     /// empty means the profile can run (the endpoint's host was resolved but
-    /// not contacted). The error half of `config::resolve::resolve`.
-    pub fn validate(&self) -> Vec<String> {
+    /// not contacted). The error half of `config::resolve::resolve`, which
+    /// `llmload validate` and `bench` call for both halves at once.
+    #[cfg(test)]
+    pub(crate) fn validate(&self) -> Vec<String> {
         crate::config::resolve::resolve(self.clone())
             .err()
             .unwrap_or_default()

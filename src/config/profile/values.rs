@@ -15,12 +15,12 @@ use crate::config::duration::{format_duration, parse_duration};
 /// A duration written as `"60s"`, `"250ms"`, `"1.5m"` or a number of
 /// seconds; written back in the shortest exact unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct HumanDuration(pub Duration);
+pub(crate) struct HumanDuration(pub Duration);
 
 /// Turns per conversation: a fixed number, or `{"min": a, "max": b}` drawn
 /// uniformly per conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Turns {
+pub(crate) enum Turns {
     Fixed(u32),
     Range { min: u32, max: u32 },
 }

@@ -15,14 +15,14 @@ use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 pub(crate) const READ_BUF: usize = 16 * 1024;
 
 /// Largest non-streamed body kept for parsing.
-pub const MAX_BODY: usize = 64 << 20;
+pub(crate) const MAX_BODY: usize = 64 << 20;
 
 /// Longest in-band error message kept per request.
-pub const MAX_MESSAGE: usize = 256;
+pub(crate) const MAX_MESSAGE: usize = 256;
 
 /// What one response has carried so far.
 #[derive(Debug)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub t_first_token: u64,
     pub t_last_token: u64,
     pub prompt_tokens: Option<u32>,
@@ -129,14 +129,14 @@ impl Tally {
     }
 
     /// The kept in-band error message.
-    pub fn error_message(&self) -> &[u8] {
+    pub(crate) fn error_message(&self) -> &[u8] {
         self.error.as_ref().map_or(&[], |(b, n)| &b[..*n])
     }
 }
 
 /// A response being received.
 #[derive(Debug)]
-pub struct Rx {
+pub(crate) struct Rx {
     pub head: Option<Head>,
     remaining: u64,
     chunked: ChunkedDecoder,
@@ -153,7 +153,7 @@ pub struct Rx {
 
 /// The outcome of feeding bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// The response needs more bytes.
     More,
     /// The response is complete; `keep_alive` says whether the connection can
@@ -162,7 +162,7 @@ pub enum Step {
 }
 
 impl Rx {
-    pub fn new(max_gaps: usize, keep_text: bool) -> Rx {
+    pub(crate) fn new(max_gaps: usize, keep_text: bool) -> Rx {
         Rx {
             head: None,
             remaining: 0,
@@ -178,7 +178,7 @@ impl Rx {
     }
 
     /// Ready for a new request sent at `t_send`.
-    pub fn reset(&mut self, t_send: u64) {
+    pub(crate) fn reset(&mut self, t_send: u64) {
         self.head = None;
         self.remaining = 0;
         self.chunked.reset();
@@ -308,7 +308,7 @@ impl Rx {
     }
 
     /// The peer closed the connection: a close-delimited body ends here.
-    pub fn eof_completes(&self) -> bool {
+    pub(crate) fn eof_completes(&self) -> bool {
         matches!(
             self.head,
             Some(Head {

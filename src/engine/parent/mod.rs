@@ -40,7 +40,7 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 const RING_FULL_RETRY_NS: u64 = 20_000;
 
 /// The parent's ends of one worker.
-pub struct WorkerEnd<'a> {
+pub(crate) struct WorkerEnd<'a> {
     /// The worker process, owned by the supervisor, which reaps it after.
     pub child: &'a mut Child,
     pub issue: SlotProducer<IssueSlot>,
@@ -53,7 +53,7 @@ pub struct WorkerEnd<'a> {
 }
 
 impl<'a> WorkerEnd<'a> {
-    pub fn new(
+    pub(crate) fn new(
         child: &'a mut Child,
         issue: SlotProducer<IssueSlot>,
         done: ByteConsumer,
@@ -92,7 +92,7 @@ struct Counts {
 }
 
 /// The scheduler and collector.
-pub struct Parent<'a, 's, 'o> {
+pub(crate) struct Parent<'a, 's, 'o> {
     plan: &'a Plan<'a>,
     shared: &'a Shared,
     workers: Vec<WorkerEnd<'a>>,
@@ -126,7 +126,7 @@ pub struct Parent<'a, 's, 'o> {
 }
 
 impl<'a, 's, 'o> Parent<'a, 's, 'o> {
-    pub fn new(
+    pub(crate) fn new(
         plan: &'a Plan<'a>,
         shared: &'a Shared,
         workers: Vec<WorkerEnd<'a>>,
@@ -175,7 +175,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
 
     /// Runs every stage, drains, and tells workers to exit. `signals` counts
     /// SIGINT/SIGTERM deliveries.
-    pub fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
+    pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
         let t0 = now_ns();
         self.run_start = t0;
         self.measure_start = t0 + self.plan.warmup_ns;

@@ -42,7 +42,7 @@ use emit::{Outbox, Outcome};
 use pool::{Conn, ConnState};
 
 /// What a worker needs; inherited through `fork()`.
-pub struct WorkerSetup<'a> {
+pub(crate) struct WorkerSetup<'a> {
     pub index: usize,
     pub shared: &'a Shared,
     pub scenarios: &'a [ScenarioPlan<'a>],
@@ -120,7 +120,7 @@ impl Default for Job {
 }
 
 /// Runs worker `setup.index` until the parent says exit; returns the exit code.
-pub fn run(setup: WorkerSetup<'_>) -> i32 {
+pub(crate) fn run(setup: WorkerSetup<'_>) -> i32 {
     match Worker::new(setup) {
         Ok(mut w) => {
             w.run();

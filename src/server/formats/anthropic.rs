@@ -32,7 +32,7 @@ struct Raw<'a> {
 }
 
 /// Parses a request body, or returns the message for a 400.
-pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
+pub(crate) fn parse(body: &[u8]) -> Result<Request<'_>, String> {
     let raw: Raw<'_> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let messages = raw
@@ -49,7 +49,7 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
 }
 
 /// What the in-band error fault sends, as an `error` event or as a body.
-pub const INBAND_ERROR: &[u8] =
+pub(crate) const INBAND_ERROR: &[u8] =
     br#"{"type":"error","error":{"type":"overloaded_error","message":"injected in-band error"}}"#;
 
 fn push_id(out: &mut Vec<u8>, id: &Identity<'_>) {
@@ -97,7 +97,7 @@ fn text_index(r: &Reply) -> u8 {
 }
 
 /// The events sent on arrival.
-pub fn start(r: &Reply, id: &Identity<'_>, ev: &mut Events<'_>) {
+pub(crate) fn start(r: &Reply, id: &Identity<'_>, ev: &mut Events<'_>) {
     event(ev, b"message_start", |b| {
         b.extend_from_slice(b"{\"type\":\"message_start\",\"message\":{");
         push_id(b, id);
@@ -124,7 +124,7 @@ const DELTA_END: &[u8] = b"\"}}\n\n";
 /// token. The deltas are the hot path, so each is sized from its parts and
 /// written once.
 #[inline]
-pub fn token_events(r: &Reply, k: u32, ev: &mut Events<'_>) {
+pub(crate) fn token_events(r: &Reply, k: u32, ev: &mut Events<'_>) {
     let (index, delta): (&[u8], &[u8]) = if k < r.reasoning {
         (b"0", THINKING_DELTA)
     } else {
@@ -147,7 +147,7 @@ pub fn token_events(r: &Reply, k: u32, ev: &mut Events<'_>) {
 
 /// Closes the open block (the thinking block when every token was
 /// reasoning) and the message.
-pub fn finish(r: &Reply, ev: &mut Events<'_>) {
+pub(crate) fn finish(r: &Reply, ev: &mut Events<'_>) {
     let open = if r.reasoning > 0 && r.n > r.reasoning {
         1
     } else {
@@ -166,12 +166,12 @@ pub fn finish(r: &Reply, ev: &mut Events<'_>) {
     });
 }
 
-pub fn inband(ev: &mut Events<'_>) {
+pub(crate) fn inband(ev: &mut Events<'_>) {
     event(ev, b"error", |b| b.extend_from_slice(INBAND_ERROR));
 }
 
 /// A non-streamed `message` body with all `r.n` tokens.
-pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
     out.push(b'{');
     push_id(out, id);
     out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
@@ -200,7 +200,7 @@ pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
 }
 
 /// An Anthropic error body; `kind` is its `error.type`.
-pub fn error_body(out: &mut Vec<u8>, kind: &str, message: &str) {
+pub(crate) fn error_body(out: &mut Vec<u8>, kind: &str, message: &str) {
     out.extend_from_slice(b"{\"type\":\"error\",\"error\":{\"type\":");
     push_json_str(out, kind);
     out.extend_from_slice(b",\"message\":");

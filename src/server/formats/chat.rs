@@ -39,7 +39,7 @@ pub(super) struct StreamOptions {
 }
 
 /// Parses a request body, or returns the message for a 400.
-pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
+pub(crate) fn parse(body: &[u8]) -> Result<Request<'_>, String> {
     let raw: Raw<'_> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let messages = raw
@@ -62,7 +62,7 @@ const ID: &[u8] = b"chatcmpl-llmload-";
 
 /// Builds the chunk head, up to and including `"choices":`, and sends the
 /// role chunk.
-pub fn start(id: &Identity<'_>, prefix: &mut Vec<u8>, ev: &mut Events<'_>) {
+pub(crate) fn start(id: &Identity<'_>, prefix: &mut Vec<u8>, ev: &mut Events<'_>) {
     prefix.clear();
     push_id_model(prefix, id, ID, b"chat.completion.chunk");
     prefix.extend_from_slice(b",\"choices\":");
@@ -83,7 +83,7 @@ const DELTA_END: &[u8] = b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 /// The chunk for output token `k`: the hot path of every stream, so its
 /// size is summed from its parts and it is written once.
 #[inline]
-pub fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
+pub(crate) fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     let field = if k < r.reasoning {
         REASONING_DELTA
     } else {
@@ -100,7 +100,7 @@ pub fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     });
 }
 
-pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
+pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");
         b.extend_from_slice(prefix);
@@ -120,13 +120,13 @@ pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.data(b"[DONE]");
 }
 
-pub fn inband(ev: &mut Events<'_>) {
+pub(crate) fn inband(ev: &mut Events<'_>) {
     ev.data(openai::INBAND_ERROR);
     ev.data(b"[DONE]");
 }
 
 /// A non-streamed `chat.completion` body with all `r.n` tokens.
-pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
     push_id_model(out, id, ID, b"chat.completion");
     out.extend_from_slice(
         b",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",

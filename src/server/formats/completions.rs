@@ -30,7 +30,7 @@ struct Raw<'a> {
 }
 
 /// Parses a request body, or returns the message for a 400.
-pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
+pub(crate) fn parse(body: &[u8]) -> Result<Request<'_>, String> {
     let raw: Raw<'_> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let prompt = raw
@@ -53,7 +53,7 @@ const ID: &[u8] = b"cmpl-llmload-";
 
 /// Builds the chunk head, up to and including `"choices":`; nothing is sent
 /// before the first token.
-pub fn start(id: &Identity<'_>, prefix: &mut Vec<u8>) {
+pub(crate) fn start(id: &Identity<'_>, prefix: &mut Vec<u8>) {
     prefix.clear();
     push_id_model(prefix, id, ID, b"text_completion");
     prefix.extend_from_slice(b",\"choices\":");
@@ -65,7 +65,7 @@ const TEXT_END: &[u8] = b"\",\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 /// The chunk for output token `k`, written once at a size summed from its
 /// parts.
 #[inline]
-pub fn token_event(prefix: &[u8], k: u32, ev: &mut Events<'_>) {
+pub(crate) fn token_event(prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     let word = token(k).as_bytes();
     let len = DATA.len() + prefix.len() + TEXT.len() + word.len() + TEXT_END.len();
     ev.push_sized(len, |b| {
@@ -77,7 +77,7 @@ pub fn token_event(prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     });
 }
 
-pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
+pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");
         b.extend_from_slice(prefix);
@@ -97,13 +97,13 @@ pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.data(b"[DONE]");
 }
 
-pub fn inband(ev: &mut Events<'_>) {
+pub(crate) fn inband(ev: &mut Events<'_>) {
     ev.data(openai::INBAND_ERROR);
     ev.data(b"[DONE]");
 }
 
 /// A non-streamed `text_completion` body with all `r.n` tokens.
-pub fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
     push_id_model(out, id, ID, b"text_completion");
     out.extend_from_slice(b",\"choices\":[{\"index\":0,\"text\":\"");
     push_tokens(out, 0, r.n);

@@ -15,7 +15,7 @@ use super::text::count_words;
 
 /// A model name borrowed from the body when it has no escapes (serde's
 /// derived `Cow` support inside `Option` would always copy).
-pub struct Model<'a>(pub Cow<'a, str>);
+pub(crate) struct Model<'a>(pub Cow<'a, str>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Model<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -39,7 +39,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Model<'a> {
 /// An array of messages, reduced while parsing to a count and the word
 /// total of their contents.
 #[derive(Default)]
-pub struct Messages {
+pub(crate) struct Messages {
     pub count: u32,
     pub words: u64,
 }
@@ -81,7 +81,7 @@ struct Part {
 /// (OpenAI content parts and Anthropic content blocks alike), counting each
 /// part's `text`.
 #[derive(Default)]
-pub struct Words(pub u64);
+pub(crate) struct Words(pub u64);
 
 impl<'de> Deserialize<'de> for Words {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -119,7 +119,7 @@ impl<'de> Deserialize<'de> for Words {
 }
 
 /// Word count of a value that must be a string.
-pub struct Text(pub u64);
+pub(crate) struct Text(pub u64);
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -138,7 +138,7 @@ impl<'de> Deserialize<'de> for Text {
 }
 
 /// Length of a flat array of token ids (non-negative integers).
-pub struct TokenIds(pub u64);
+pub(crate) struct TokenIds(pub u64);
 
 impl<'de> Deserialize<'de> for TokenIds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -164,7 +164,7 @@ impl<'de> Deserialize<'de> for TokenIds {
 /// (the first one's words: a batch is answered for its first prompt only),
 /// an array of token ids (their number), or an array of such arrays (the
 /// first one's length).
-pub struct Prompt(pub u64);
+pub(crate) struct Prompt(pub u64);
 
 impl<'de> Deserialize<'de> for Prompt {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -13,12 +13,12 @@
 //! decimal numbers and the fixed vocabulary (`text`) to buffers the
 //! connection reuses, never going through `fmt`.
 
-pub mod anthropic;
-pub mod chat;
-pub mod completions;
-pub mod json;
-pub mod openai;
-pub mod sglang;
+pub(crate) mod anthropic;
+pub(crate) mod chat;
+pub(crate) mod completions;
+pub(crate) mod json;
+pub(crate) mod openai;
+pub(crate) mod sglang;
 pub mod text;
 
 use std::borrow::Cow;
@@ -329,7 +329,7 @@ pub(super) mod tests {
     use super::*;
     use serde_json::Value;
 
-    pub fn ident(model: &str) -> Identity<'_> {
+    pub(crate) fn ident(model: &str) -> Identity<'_> {
         Identity {
             worker: 1,
             seq: 42,
@@ -338,12 +338,12 @@ pub(super) mod tests {
         }
     }
 
-    pub fn reply(format: Format, n: u32, prompt: u64) -> Reply {
+    pub(crate) fn reply(format: Format, n: u32, prompt: u64) -> Reply {
         Reply::new(format, n, 0, prompt, false)
     }
 
     /// Every event of a whole stream, each from its own chunk.
-    pub fn stream_events(r: &Reply, id: &Identity<'_>) -> Vec<Vec<u8>> {
+    pub(crate) fn stream_events(r: &Reply, id: &Identity<'_>) -> Vec<Vec<u8>> {
         unchunk(&stream_bytes(r, id, true))
     }
 
@@ -380,7 +380,7 @@ pub(super) mod tests {
     }
 
     /// The payloads of a chunked body (no last chunk expected).
-    pub fn unchunk(mut body: &[u8]) -> Vec<Vec<u8>> {
+    pub(crate) fn unchunk(mut body: &[u8]) -> Vec<Vec<u8>> {
         let mut chunks = Vec::new();
         while !body.is_empty() {
             let eol = body.windows(2).position(|w| w == b"\r\n").unwrap();
@@ -394,7 +394,7 @@ pub(super) mod tests {
     }
 
     /// The payload of a `data:` event, checking its framing.
-    pub fn sse_data(event: &[u8]) -> &str {
+    pub(crate) fn sse_data(event: &[u8]) -> &str {
         let text = std::str::from_utf8(event).unwrap();
         text.strip_prefix("data: ")
             .and_then(|t| t.strip_suffix("\n\n"))

@@ -8,11 +8,11 @@ use super::text::push_json_str;
 use crate::ascii::push_u64;
 
 /// What the in-band error fault sends in an OpenAI stream or body.
-pub const INBAND_ERROR: &[u8] =
+pub(crate) const INBAND_ERROR: &[u8] =
     br#"{"error":{"message":"injected in-band error","type":"server_error","code":500}}"#;
 
 /// Appends `{"id":"<id_prefix>W-S","object":"<object>","created":T,"model":M`.
-pub fn push_id_model(out: &mut Vec<u8>, id: &Identity<'_>, id_prefix: &[u8], object: &[u8]) {
+pub(crate) fn push_id_model(out: &mut Vec<u8>, id: &Identity<'_>, id_prefix: &[u8], object: &[u8]) {
     out.extend_from_slice(b"{\"id\":\"");
     out.extend_from_slice(id_prefix);
     push_u64(out, u64::from(id.worker));
@@ -29,7 +29,7 @@ pub fn push_id_model(out: &mut Vec<u8>, id: &Identity<'_>, id_prefix: &[u8], obj
 /// Appends `"usage":{…}`; `reasoning` tokens, when there are any, are also
 /// reported apart (`completion_tokens_details.reasoning_tokens`), as OpenAI
 /// does for reasoning models. They are part of `completion` either way.
-pub fn push_usage(out: &mut Vec<u8>, prompt: u64, completion: u64, reasoning: u32) {
+pub(crate) fn push_usage(out: &mut Vec<u8>, prompt: u64, completion: u64, reasoning: u32) {
     out.extend_from_slice(b"\"usage\":{\"prompt_tokens\":");
     push_u64(out, prompt);
     out.extend_from_slice(b",\"completion_tokens\":");
@@ -45,7 +45,7 @@ pub fn push_usage(out: &mut Vec<u8>, prompt: u64, completion: u64, reasoning: u3
 }
 
 /// An OpenAI-style error body.
-pub fn error_body(out: &mut Vec<u8>, message: &str, kind: &str, code: u16) {
+pub(crate) fn error_body(out: &mut Vec<u8>, message: &str, kind: &str, code: u16) {
     out.extend_from_slice(b"{\"error\":{\"message\":");
     push_json_str(out, message);
     out.extend_from_slice(b",\"type\":");
@@ -56,7 +56,7 @@ pub fn error_body(out: &mut Vec<u8>, message: &str, kind: &str, code: u16) {
 }
 
 /// The `/v1/models` body listing `names`.
-pub fn models_body(out: &mut Vec<u8>, names: &[&str], created: u64) {
+pub(crate) fn models_body(out: &mut Vec<u8>, names: &[&str], created: u64) {
     out.extend_from_slice(b"{\"object\":\"list\",\"data\":[");
     for (i, name) in names.iter().enumerate() {
         if i > 0 {

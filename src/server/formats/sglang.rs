@@ -37,7 +37,7 @@ struct SamplingParams {
 }
 
 /// Parses a request body, or returns the message for a 400.
-pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
+pub(crate) fn parse(body: &[u8]) -> Result<Request<'_>, String> {
     let raw: Raw<'_> =
         serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let prompt_tokens = match (raw.text, raw.input_ids) {
@@ -59,11 +59,11 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, String> {
 }
 
 /// What the in-band error fault sends, in a stream or as a body.
-pub const INBAND_ERROR: &[u8] = br#"{"error":{"message":"injected in-band error"}}"#;
+pub(crate) const INBAND_ERROR: &[u8] = br#"{"error":{"message":"injected in-band error"}}"#;
 
 /// Builds what follows the text in every event, up to and including
 /// `"completion_tokens":`; nothing is sent before the first token.
-pub fn start(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>) {
+pub(crate) fn start(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>) {
     prefix.clear();
     prefix.extend_from_slice(b"\",\"meta_info\":{\"id\":\"llmload-");
     push_u64(prefix, u64::from(id.worker));
@@ -117,33 +117,33 @@ fn event(ev: &mut Events<'_>, r: &Reply, prefix: &[u8], done: u32, finished: boo
 }
 
 #[inline]
-pub fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
+pub(crate) fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     event(ev, r, prefix, k + 1, k + 1 == r.n);
 }
 
 /// The last token's event already said why it finished; a response without
 /// tokens still needs one event to say so.
-pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
+pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     if r.n == 0 {
         event(ev, r, prefix, 0, true);
     }
     ev.data(b"[DONE]");
 }
 
-pub fn inband(ev: &mut Events<'_>) {
+pub(crate) fn inband(ev: &mut Events<'_>) {
     ev.data(INBAND_ERROR);
     ev.data(b"[DONE]");
 }
 
 /// The non-streamed body: the final event's object, once. `prefix` is
 /// scratch space, reused from response to response.
-pub fn body(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>, out: &mut Vec<u8>) {
     start(r, id, prefix);
     object(out, r, prefix, r.n, true);
 }
 
 /// An error body as the real server writes it: a message and nothing else.
-pub fn error_body(out: &mut Vec<u8>, message: &str) {
+pub(crate) fn error_body(out: &mut Vec<u8>, message: &str) {
     out.extend_from_slice(b"{\"error\":{\"message\":");
     super::text::push_json_str(out, message);
     out.extend_from_slice(b"}}");
