@@ -17,6 +17,8 @@
 //! decides only the bytes, through `formats`; the pacing, the fault
 //! schedule and the access checks here are one code path for all of them.
 
+mod refusal;
+
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 
@@ -24,15 +26,13 @@ use mio::net::TcpStream;
 
 use super::access::Access;
 use super::faults::{Fault, FaultPlan};
-use super::formats::{
-    self, DEFAULT_OUTPUT_TOKENS, Events, Format, Identity, MAX_OUTPUT_TOKENS, Problem, Reply,
-    openai,
-};
+use super::formats::{self, Events, Format, Identity, Problem, Reply, openai};
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
 use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
 use crate::http::chunked::write_last_chunk;
 use crate::sys::socket;
+use refusal::{Failure, NO_KEY, Rejection, output_tokens};
 
 /// Initial read buffer per connection.
 const IN_MIN: usize = 8 * 1024;
@@ -843,71 +843,5 @@ impl Conn {
             self.resp = None;
             return Step::Finished;
         }
-    }
-}
-
-/// What a 401 says, in every format.
-const NO_KEY: &str =
-    "invalid or missing API key; send 'Authorization: Bearer <key>' or 'x-api-key: <key>'";
-
-/// An error to answer: its status, its kind, its message.
-#[derive(Clone, Copy, Debug)]
-struct Failure<'m> {
-    status: Status,
-    problem: Problem,
-    message: &'m str,
-}
-
-impl<'m> Failure<'m> {
-    /// The kind follows from the status for every error but the unknown
-    /// model, which is built apart.
-    fn of(status: Status, message: &'m str) -> Self {
-        let problem = match status {
-            Status::Unauthorized => Problem::Unauthorized,
-            Status::NotFound => Problem::NotFound,
-            Status::Unavailable => Problem::Unavailable,
-            _ => Problem::Invalid,
-        };
-        Failure {
-            status,
-            problem,
-            message,
-        }
-    }
-}
-
-/// A request refused after parsing, with a message naming the cause.
-#[derive(Debug)]
-struct Rejection {
-    status: Status,
-    problem: Problem,
-    message: String,
-}
-
-impl Rejection {
-    fn new(status: Status, problem: Problem, message: String) -> Self {
-        Rejection {
-            status,
-            problem,
-            message,
-        }
-    }
-}
-
-/// Output tokens of a response: the server's fixed number, else the
-/// request's, else the default.
-fn output_tokens(s: &Settings, format: Format, asked: Option<u64>) -> Result<u32, Rejection> {
-    match (s.output_tokens, asked) {
-        (Some(n), _) => Ok(n),
-        (None, Some(m)) if m > u64::from(MAX_OUTPUT_TOKENS) => Err(Rejection::new(
-            Status::BadRequest,
-            Problem::Invalid,
-            format!(
-                "{} is {m}, over this mock's limit of {MAX_OUTPUT_TOKENS}",
-                format.max_tokens_field()
-            ),
-        )),
-        (None, Some(m)) => Ok(m as u32),
-        (None, None) => Ok(DEFAULT_OUTPUT_TOKENS),
     }
 }
