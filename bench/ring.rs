@@ -1,8 +1,9 @@
 //! Ring throughput between two processes: the producer in this process, the
 //! consumer in a forked child, each pinned to its own CPU when there are two,
 //! exactly as the parent and a worker use the rings. Reported in the shape of
-//! the Python ZMQ transport's benchmark (`reference/mlperf-endpoints-zmq-recv-
-//! PR.txt`) with the ratio to its "after" numbers beside each row.
+//! the Python ZMQ transport's benchmark (its numbers come from the MLPerf
+//! endpoint tool's ZMQ receive pull request, in the team's shared reference
+//! folder) with the ratio to its "after" numbers beside each row.
 //!
 //! The answers are checked: the producer copies every payload byte from a
 //! source buffer into the ring, the consumer reads every byte in place to
