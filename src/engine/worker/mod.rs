@@ -66,6 +66,9 @@ pub(crate) struct WorkerSetup<'a> {
 const BELL: Token = Token(usize::MAX);
 /// How often timeouts are checked.
 const SWEEP_NS: u64 = 5_000_000;
+/// Longest poll with nothing in flight: the doorbell wakes the worker for
+/// new work, so this only bounds how stale a phase change can be seen.
+const IDLE_POLL_NS: u64 = 1_000_000_000;
 /// Requests waiting in the worker for a connection, at most.
 const PENDING_CAP: usize = 16384;
 
@@ -232,7 +235,7 @@ impl<'a> Worker<'a> {
             let mut until = if self.busy > 0 || !self.out.is_empty() {
                 next_sweep
             } else {
-                now_ns() + 1_000_000_000
+                now_ns() + IDLE_POLL_NS
             };
             if let Some(due) = self.convs.next_due() {
                 until = until.min(due);

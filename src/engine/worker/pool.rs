@@ -16,6 +16,12 @@ use crate::clock::now_ns;
 use crate::engine::conn::{READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
 
+/// Longest the warm-up waits for its connections before the worker reports
+/// ready; a slot still connecting then connects on demand.
+const WARM_UP_MAX_NS: u64 = 2_000_000_000;
+/// Poll slice while warming up.
+const WARM_UP_POLL_NS: u64 = 10_000_000;
+
 /// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum ConnState {
@@ -85,11 +91,11 @@ impl Worker<'_> {
             self.conns[i].warm = true;
             self.connect(i, ep, Job::default());
         }
-        let deadline = now_ns() + self.s.limits.connect_ns.min(2_000_000_000);
+        let deadline = now_ns() + self.s.limits.connect_ns.min(WARM_UP_MAX_NS);
         while self.conns.iter().any(|c| c.warm) && now_ns() < deadline {
             if self
                 .poll
-                .poll(events, Some(Duration::from_millis(10)))
+                .poll(events, Some(Duration::from_nanos(WARM_UP_POLL_NS)))
                 .is_err()
             {
                 break;
