@@ -7,8 +7,6 @@
 //! buffer, through a stack array, with no allocation beyond the buffer's own
 //! growth.
 
-#![forbid(unsafe_code)]
-
 /// Appends `n` in decimal, without leading zeros.
 #[inline]
 pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {

@@ -3,8 +3,6 @@
 //! processes subtract meaningfully. A wall-clock anchor exists only to label
 //! reports; no duration is ever computed from it.
 
-#![forbid(unsafe_code)]
-
 use crate::sys::time;
 
 /// CLOCK_MONOTONIC in nanoseconds. Served by the vDSO (~35 ns here), so it is

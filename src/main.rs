@@ -1,8 +1,6 @@
 //! The `llmload` binary: parse the command line, dispatch to a subcommand,
 //! turn its outcome into an exit status. Everything else lives in the library.
 
-#![forbid(unsafe_code)]
-
 use argh::FromArgs;
 
 fn main() {

@@ -3,8 +3,6 @@
 //! SLO thresholds. A leaf module: the profile resolves into these types, the
 //! engine runs them, metrics and the report read them back.
 
-#![forbid(unsafe_code)]
-
 /// How requests are released during a stage.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Load {

@@ -8,8 +8,6 @@
 //! last bit between libm implementations; arrival offsets are rounded to whole
 //! nanoseconds afterwards, so that is far below anything a run can observe.
 
-#![forbid(unsafe_code)]
-
 /// xoshiro256++ state. Never all zero: SplitMix64 is a bijection of its
 /// counter, so four successive outputs cannot all be zero.
 #[derive(Clone, Debug)]

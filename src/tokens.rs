@@ -4,8 +4,6 @@
 //! `--tokenizer` says how to get it. Tokenizing never runs on a worker: input
 //! is counted in the parent before the run, output on a parent thread.
 
-#![forbid(unsafe_code)]
-
 use std::path::Path;
 
 /// A loaded tokenizer.

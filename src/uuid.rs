@@ -3,8 +3,6 @@
 //! canonical text written without allocating. Written by workers into
 //! requests and by the events log into its lines.
 
-#![forbid(unsafe_code)]
-
 use crate::rng::Rng;
 
 /// A random UUID v4.

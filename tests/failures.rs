@@ -1,6 +1,7 @@
 //! Failures are counted and classified exactly, and never stop the run:
 //! injected 503s, malformed responses, resets, timeouts, a dead endpoint.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::util::*;
@@ -147,21 +148,23 @@ fn unreachable_endpoint_with_duration_ends_in_time() {
 
 /// A listener whose accept queue is full: further SYNs are dropped, so a
 /// connect neither succeeds nor is refused.
-fn blackhole() -> (i32, u16, Vec<std::net::TcpStream>) {
-    // SAFETY: plain socket calls on a descriptor this test owns; `addr` is a
-    // valid sockaddr_in and `len` its size.
-    let (fd, port) = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as u16;
-        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0);
-        assert_eq!(libc::listen(fd, 0), 0);
-        let mut len = len;
-        libc::getsockname(fd, (&raw mut addr).cast(), &mut len);
-        (fd, u16::from_be(addr.sin_port))
+fn blackhole() -> (OwnedFd, u16, Vec<std::net::TcpStream>) {
+    use nix::sys::socket::{
+        AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, bind, getsockname, listen, socket,
     };
+    // std's listeners take a backlog of 128; this one needs 0.
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    bind(fd.as_raw_fd(), &SockaddrIn::new(127, 0, 0, 1, 0)).expect("bind");
+    listen(&fd, Backlog::new(0).expect("backlog")).expect("listen");
+    let port = getsockname::<SockaddrIn>(fd.as_raw_fd())
+        .expect("getsockname")
+        .port();
     let target = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let fill = (0..4)
         .filter_map(|_| {
@@ -190,8 +193,7 @@ fn unanswered_connects_time_out() {
         ],
         Duration::from_secs(30),
     );
-    // SAFETY: closing the listener this test opened.
-    unsafe { libc::close(fd) };
+    drop(fd);
     let s = run.summary();
     assert_accounted(&s["requests"]);
     assert_eq!(

@@ -202,8 +202,9 @@ pub(crate) fn read(p: &Path) -> String {
 
 /// Sends `sig` to a child this test spawned.
 pub(crate) fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill(2) on the PID of a child we spawned and have not reaped.
-    unsafe { libc::kill(child.id() as i32, sig) };
+    let sig = nix::sys::signal::Signal::try_from(sig).expect("a signal number");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
+        .expect("kill a child this test spawned and has not reaped");
 }
 
 /// Runs bench against `server` with model `m` and `args`.

@@ -1,8 +1,6 @@
 //! One file per subcommand. Each parses its flags into a validated config and
 //! hands it to the library; each returns the process exit status.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod init;

@@ -3,8 +3,6 @@
 //! report read. Secrets stay in it only as long as needed to build request
 //! headers; the form reports show has them redacted.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod duration;
 pub(crate) mod profile;
 pub(crate) mod resolve;

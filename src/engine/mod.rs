@@ -4,8 +4,6 @@
 //! pins and reaps. One loop serves every load shape: a stage is an arrival
 //! source (`Load`) plus a stop condition (duration and/or request count).
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod arrival;
 pub(crate) mod conn;
 pub(crate) mod conversation;

@@ -6,8 +6,6 @@
 //! at any byte. `blocking` is the setup-time client (std sockets) that reads
 //! responses with those same parsers.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod blocking;
 pub mod chunked;
 pub(crate) mod endpoint;

@@ -3,8 +3,6 @@
 //! indexed by class and HTTP status. Recording never allocates; rendering to
 //! text happens only in `report`.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod block;
 pub(crate) mod errors;
 pub(crate) mod observe;

@@ -4,8 +4,6 @@
 //! parsing scans JSON in place (`scan`) instead of building a tree, because
 //! it runs on a worker's hot path for every SSE event.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod anthropic;
 pub(crate) mod errors;
 pub(crate) mod json;

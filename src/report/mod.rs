@@ -6,8 +6,6 @@
 //! (`events`), and the atomic file writes they all go through. `report`
 //! reads the engine's results (`metrics`) and the plan, never the engine.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod atomic;
 pub(crate) mod compare;
 pub(crate) mod csv;

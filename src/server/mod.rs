@@ -21,8 +21,6 @@
 //! `faults` (which requests fail), `stats` (shared counters). Numbers are
 //! written by `crate::ascii`, raw socket options by `sys::socket`.
 
-#![forbid(unsafe_code)]
-
 mod access;
 pub(crate) mod conn;
 mod faults;

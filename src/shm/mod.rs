@@ -5,6 +5,8 @@
 //! message. With `sys`, the only module allowed `unsafe`, so the layouts that
 //! live in shared memory (`run`, `serve`) are defined here too.
 
+#![allow(unsafe_code)]
+
 pub(crate) mod doorbell;
 pub mod mapping;
 pub mod ring;
