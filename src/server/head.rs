@@ -240,6 +240,26 @@ pub(crate) struct ResponseHead<'a> {
 pub(crate) const JSON: &[u8] = b"application/json";
 pub(crate) const EVENT_STREAM: &[u8] = b"text/event-stream";
 
+impl ResponseHead<'_> {
+    /// The head of an event stream: chunked, or delimited by the close for
+    /// an HTTP/1.0 client, which cannot read chunks.
+    pub(crate) fn stream(messages: u32, keep_alive: bool, http10: bool) -> Self {
+        ResponseHead {
+            status: Status::Ok,
+            content_type: EVENT_STREAM,
+            framing: if http10 {
+                Framing::UntilClose
+            } else {
+                Framing::Chunked
+            },
+            messages,
+            keep_alive,
+            http10,
+            extra: b"",
+        }
+    }
+}
+
 /// Appends the head, blank line included.
 pub(crate) fn write(out: &mut Vec<u8>, h: &ResponseHead<'_>) {
     out.extend_from_slice(h.status.line());

@@ -120,22 +120,7 @@ fn tokens(n: u32) -> String {
 fn stream(r: &Reply, shape: Shape, http10: bool) -> Wire {
     let chunked = !http10;
     let mut out = Vec::new();
-    head::write(
-        &mut out,
-        &ResponseHead {
-            status: Status::Ok,
-            content_type: head::EVENT_STREAM,
-            framing: if chunked {
-                Framing::Chunked
-            } else {
-                Framing::UntilClose
-            },
-            messages: 1,
-            keep_alive: !http10,
-            http10,
-            extra: b"",
-        },
-    );
+    head::write(&mut out, &ResponseHead::stream(1, !http10, http10));
     let (mut scratch, mut prefix) = (Vec::new(), Vec::new());
     let id = ident();
     formats::start(

@@ -705,19 +705,7 @@ impl Conn {
             let chunked = !head.http10;
             head::write(
                 &mut self.out,
-                &ResponseHead {
-                    status: Status::Ok,
-                    content_type: head::EVENT_STREAM,
-                    framing: if chunked {
-                        Framing::Chunked
-                    } else {
-                        Framing::UntilClose
-                    },
-                    messages: req.messages,
-                    keep_alive,
-                    http10: head.http10,
-                    extra: b"",
-                },
+                &ResponseHead::stream(req.messages, keep_alive, head.http10),
             );
             let mut ev = Events::new(&mut self.out, &mut self.scratch, chunked);
             formats::start(&reply, &id, &mut self.prefix, &mut ev);
