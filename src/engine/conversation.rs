@@ -9,10 +9,10 @@
 
 use serde_json::{Map, Value};
 
-use super::shared::IssueSlot;
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Message, Protocol, Sampling};
 use crate::rng::Rng;
+use crate::shm::run::IssueSlot;
 use crate::uuid::uuid_text;
 
 /// Where a conversation's user turns come from.

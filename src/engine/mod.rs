@@ -1,7 +1,7 @@
 //! The load engine. The parent process (`parent`) decides when each
 //! request is due and collects results; forked workers (`worker`) do all
-//! socket I/O; `shared` holds the rings between them and `supervisor` forks,
-//! pins and reaps. One loop serves every load shape: a stage is an arrival
+//! socket I/O; the rings between them are `shm::run`'s, and `supervisor`
+//! forks, pins and reaps. One loop serves every load shape: a stage is an arrival
 //! source (`Load`) plus a stop condition (duration and/or request count).
 
 pub(crate) mod arrival;
@@ -10,7 +10,6 @@ pub(crate) mod conversation;
 pub(crate) mod parent;
 pub(crate) mod record;
 pub(crate) mod requests;
-pub(crate) mod shared;
 pub(crate) mod supervisor;
 pub(crate) mod token_lane;
 pub(crate) mod worker;

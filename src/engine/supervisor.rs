@@ -12,13 +12,13 @@ use nix::sys::signal::Signal;
 
 use super::Plan;
 use super::parent::{Parent, WorkerEnd};
-use super::shared::{IssueSlot, Shared};
 use super::token_lane::TokenLane;
 use super::worker::{self, WorkerSetup};
 use crate::metrics::observe::Observer;
 use crate::metrics::run::RunResult;
 use crate::plan::Load;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
+use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::{self, Child, available_cpus, fork_child, reap_all};
 use crate::sys::signal;
 

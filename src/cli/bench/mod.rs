@@ -19,12 +19,12 @@ use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
-use crate::engine::shared::MAX_GAPS;
 use crate::engine::{Plan, supervisor};
 use crate::plan::{Limits, Load};
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
+use crate::shm::run::MAX_GAPS;
 use crate::tokens::Tokenizer;
 
 /// Runs a benchmark; returns the exit status.

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::source::Source;
 use super::{Parent, Stop};
 use crate::clock::now_ns;
-use crate::engine::shared::RunPhase;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::{ExitHow, Incomplete};
+use crate::shm::run::RunPhase;
 use crate::sys::process::Exit;
 
 /// After `ABORT`, how long workers get to report what they failed.

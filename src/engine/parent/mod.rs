@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::Plan;
-use super::shared::{IssueSlot, Shared};
 use super::token_lane::TokenLane;
 use crate::clock::now_ns;
 use crate::dataset::Picker;
@@ -27,6 +26,7 @@ use crate::metrics::observe::Observer;
 use crate::metrics::run::{Incomplete, RunResult, ThresholdAbort};
 use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
+use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::Child;
 use live::LiveWindow;
 use source::{Due, Inflight, Source};

@@ -13,10 +13,10 @@ use super::pool::ConnState;
 use super::{Job, NO_CONV, Worker};
 use crate::clock::now_ns;
 use crate::engine::conversation::Conv;
-use crate::engine::shared::IssueSlot;
 use crate::metrics::errors::ErrorClass;
 use crate::protocol::Message;
 use crate::protocol::json::unescape;
+use crate::shm::run::IssueSlot;
 use crate::uuid::new_uuid;
 
 /// Conversation slots and the conversations waiting out their think time.

@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use super::{Job, Worker};
 use crate::engine::record::{self, Completion};
-use crate::engine::shared::WorkerCounters;
 use crate::metrics::errors::ErrorClass;
 use crate::shm::ring::{ByteProducer, PushError};
+use crate::shm::run::WorkerCounters;
 
 /// Output text a record carries at most (a quarter of the completion ring
 /// minus room for the gaps).

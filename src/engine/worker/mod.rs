@@ -31,12 +31,12 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use super::ScenarioPlan;
-use super::shared::{IssueSlot, RunPhase, Shared, WorkerCounters};
 use crate::clock::now_ns;
 use crate::metrics::errors::ErrorClass;
 use crate::plan::Limits;
 use crate::rng::Rng;
 use crate::shm::ring::SlotConsumer;
+use crate::shm::run::{IssueSlot, RunPhase, Shared, WorkerCounters};
 use convs::Convs;
 use emit::{Outbox, Outcome};
 use pool::{Conn, ConnState};
