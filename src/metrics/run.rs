@@ -8,6 +8,7 @@ use super::block::Block;
 use super::errors::ErrorClass;
 use super::thresholds::Verdict;
 use crate::plan::Load;
+use crate::sys::process::Exit;
 
 /// Generator health: how the load generator itself coped.
 #[derive(Clone, Debug, Default)]
@@ -86,17 +87,6 @@ impl Limit {
     }
 }
 
-/// How a worker process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ExitHow {
-    /// Killed by this signal.
-    Signal(i32),
-    /// Exited with this status.
-    Status(i32),
-    /// Reaped by someone else, so how it ended is unknown.
-    Unknown,
-}
-
 /// A stage broke a threshold and `abort_on_fail` skipped the stages after it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ThresholdAbort {
@@ -114,7 +104,7 @@ pub(crate) enum Incomplete {
     WorkerDied {
         worker: usize,
         pid: i32,
-        how: ExitHow,
+        how: Exit,
         /// Conversations in flight on it, counted as `worker_lost`.
         lost: u64,
     },

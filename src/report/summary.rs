@@ -21,11 +21,12 @@ use super::RunInfo;
 use super::events::EventsStats;
 use crate::clock::format_utc;
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
-use crate::metrics::run::{ExitHow, Incomplete, Limit, RunResult, ThresholdAbort};
+use crate::metrics::run::{Incomplete, Limit, RunResult, ThresholdAbort};
 use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
 use crate::plan::{self, ArrivalKind};
 use crate::protocol::Finish;
+use crate::sys::process::Exit;
 
 const MS: f64 = 1e6;
 const US: f64 = 1e3;
@@ -491,9 +492,9 @@ fn incomplete(i: &Incomplete) -> String {
             lost,
         } => {
             let how = match how {
-                ExitHow::Signal(n) => format!("was killed by signal {n}"),
-                ExitHow::Status(n) => format!("exited with status {n}"),
-                ExitHow::Unknown => "ended (reaped elsewhere)".to_string(),
+                Exit::Signal(n) => format!("was killed by signal {n}"),
+                Exit::Status(n) => format!("exited with status {n}"),
+                Exit::Lost => "ended (reaped elsewhere)".to_string(),
             };
             format!(
                 "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"

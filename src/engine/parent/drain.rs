@@ -12,7 +12,7 @@ use super::{Parent, Stop};
 use crate::clock::now_ns;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
-use crate::metrics::run::{ExitHow, Incomplete};
+use crate::metrics::run::Incomplete;
 use crate::shm::run::RunPhase;
 use crate::sys::process::Exit;
 
@@ -113,12 +113,12 @@ impl Parent<'_, '_, '_> {
                 continue;
             }
             if let Ok(Some(exit)) = self.workers[k].child.try_wait() {
-                self.worker_died(k, exit_how(exit));
+                self.worker_died(k, exit);
             }
         }
     }
 
-    fn worker_died(&mut self, k: usize, how: ExitHow) {
+    fn worker_died(&mut self, k: usize, how: Exit) {
         self.collect();
         let w = &mut self.workers[k];
         w.alive = false;
@@ -151,14 +151,5 @@ impl Parent<'_, '_, '_> {
         for i in &mut self.inflight_by_scenario {
             *i = 0;
         }
-    }
-}
-
-/// How a worker ended, as the run's result records it.
-fn exit_how(exit: Exit) -> ExitHow {
-    match exit {
-        Exit::Status(code) => ExitHow::Status(code),
-        Exit::Signal(sig) => ExitHow::Signal(sig),
-        Exit::Lost => ExitHow::Unknown,
     }
 }

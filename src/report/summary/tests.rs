@@ -120,13 +120,13 @@ fn run() -> RunResult {
             Incomplete::WorkerDied {
                 worker: 1,
                 pid: 4242,
-                how: ExitHow::Signal(9),
+                how: Exit::Signal(9),
                 lost: 3,
             },
             Incomplete::WorkerDied {
                 worker: 0,
                 pid: 4241,
-                how: ExitHow::Status(101),
+                how: Exit::Status(101),
                 lost: 0,
             },
             Incomplete::NeverReported { lost: 2 },
