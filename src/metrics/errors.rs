@@ -42,10 +42,20 @@ pub(crate) enum ErrorClass {
     CheckFailed = 15,
     /// The endpoint's host name did not resolve.
     Dns = 16,
+    /// A success status whose body is not the API's response shape: an HTML
+    /// page from a proxy, an empty body, JSON without the API's fields, or a
+    /// plain body where an event stream was asked for.
+    NoOutput = 17,
+    /// A stream the server ended (closed the connection) before `[DONE]` or
+    /// a finish reason, so the output may be cut short.
+    Truncated = 18,
+    /// A multi-turn reply longer than the kept-text cap: the conversation
+    /// cannot carry it into the next turn's history, so the turn fails.
+    OutputOverCap = 19,
 }
 
 /// Number of `ErrorClass` values, for fixed arrays indexed by class.
-pub(crate) const CLASSES: usize = 17;
+pub(crate) const CLASSES: usize = 20;
 
 impl ErrorClass {
     pub(crate) const ALL: [ErrorClass; CLASSES] = [
@@ -66,6 +76,9 @@ impl ErrorClass {
         ErrorClass::TtftTimeout,
         ErrorClass::CheckFailed,
         ErrorClass::Dns,
+        ErrorClass::NoOutput,
+        ErrorClass::Truncated,
+        ErrorClass::OutputOverCap,
     ];
 
     /// The class's key in reports; HTTP statuses are named `http_<code>`
@@ -89,6 +102,9 @@ impl ErrorClass {
             ErrorClass::TtftTimeout => "ttft_timeout",
             ErrorClass::CheckFailed => "check_failed",
             ErrorClass::Dns => "dns_error",
+            ErrorClass::NoOutput => "no_output",
+            ErrorClass::Truncated => "truncated",
+            ErrorClass::OutputOverCap => "output_over_cap",
         }
     }
 
