@@ -194,15 +194,27 @@ fn tokens_from_text(text: &str) -> Result<Vec<u32>, String> {
 
 /// A reader that remembers how many bytes it handed out and the last one,
 /// which is what tells a last record ended by `\n` from one ended by the
-/// end of the input.
+/// end of the input; and that fails once the record being read has passed
+/// `max` bytes, which bounds the csv crate's record buffer. The parser
+/// asks for more only when it has used up what it had, so at each read the
+/// record so far is exactly `total - record_start` bytes long.
 struct Tracked<R> {
     inner: R,
     total: u64,
     last: u8,
+    /// Where the record being read began (`Position::byte`).
+    record_start: u64,
+    max: u64,
+    /// Set when the error this reader returned was the cap's.
+    too_long: bool,
 }
 
 impl<R: Read> Read for Tracked<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.total - self.record_start > self.max {
+            self.too_long = true;
+            return Err(std::io::Error::other("record too long"));
+        }
         let n = self.inner.read(buf)?;
         if n > 0 {
             self.total += n as u64;
@@ -215,18 +227,37 @@ impl<R: Read> Read for Tracked<R> {
 pub(crate) fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
+    max: usize,
 ) -> Result<LoadStats, String> {
     let file = spec.path.display().to_string();
     let input = Tracked {
         inner: open(&spec.path, &file)?,
         total: 0,
         last: 0,
+        record_start: 0,
+        max: max as u64,
+        too_long: false,
     };
     let mut rdr = reader_builder()
         .buffer_capacity(READ_BUF)
         .from_reader(input);
     let mut rec = ByteRecord::new();
-    let read_err = |e: ::csv::Error| format!("{file}: {e}");
+    // Named by the line the record began on (a blank line before it, if
+    // there was one: the parser skips those inside the record).
+    let too_long = |line: u64| format!("{file}:{line}: record too long (over {max} bytes)");
+    // Reads the next record, holding it to `max` bytes.
+    let next = |rdr: &mut ::csv::Reader<Tracked<_>>, rec: &mut ByteRecord| {
+        let start = rdr.position().clone();
+        rdr.get_mut().record_start = start.byte();
+        match rdr.read_byte_record(rec) {
+            Ok(_) if rdr.position().byte() - start.byte() > max as u64 => {
+                Err(too_long(start.line()))
+            }
+            Ok(more) => Ok(more),
+            Err(_) if rdr.get_ref().too_long => Err(too_long(start.line())),
+            Err(e) => Err(format!("{file}: {e}")),
+        }
+    };
     // The line a record just read started on.
     // The line a record just read started on. The parser has consumed
     // the record and its terminator; if that is every byte read so far,
@@ -242,7 +273,7 @@ pub(crate) fn load(
             .max(1)
     };
     loop {
-        if !rdr.read_byte_record(&mut rec).map_err(read_err)? {
+        if !next(&mut rdr, &mut rec)? {
             return Err(format!(
                 "{file}: no samples (the file is empty, not even a header row)"
             ));
@@ -262,7 +293,7 @@ pub(crate) fn load(
     let cols = ResolvedColumns::detect(&spec.columns, &found, &file)?;
     let cols = CsvColumns::new(cols, &header, &file)?;
     let mut sink = Sink::new(file.clone(), spec.skip_invalid, on_sample);
-    while rdr.read_byte_record(&mut rec).map_err(read_err)? {
+    while next(&mut rdr, &mut rec)? {
         if is_blank_line(&rec) {
             continue;
         }

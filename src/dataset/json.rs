@@ -6,8 +6,10 @@
 //! `skip_invalid`: past it there is no telling where the next element
 //! starts. Elements are counted from 0, as a JSON path would index them.
 
+use std::cell::Cell;
 use std::fmt;
-use std::io::BufReader;
+use std::io::{self, BufReader, Read};
+use std::rc::Rc;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 
@@ -27,8 +29,31 @@ pub(crate) fn message(e: &serde_json::Error) -> String {
     }
 }
 
+/// The parser's input: fails once more than `max` bytes came through since
+/// `since` was last zeroed (at the start of each element), so one element
+/// cannot grow without bound (serde_json buffers a long string whole).
+struct Capped<R> {
+    inner: R,
+    since: Rc<Cell<u64>>,
+    max: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let since = self.since.get() + n as u64;
+        self.since.set(since);
+        if since > self.max {
+            return Err(io::Error::other("element too long"));
+        }
+        Ok(n)
+    }
+}
+
 struct State<'s, 'a> {
     spec: &'s DatasetSpec,
+    /// Bytes read since the element being read began (see `Capped`).
+    since: Rc<Cell<u64>>,
     sink: Sink<'a>,
     cols: Option<ResolvedColumns>,
     first_columns: Vec<String>,
@@ -52,6 +77,7 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_, '_> {
         let st = self.0;
         st.in_array = true;
         loop {
+            st.since.set(0);
             let loc = Loc::Element(st.index);
             let row = match &st.cols {
                 Some(c) => match seq.next_element_seed(RowSeed(c))? {
@@ -99,12 +125,27 @@ fn stop<E: de::Error>(st: &mut State<'_, '_>, reason: String) -> E {
 pub(crate) fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
+    max: usize,
 ) -> Result<LoadStats, String> {
     let file = spec.path.display().to_string();
-    let reader = BufReader::with_capacity(READ_BUF, open(&spec.path, &file)?);
+    let since = Rc::new(Cell::new(0));
+    let reader = Capped {
+        inner: BufReader::with_capacity(READ_BUF, open(&spec.path, &file)?),
+        since: since.clone(),
+        max: max as u64,
+    };
     let mut de = serde_json::Deserializer::from_reader(reader);
+    let too_long = |st: &State<'_, '_>| {
+        if st.in_array {
+            let at = st.sink.at(Loc::Element(st.index));
+            format!("{at}: element too long (over {max} bytes)")
+        } else {
+            format!("{file}: over {max} bytes before the array starts")
+        }
+    };
     let mut st = State {
         spec,
+        since,
         sink: Sink::new(file.clone(), spec.skip_invalid, on_sample),
         cols: None,
         first_columns: Vec::new(),
@@ -117,6 +158,9 @@ pub(crate) fn load(
         return Err(reason);
     }
     if let Err(e) = result {
+        if e.is_io() && st.since.get() > max as u64 {
+            return Err(too_long(&st));
+        }
         let at = format!("line {} column {}", e.line(), e.column());
         return Err(if st.in_array {
             format!(
@@ -133,7 +177,11 @@ pub(crate) fn load(
             )
         });
     }
+    st.since.set(0);
     de.end().map_err(|e| {
+        if e.is_io() && st.since.get() > max as u64 {
+            return format!("{file}: over {max} bytes after the array ends");
+        }
         format!(
             "{file}: unexpected data after the array at line {} column {}",
             e.line(),

@@ -4,7 +4,7 @@
 //! its keys when the prompt column must be found by name. Blank lines are
 //! skipped silently; line numbers count every line, blank ones included.
 
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 
 use serde::de::DeserializeSeed;
 
@@ -60,9 +60,21 @@ fn first_object(line: &[u8]) -> Result<FirstRow, String> {
     }
 }
 
+/// Reads one line into `buf`, its `\n` included, unless it holds more than
+/// `max` bytes before that `\n`: then `Ok(None)`, having read `max + 1`
+/// bytes of it and no more. `Ok(Some(0))` is the end of the input.
+fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Option<usize>> {
+    let n = r.by_ref().take(max as u64 + 1).read_until(b'\n', buf)?;
+    if n > max && buf.last() != Some(&b'\n') {
+        return Ok(None);
+    }
+    Ok(Some(n))
+}
+
 pub(crate) fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
+    max: usize,
 ) -> Result<LoadStats, String> {
     let file = spec.path.display().to_string();
     let mut reader = BufReader::with_capacity(READ_BUF, open(&spec.path, &file)?);
@@ -73,9 +85,14 @@ pub(crate) fn load(
     let mut lineno = 0u64;
     loop {
         buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("{}: {e}", sink.at(Loc::Line(lineno + 1))))?;
+        let n = read_line(&mut reader, &mut buf, max)
+            .map_err(|e| format!("{}: {e}", sink.at(Loc::Line(lineno + 1))))?
+            .ok_or_else(|| {
+                format!(
+                    "{}: line too long (over {max} bytes)",
+                    sink.at(Loc::Line(lineno + 1))
+                )
+            })?;
         if n == 0 {
             break;
         }

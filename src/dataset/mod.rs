@@ -38,6 +38,13 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// not to matter next to the request arena.
 const READ_BUF: usize = 1 << 20;
 
+/// Bytes one line (JSONL), element (JSON array) or record (CSV) may have.
+/// A loader holds one of them at a time, so this bounds its memory: a file
+/// with no line break (`/dev/zero`, a binary, a multi-GB dump) fails with
+/// `file:line: line too long` instead of being read into memory whole. Far
+/// above any prompt a server accepts.
+pub const MAX_RECORD: usize = 64 << 20;
+
 /// The bytes of `path` after a byte order mark, if it starts with one.
 /// Only reads forward, so a pipe works too
 /// (`--dataset <(zcat big.jsonl.gz),format=jsonl`).
@@ -106,10 +113,19 @@ pub fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
 ) -> Result<LoadStats, String> {
+    load_capped(spec, on_sample, MAX_RECORD)
+}
+
+/// `load` with `max` bytes per line, element or record (tests use a small one).
+fn load_capped(
+    spec: &DatasetSpec,
+    on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
+    max: usize,
+) -> Result<LoadStats, String> {
     match spec.format {
-        Format::Jsonl => jsonl::load(spec, on_sample),
-        Format::Json => json::load(spec, on_sample),
-        Format::Csv => csv::load(spec, on_sample),
+        Format::Jsonl => jsonl::load(spec, on_sample, max),
+        Format::Json => json::load(spec, on_sample, max),
+        Format::Csv => csv::load(spec, on_sample, max),
     }
 }
 
@@ -163,6 +179,86 @@ pub fn load_conversations(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use testutil::TempDir;
+
+    /// Samples loaded from `path` read as `format`, `max` bytes a record.
+    fn capped(path: &Path, format: &str, max: usize) -> Result<u64, String> {
+        let spec = DatasetSpec::parse(&format!("{},format={format}", path.display()))?;
+        load_capped(&spec, &mut |_| Ok(()), max).map(|s| s.loaded)
+    }
+
+    #[test]
+    fn a_line_or_record_over_the_cap_is_named() {
+        let d = TempDir::new("cap");
+        // 100 bytes of line content: the cap, not over it.
+        let fits = format!("{{\"prompt\": \"{}\"}}", "x".repeat(86));
+        assert_eq!(fits.len(), 100);
+        let over = format!("{{\"prompt\": \"{}\"}}", "x".repeat(87));
+        // The line's `\n` is not counted (a CRLF's `\r` is); nor is its absence.
+        let p = d.file("a.jsonl", format!("{fits}\n\n{fits}"));
+        assert_eq!(capped(&p, "jsonl", 100), Ok(2));
+        let p = d.file("crlf.jsonl", format!("{fits}\r\n"));
+        assert_eq!(capped(&p, "jsonl", 101), Ok(1));
+        assert!(capped(&p, "jsonl", 100).is_err());
+        let p = d.file("b.jsonl", format!("{fits}\n\n{over}\n{fits}\n"));
+        let f = p.display();
+        assert_eq!(
+            capped(&p, "jsonl", 100),
+            Err(format!("{f}:3: line too long (over 100 bytes)"))
+        );
+        // A JSON array: the element, counted from the comma before it.
+        let p = d.file("c.json", format!("[{fits},\n{over}, {fits}]"));
+        let f = p.display();
+        assert_eq!(capped(&p, "json", 1000), Ok(3));
+        assert_eq!(
+            capped(&p, "json", 102),
+            Err(format!("{f}: element 1: element too long (over 102 bytes)"))
+        );
+        let p = d.file("d.json", format!("{}[{fits}]", " ".repeat(300)));
+        let f = p.display();
+        assert_eq!(
+            capped(&p, "json", 200),
+            Err(format!("{f}: over 200 bytes before the array starts"))
+        );
+        let p = d.file("e.json", format!("[{fits}]{}", " ".repeat(300)));
+        let f = p.display();
+        assert_eq!(
+            capped(&p, "json", 200),
+            Err(format!("{f}: over 200 bytes after the array ends"))
+        );
+        // CSV: the record, named by its first line, quoted newlines and all.
+        let cell = "y".repeat(60);
+        let p = d.file(
+            "f.csv",
+            format!("prompt\n{cell}\n\"{cell}\n{cell}\"\n{cell}\n"),
+        );
+        let f = p.display();
+        assert_eq!(capped(&p, "csv", 1000), Ok(3));
+        assert_eq!(
+            capped(&p, "csv", 100),
+            Err(format!("{f}:3: record too long (over 100 bytes)"))
+        );
+    }
+
+    #[test]
+    fn an_endless_line_fails_without_reading_it_all() {
+        // /dev/zero has no line break and no end: each loader must stop at
+        // the cap (a read past it would never return).
+        let zero = Path::new("/dev/zero");
+        if !zero.exists() {
+            return;
+        }
+        assert_eq!(
+            capped(zero, "jsonl", 1 << 16),
+            Err("/dev/zero:1: line too long (over 65536 bytes)".to_string())
+        );
+        assert_eq!(
+            capped(zero, "csv", 1 << 16),
+            Err("/dev/zero:1: record too long (over 65536 bytes)".to_string())
+        );
+        // Not JSON at its first byte.
+        assert!(capped(zero, "json", 1 << 16).is_err());
+    }
 
     #[test]
     fn builtin_set_is_varied() {
