@@ -53,6 +53,16 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` fit for a terminal: every control character (C0, DEL and C1:
+/// ESC, BEL, CR, backspace, CSI …) removed except line feeds and tabs, all
+/// other characters kept. For whole documents built from server-supplied
+/// strings (a report, probe's output); a single field takes `one_line`.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|&c| !c.is_control() || c == '\n' || c == '\t')
+        .collect()
+}
+
 /// An error as a person should read it: the `message` of a JSON error
 /// object when there is one, else the raw text, escapes resolved, one line.
 pub(crate) fn readable(raw: &[u8], max: usize) -> String {
@@ -78,6 +88,15 @@ mod tests {
             Some(&b"too long"[..])
         );
         assert_eq!(error_message(br#"{"choices":[]}"#), None);
+    }
+
+    #[test]
+    fn printable_drops_control_characters_only() {
+        assert_eq!(
+            printable("a\x1b[31mred\x1b[0m\x07\r\n\tb\u{9b}2J\u{7f} é—✓"),
+            "a[31mred[0m\n\tb2J é—✓"
+        );
+        assert_eq!(one_line("m\x1b[31m\nx", 80), "m [31m x");
     }
 
     #[test]

@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::fmt::{Whole, num};
 use super::summary::{Numbers, Scenario, Stage, Summary};
+use crate::protocol::errors::one_line;
 
 /// Latency changes smaller than this (ms) are never regressions.
 pub(crate) const LATENCY_FLOOR_MS: f64 = 1.0;
@@ -438,7 +439,10 @@ fn scenarios(
 }
 
 fn describe(doc: &Summary) -> String {
+    // A summary's strings may be a server's (a listed model id): one line,
+    // no control characters.
     let s = |v: &str| if v.is_empty() { "?" } else { v }.to_string();
+    let s = |v: &str| one_line(&s(v), 500);
     format!(
         "llmload {}, started {}, {}",
         s(&doc.version),

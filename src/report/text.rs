@@ -1,7 +1,8 @@
 //! `report.txt`, and what the terminal shows at the end of a run: the same
 //! numbers as summary.json laid out for a person, with the metric definitions
 //! and a plain verdict on whether the generator limited the run. It reads
-//! only the `Summary`, so it cannot show a number summary.json lacks.
+//! only the `Summary`, so it cannot show a number summary.json lacks; the
+//! text is cleared of control characters, since some of it is the server's.
 
 use std::fmt::Write;
 
@@ -10,6 +11,7 @@ use super::summary::{Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Rollup;
 use crate::protocol::Finish;
+use crate::protocol::errors::{one_line, printable};
 
 /// Report values: four digits, whole numbers bare.
 fn n(v: f64) -> String {
@@ -19,7 +21,8 @@ fn n(v: f64) -> String {
 /// Renders the report.
 pub(crate) fn render(s: &Summary) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "llmload {} — {}", s.version, s.target);
+    // The target holds a model id the server may have named: one line.
+    let _ = writeln!(o, "llmload {} — {}", s.version, one_line(&s.target, 500));
     let status = if s.complete {
         "complete".to_string()
     } else if s.interrupted {
@@ -82,7 +85,9 @@ pub(crate) fn render(s: &Summary) -> String {
         );
     }
     o.push_str(DEFINITIONS);
-    o
+    // Server-supplied strings (model ids, error messages) must not drive
+    // the terminal this is printed on.
+    printable(&o)
 }
 
 fn block(o: &mut String, b: &Numbers) {
