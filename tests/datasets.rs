@@ -356,3 +356,101 @@ fn tokenizer_counts_output_when_the_endpoint_reports_no_usage() {
     assert_eq!(s["tokens"]["output_source"], "events");
     assert_eq!(u(&s["tokens"]["output_total"]), 20);
 }
+
+/// Runs `llmload ARGS` to its end (killed after 60 s): its exit code,
+/// stderr, the highest peak RSS (`VmHWM`, KiB) sampled while it ran, and
+/// its run time. Sampled, so a lower bound on the true peak: enough to tell
+/// a load that stops at its cap from one that reads the input whole.
+fn run_measured(args: &[&str]) -> (i32, String, u64, Duration) {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    let mut child = std::process::Command::new(bin())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let status = loop {
+        if let Some(hwm) = read(Path::new(&status_file))
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(hwm);
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    (
+        status.code().unwrap_or(-1),
+        stderr.join().unwrap(),
+        peak,
+        start.elapsed(),
+    )
+}
+
+#[test]
+fn an_endless_line_fails_fast_in_bounded_memory() {
+    use std::io::Write;
+    let dir = temp_dir("endless");
+    // A 70 MB line 2 between two good ones.
+    let big = dir.join("big.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+    f.write_all(b"{\"prompt\": \"a\"}\n{\"prompt\": \"")
+        .unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..70 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\"}\n{\"prompt\": \"b\"}\n").unwrap();
+    f.into_inner().unwrap().sync_all().unwrap();
+    let big_arg = big.to_str().unwrap();
+    let cases = [
+        (
+            "/dev/zero,format=jsonl".to_string(),
+            "/dev/zero:1: line too long (over 67108864 bytes)".to_string(),
+        ),
+        (
+            "/dev/zero,format=csv".to_string(),
+            "/dev/zero:1: record too long (over 67108864 bytes)".to_string(),
+        ),
+        (
+            big_arg.to_string(),
+            format!("{big_arg}:2: line too long (over 67108864 bytes)"),
+        ),
+    ];
+    for (dataset, want) in cases {
+        let (code, stderr, rss_kib, took) = run_measured(&[
+            "bench",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--requests",
+            "1",
+            "--dataset",
+            &dataset,
+        ]);
+        eprintln!("{dataset}: exit {code}, peak RSS {rss_kib} KiB, {took:?}");
+        assert_eq!(code, 1, "{stderr}");
+        assert!(stderr.contains(&want), "{want} in {stderr}");
+        // The cap (64 MiB) and the read buffer, not the input's size.
+        assert!(rss_kib < 200 * 1024, "peak RSS {rss_kib} KiB");
+        assert!(rss_kib > 0, "sampled at least once");
+        assert!(took < Duration::from_secs(30), "{took:?}");
+    }
+}

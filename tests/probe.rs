@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::util::*;
 
 /// Runs `llmload probe ARGS`, killed after 60 s.
-fn probe(args: &[&str]) -> Run {
+pub(crate) fn probe(args: &[&str]) -> Run {
     let child = Command::new(bin())
         .arg("probe")
         .args(args)
@@ -47,23 +47,23 @@ fn check<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 }
 
 /// A request as a fake server saw it.
-struct Seen {
-    method: String,
-    path: String,
-    head: String,
-    body: String,
+pub(crate) struct Seen {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 /// A fake HTTP server: one thread, one connection at a time, each answered
 /// with whatever `answer` returns (the complete response bytes; `None` keeps
 /// the connection open unanswered until the client gives up). Stops on drop.
-struct Fake {
+pub(crate) struct Fake {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
 }
 
 impl Fake {
-    fn start(answer: impl Fn(&Seen) -> Option<Vec<u8>> + Send + 'static) -> Fake {
+    pub(crate) fn start(answer: impl Fn(&Seen) -> Option<Vec<u8>> + Send + 'static) -> Fake {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -92,7 +92,7 @@ impl Fake {
         Fake { addr, stop }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 }
@@ -374,7 +374,7 @@ fn a_server_that_wants_a_key_says_so_and_no_secret_is_printed() {
             "{}",
             run.stdout
         );
-        assert!(run.stdout.contains("[redacted]"), "{}", run.stdout);
+        assert!(run.stdout.contains("<redacted>"), "{}", run.stdout);
         for secret in [KEY, HEADER_SECRET, "SECRET"] {
             assert!(!run.stdout.contains(secret), "{secret} in {}", run.stdout);
             assert!(!run.stderr.contains(secret), "{secret} in {}", run.stderr);

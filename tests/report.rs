@@ -80,39 +80,74 @@ fn report_txt_matches_the_summary() {
     }
 }
 
+/// Every kind of secret a run can be given, in every place one can hide:
+/// stdout (the report printed, not --quiet), stderr, and every file written.
 #[test]
 fn api_key_never_appears_in_outputs() {
     let server = Server::start(&[]);
-    let url = server.url();
-    let secret = "sk-llmload-test-SECRET-4242";
-    let run = bench(
-        &[
-            "--endpoint",
-            &url,
-            "--model",
-            "m",
-            "--api-key",
-            secret,
-            "--header",
-            "X-Api-Key: hdr-SECRET-99",
-            "--header",
-            "X-Team: blue",
-            "--requests",
-            "5",
-            "--concurrency",
-            "1",
-        ],
-        Duration::from_secs(30),
+    // A key in the URL's query, Gemini style; the server ignores queries.
+    let url = format!(
+        "{}/v1/chat/completions?key=QRY-SECRET-1&api-version=2024-10-01",
+        server.url()
     );
+    let secret = "sk-llmload-test-SECRET-4242";
+    let headers = [
+        "X-Api-Key: hdr-SECRET-99",
+        "X-Goog-Api-Key: goog-SECRET-1",
+        "Ocp-Apim-Subscription-Key: apim-SECRET-2",
+        "apikey: plain-SECRET-3",
+        "X-Auth-Key: auth-SECRET-4",
+        "Proxy-Authorization: Basic proxy-SECRET-5",
+        "Set-Cookie: session=cookie-SECRET-6",
+        "X-Amz-Signature: sig-SECRET-7",
+    ];
+    let out = temp_dir("secrets");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args([
+        "bench",
+        "--endpoint",
+        &url,
+        "--model",
+        "m",
+        "--api-key",
+        secret,
+    ]);
+    for h in headers {
+        cmd.args(["--header", h]);
+    }
+    cmd.args(["--header", "X-Team: blue"])
+        .args(["--requests", "5", "--concurrency", "1", "--record-output"])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = wait_run(cmd.spawn().unwrap(), out, Duration::from_secs(30));
     run.assert_success();
+    assert!(run.stdout.contains("latency (ms)"), "the report is printed");
     let mut all = run.stdout.clone() + &run.stderr;
+    let mut files = 0;
     for f in std::fs::read_dir(&run.out).unwrap() {
         all += &read(&f.unwrap().path());
+        files += 1;
     }
+    assert!(files >= 4, "summary, report, csv, prom, events: {files}");
     assert!(!all.contains("SECRET"), "a secret leaked:\n{all}");
+    // The URL is echoed with its query values masked, names kept.
+    let shown = "?key=<redacted>&api-version=<redacted>";
+    assert!(run.stderr.contains(shown), "{}", run.stderr);
+    assert!(run.stdout.contains(shown), "{}", run.stdout);
+    assert!(!run.stderr.contains("clear text"), "loopback: no warning");
     let s = run.summary();
+    assert!(s["config"]["endpoint"].as_str().unwrap().ends_with(shown));
+    assert!(s["target"].as_str().unwrap().contains(shown));
     assert_eq!(s["config"]["api_key"], "<redacted>");
     assert_eq!(s["config"]["headers"]["X-Team"], "blue");
+    for h in headers {
+        let name = h.split_once(':').unwrap().0;
+        assert_eq!(s["config"]["headers"][name], "<redacted>", "{name}");
+    }
+    // The real URL was used: every request succeeded.
+    assert_eq!(s["requests"]["completed"], 5);
 }
 
 #[test]

@@ -16,5 +16,6 @@ mod protocols;
 mod regression;
 mod report;
 mod scenarios;
+mod secrets;
 mod serve;
 mod timing;

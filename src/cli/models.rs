@@ -1,30 +1,76 @@
 //! A one-off blocking `GET /v1/models`, to find the model to benchmark when
 //! none is named (bench) and to list what an endpoint serves (probe). Setup
 //! code, not the hot path: the blocking client in `http::blocking` and
-//! serde_json.
+//! serde_json. The request carries the credentials the run's requests carry,
+//! since a server that wants a key for generation usually wants it here too.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::http::blocking;
 use crate::http::endpoint::Endpoint;
+use crate::protocol::errors;
 
-/// The first model id the endpoint lists.
-pub(crate) fn first_model(endpoint: &Endpoint, timeout: Duration) -> Result<String, String> {
-    let timeout = timeout.min(Duration::from_secs(5));
-    let resp = blocking::get(
-        endpoint,
-        "/v1/models",
-        &[("Accept", "application/json")],
-        timeout,
-    )
-    .map_err(|e| e.to_string())?;
-    if resp.status != 200 {
-        return Err(format!("HTTP {}", resp.status));
+/// Characters of a server's error message kept in ours.
+const MESSAGE_CHARS: usize = 200;
+
+/// Why no model was found.
+#[derive(Debug)]
+pub(crate) enum ModelsError {
+    /// 401 or 403: the credentials were refused (or none were sent). A run
+    /// with them would fail every request, so this one is fatal.
+    Refused { status: u16, message: String },
+    /// Anything else: no answer, another status, a body that is no list.
+    Other(String),
+}
+
+impl fmt::Display for ModelsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelsError::Refused { status, message } if message.is_empty() => {
+                write!(f, "HTTP {status}")
+            }
+            ModelsError::Refused { status, message } => write!(f, "HTTP {status}: {message}"),
+            ModelsError::Other(e) => f.write_str(e),
+        }
     }
-    model_ids(&resp.body)?
+}
+
+/// The first model id the endpoint lists, asked with `headers` (the API's
+/// auth header and the run's extra headers) and the endpoint's URL query.
+/// Ids and messages come back as the server sent them; a caller printing
+/// one to a terminal strips control characters first.
+pub(crate) fn first_model(
+    endpoint: &Endpoint,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<String, ModelsError> {
+    let timeout = timeout.min(Duration::from_secs(5));
+    let mut all = vec![("Accept", "application/json")];
+    all.extend_from_slice(headers);
+    let path = format!("/v1/models{}", endpoint.query());
+    let resp = blocking::get(endpoint, &path, &all, timeout)
+        .map_err(|e| ModelsError::Other(e.to_string()))?;
+    match resp.status {
+        200 => {}
+        401 | 403 => {
+            let message = if resp.body.is_empty() {
+                String::new()
+            } else {
+                errors::readable(&resp.body, MESSAGE_CHARS)
+            };
+            return Err(ModelsError::Refused {
+                status: resp.status,
+                message,
+            });
+        }
+        s => return Err(ModelsError::Other(format!("HTTP {s}"))),
+    }
+    model_ids(&resp.body)
+        .map_err(ModelsError::Other)?
         .into_iter()
         .next()
-        .ok_or_else(|| "no model listed".to_string())
+        .ok_or_else(|| ModelsError::Other("no model listed".to_string()))
 }
 
 /// The ids of a `/v1/models` body (`{"data": [{"id": ...}, ...]}`), in order.

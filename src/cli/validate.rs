@@ -13,6 +13,7 @@ use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
 use crate::config::profile::{Content, Profile};
 use crate::config::resolve::resolve;
+use crate::http::endpoint::redact_url;
 use crate::plan::{Load, StagePlan};
 
 /// Check a run profile and summarize the run it describes.
@@ -54,7 +55,9 @@ pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     let mut s = format!(
         "{label} is valid: {} at {}, model {}, {}, max_tokens {}.",
         cfg.protocol.name(),
-        p.endpoint.as_deref().unwrap_or("the built-in endpoint"),
+        p.endpoint
+            .as_deref()
+            .map_or("the built-in endpoint".to_string(), redact_url),
         p.model.as_deref().unwrap_or("from /v1/models"),
         if cfg.stream {
             "streaming"

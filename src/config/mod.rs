@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
+use crate::http::endpoint::redact_url;
 use crate::http::headers::{REDACTED, is_secret_header};
 use crate::plan::{Limits, Load, StagePlan, Thresholds};
 use crate::protocol::{Protocol, Sampling};
@@ -36,6 +37,8 @@ pub(crate) struct BenchConfig {
     pub extra_body: Option<Map<String, Value>>,
     /// Secret: never written anywhere.
     pub api_key: Option<String>,
+    /// The key is `$OPENAI_API_KEY`'s, taken because none was given.
+    pub api_key_from_env: bool,
     pub stages: Vec<StagePlan>,
     pub warmup_ns: u64,
     pub connections: usize,
@@ -70,7 +73,8 @@ fn redact_headers(v: &mut Value) {
 
 impl BenchConfig {
     /// The resolved configuration as reports show it: the merged profile
-    /// plus what was resolved at run time, credentials redacted.
+    /// plus what was resolved at run time, credentials redacted (header
+    /// values by name, URL query values).
     pub(crate) fn to_json(
         &self,
         out: &Path,
@@ -80,7 +84,7 @@ impl BenchConfig {
     ) -> Value {
         let mut v = serde_json::to_value(&self.profile).expect("a profile serializes to JSON");
         let o = v.as_object_mut().expect("a profile is an object");
-        o.insert("endpoint".into(), endpoint_url.into());
+        o.insert("endpoint".into(), redact_url(endpoint_url).into());
         o.insert("builtin_endpoint".into(), builtin.into());
         o.insert("api".into(), self.protocol.name().into());
         o.insert("model".into(), model.into());
@@ -110,6 +114,9 @@ impl BenchConfig {
             for s in scenarios {
                 if let Some(h) = s.get_mut("headers") {
                     redact_headers(h);
+                }
+                if let Some(Value::String(url)) = s.get_mut("endpoint") {
+                    *url = redact_url(url);
                 }
             }
         }

@@ -129,6 +129,19 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("api_key", "contains a line break");
     }
+    let key_file = match (&p.api_key, &p.api_key_file) {
+        (Some(_), Some(_)) => {
+            errs.at(
+                "api_key_file",
+                "api_key and api_key_file are alternatives; give one",
+            );
+            None
+        }
+        (None, Some(path)) => read_key_file(path)
+            .map_err(|e| errs.at("api_key_file", e))
+            .ok(),
+        _ => None,
+    };
     let correlation = p.correlation.clone().unwrap_or_default();
     if let Some(h) = &correlation.header
         && !h.is_empty()
@@ -221,6 +234,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         .chain([max_tokens])
         .max()
         .unwrap_or(max_tokens);
+    // Used only when neither the profile nor a flag gives a key.
+    let env_key = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty());
     let header = correlation
         .header
         .unwrap_or_else(|| defaults::CORRELATION_HEADER.to_string());
@@ -241,11 +258,8 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             min_tokens: p.min_tokens,
         },
         extra_body: p.extra_body.clone(),
-        api_key: p
-            .api_key
-            .clone()
-            .or_else(|| std::env::var("OPENAI_API_KEY").ok())
-            .filter(|k| !k.is_empty()),
+        api_key_from_env: p.api_key.is_none() && p.api_key_file.is_none() && env_key.is_some(),
+        api_key: p.api_key.clone().or(key_file).or(env_key),
         stages,
         warmup_ns: nanos(or_default(p.warmup, defaults::WARMUP)),
         connections,
@@ -277,6 +291,40 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         warnings,
         profile,
     })
+}
+
+/// Bytes an API key file may have: a key is short, and a path pointing at
+/// something else (a log, `/dev/zero`) must not be read whole.
+const MAX_KEY_FILE: u64 = 64 * 1024;
+
+/// The key `path` holds, surrounding white space (the editor's trailing
+/// newline) dropped. Errors name the file, never its contents.
+pub(crate) fn read_key_file(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_KEY_FILE + 1).read_to_end(&mut bytes))
+        .map_err(|e| format!("{shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_KEY_FILE {
+        return Err(format!(
+            "{shown}: longer than {MAX_KEY_FILE} bytes; expected a file holding only the key"
+        ));
+    }
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| format!("{shown}: not UTF-8 text; expected a file holding only the key"))?;
+    let key = text.trim();
+    if key.is_empty() {
+        return Err(format!(
+            "{shown}: empty; expected a file holding only the key"
+        ));
+    }
+    if key.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(format!(
+            "{shown}: more than one line; expected a file holding only the key"
+        ));
+    }
+    Ok(key.to_string())
 }
 
 /// What the profile cannot know: whether this machine can run it.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::cli::models::ModelsError;
 use crate::config::BenchConfig;
 use crate::config::profile::{CacheMode, Content, Scenario};
 use crate::dataset::synthetic::Dist;
@@ -17,7 +18,8 @@ use crate::engine::ScenarioPlan;
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
 use crate::engine::requests::{RequestSet, RequestTemplate};
 use crate::http::endpoint::Endpoint;
-use crate::http::headers::is_auth_header;
+use crate::http::headers::{is_auth_header, is_secret_header};
+use crate::protocol::errors::one_line;
 use crate::server::{ServerConfig, ServerHandle};
 use crate::tokens::Tokenizer;
 
@@ -28,7 +30,8 @@ const SIZED_PROMPTS: usize = 256;
 pub(super) struct Built<'a> {
     pub endpoints: Vec<Option<std::net::SocketAddr>>,
     pub scenarios: Vec<ScenarioPlan<'a>>,
-    /// The first scenario's endpoint URL and model, for the report's title.
+    /// The first scenario's endpoint URL (as echoed: query values masked)
+    /// and model, for the report's title.
     pub url: String,
     pub model: String,
     /// Per scenario: where its prompts came from.
@@ -165,6 +168,9 @@ pub(super) fn build<'a>(
         model: String::new(),
         datasets: Vec::new(),
     };
+    if let Some(w) = cleartext_warning(cfg) {
+        eprintln!("llmload bench: warning: {w}");
+    }
     for (i, sc) in cfg.scenarios.iter().enumerate() {
         let proto = sc.protocol;
         let endpoint = match (&sc.endpoint, server) {
@@ -181,20 +187,24 @@ pub(super) fn build<'a>(
             endpoints.push(endpoint.resolved().then_some(endpoint.addr));
             endpoints.len() - 1
         });
-        let model = match &sc.model {
-            Some(m) => m.clone(),
-            None if sc.endpoint.is_none() => "llmload-mock".to_string(),
-            None => models
-                .entry(endpoint.url.clone())
-                .or_insert_with(|| discover_model(&endpoint, cfg))
-                .clone(),
-        };
         let mut headers = sc.headers.clone();
         if let Some(key) = &cfg.api_key
             && !headers.iter().any(|(k, _)| is_auth_header(k))
         {
             headers.extend(proto.auth_headers(key));
         }
+        let model = match &sc.model {
+            Some(m) => m.clone(),
+            None if sc.endpoint.is_none() => "llmload-mock".to_string(),
+            None => match models.get(&endpoint.url) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = discover_model(&endpoint, &headers, cfg)?;
+                    models.insert(endpoint.url.clone(), m.clone());
+                    m
+                }
+            },
+        };
         let (stream, max_tokens, system) = (sc.stream, sc.max_tokens, sc.system.as_deref());
         let bust = sc.cache_mode == CacheMode::Bust && cfg.uuid_in_prompt;
         let multi_turn = sc.turns.max > 1
@@ -303,7 +313,7 @@ pub(super) fn build<'a>(
             });
         }
         if i == 0 {
-            out.url = endpoint.url.clone();
+            out.url = endpoint.display();
             out.model = model.clone();
         }
         out.scenarios.push(plan);
@@ -432,19 +442,89 @@ fn streamed(scenario: &str, spec: &DatasetSpec, stats: LoadStats) -> DatasetInfo
     }
 }
 
-/// The first model the endpoint lists, or `default` with a warning.
-fn discover_model(endpoint: &Endpoint, cfg: &BenchConfig) -> String {
+/// The first model the endpoint lists, asked with the scenario's
+/// `headers` (its extra headers and the API key): `default` with a warning
+/// when there is no list, an error when the credentials are refused, since
+/// every request of the run would be refused too.
+fn discover_model(
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+    cfg: &BenchConfig,
+) -> Result<String, String> {
     let connect = Duration::from_nanos(cfg.limits.connect_ns);
-    match crate::cli::models::first_model(endpoint, connect) {
-        Ok(m) => m,
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    match crate::cli::models::first_model(endpoint, &headers, connect) {
+        Ok(m) => Ok(m),
+        Err(e @ ModelsError::Refused { .. }) => {
+            let sent = if headers.iter().any(|(k, _)| is_secret_header(k)) {
+                "check the API key (--api-key, --api-key-file, $OPENAI_API_KEY) and --header values"
+            } else {
+                "no API key was sent: give one with --api-key-file, --api-key or $OPENAI_API_KEY"
+            };
+            Err(format!(
+                "the endpoint refused the credentials: GET /v1/models at {} answered {}; {sent} \
+                 (or name the model with --model to skip this request)",
+                endpoint.display(),
+                one_line(&e.to_string(), 300)
+            ))
+        }
         Err(e) => {
             eprintln!(
-                "llmload bench: could not list models at {} ({e}); sending model 'default' (pass --model)",
-                endpoint.url
+                "llmload bench: could not list models at {} ({}); sending model 'default' (pass --model)",
+                endpoint.display(),
+                one_line(&e.to_string(), 300)
             );
-            "default".to_string()
+            Ok("default".to_string())
         }
     }
+}
+
+/// The warning to give when credentials (the API key, or a header whose
+/// name marks it secret) will travel in clear text to a host off this
+/// machine: every endpoint is plain http. Names the hosts and what is sent,
+/// never a value. A key from `$OPENAI_API_KEY` is sent like one given, as
+/// OpenAI's own clients do, but the warning says where it came from, since
+/// the user may not have meant to send it.
+fn cleartext_warning(cfg: &BenchConfig) -> Option<String> {
+    let mut hosts = std::collections::BTreeSet::new();
+    let mut what = std::collections::BTreeSet::new();
+    for sc in &cfg.scenarios {
+        // No endpoint: the built-in one, on loopback.
+        let Some(e) = sc.endpoint.as_ref().filter(|e| !e.is_loopback()) else {
+            continue;
+        };
+        let secret: Vec<&str> = sc
+            .headers
+            .iter()
+            .filter(|(k, _)| is_secret_header(k))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let key_sent = cfg.api_key.is_some() && !sc.headers.iter().any(|(k, _)| is_auth_header(k));
+        if key_sent {
+            what.insert(if cfg.api_key_from_env {
+                "the API key from $OPENAI_API_KEY".to_string()
+            } else {
+                "the API key".to_string()
+            });
+        }
+        for k in &secret {
+            what.insert(format!("header {k}"));
+        }
+        if key_sent || !secret.is_empty() {
+            hosts.insert(e.host.clone());
+        }
+    }
+    if hosts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} will be sent in clear text (plain http) to {}; anyone on the network path can read it",
+        what.into_iter().collect::<Vec<_>>().join(", "),
+        hosts.into_iter().collect::<Vec<_>>().join(", ")
+    ))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use argh::FromArgs;
 
 use crate::config::duration::duration_flag;
 use crate::config::profile::{Correlation, HumanDuration, Profile};
+use crate::http::headers::parse_header_flag;
 
 /// Benchmark an endpoint (with no --endpoint: the built-in one).
 #[derive(FromArgs, Debug, Default)]
@@ -129,6 +130,11 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub api_key: Option<String>,
 
+    /// read the API key from this file (trailing newline dropped): unlike
+    /// --api-key, it stays out of the command line that ps shows
+    #[argh(option)]
+    pub api_key_file: Option<PathBuf>,
+
     /// sampling temperature
     #[argh(option)]
     pub temperature: Option<f64>,
@@ -218,14 +224,8 @@ impl BenchArgs {
         let on = |b: bool| b.then_some(true);
         let mut headers = BTreeMap::new();
         for h in &self.header {
-            let (k, v) = h
-                .split_once(':')
-                .ok_or_else(|| format!("--header '{h}': expected 'Name: value'"))?;
-            let (k, v) = (k.trim(), v.trim());
-            if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic()) {
-                return Err(format!("--header '{h}': bad header name"));
-            }
-            headers.insert(k.to_string(), v.to_string());
+            let (k, v) = parse_header_flag(h)?;
+            headers.insert(k, v);
         }
         let extra_body = match &self.extra_body {
             None => None,
@@ -267,6 +267,7 @@ impl BenchArgs {
             extra_body,
             headers: (!headers.is_empty()).then_some(headers),
             api_key: self.api_key.clone(),
+            api_key_file: self.api_key_file.clone(),
             cache_mode: self.cache_mode.clone(),
             correlation: self.correlation_header.as_ref().map(|h| Correlation {
                 header: Some(h.clone()),

@@ -169,7 +169,9 @@ pub(super) fn list_models(cfg: &Config, endpoint: &Endpoint) -> Check {
     let p = cfg.protocol;
     let auth = auth_headers(cfg, p);
     let headers = headers(cfg, p, &auth, "application/json");
-    let got = blocking::get(endpoint, MODELS_PATH, &headers, cfg.timeout)
+    // The URL's query goes along, as with every request: it may hold the key.
+    let path = format!("{MODELS_PATH}{}", endpoint.query());
+    let got = blocking::get(endpoint, &path, &headers, cfg.timeout)
         .map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout));
     models_check(got, p)
 }

@@ -22,12 +22,16 @@ mod render;
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
 
 use crate::config::duration::duration_flag;
-use crate::http::endpoint::Endpoint;
+use crate::config::resolve::read_key_file;
+use crate::http::endpoint::{Endpoint, redact_url};
+use crate::http::headers::{is_secret_header, parse_header_flag};
+use crate::protocol::errors::printable;
 use crate::protocol::{self, Protocol};
 
 use diagnose::{Asked, ModelSource, Verdict};
@@ -77,6 +81,11 @@ pub(crate) struct ProbeArgs {
     #[argh(option)]
     pub api_key: Option<String>,
 
+    /// read the API key from this file (trailing newline dropped), which
+    /// keeps it off the command line that ps shows
+    #[argh(option)]
+    pub api_key_file: Option<PathBuf>,
+
     /// extra request header 'Name: value' (repeatable)
     #[argh(option)]
     pub header: Vec<String>,
@@ -112,6 +121,8 @@ struct Config {
     json: bool,
     /// Strings masked in everything printed.
     secrets: Vec<String>,
+    /// The key is `$OPENAI_API_KEY`'s, taken because none was given.
+    api_key_from_env: bool,
 }
 
 /// Runs the probe, prints the report (or JSON) and returns the exit status.
@@ -132,29 +143,30 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
     } else {
         report.render()
     };
-    print!("{}", redact(&out, &cfg.secrets));
+    // Masked, then cleared of control characters: model ids, messages and
+    // header values come from the server, and must not drive the terminal.
+    print!("{}", printable(&redact(&out, &cfg.secrets)));
     report.exit_code
 }
 
 fn resolve(a: ProbeArgs) -> Result<Config, String> {
     let protocol = protocol::find(&a.api)?;
-    let mut headers = Vec::new();
-    for h in &a.header {
-        // The value may be a credential: messages name only the header.
-        let (k, v) = h
-            .split_once(':')
-            .ok_or("--header: expected 'Name: value', found no ':'")?;
-        let (k, v) = (k.trim(), v.trim());
-        if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic()) {
-            return Err(format!("--header '{k}': bad header name"));
+    let headers = a
+        .header
+        .iter()
+        .map(|h| parse_header_flag(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let from_file = match (&a.api_key, &a.api_key_file) {
+        (Some(_), Some(_)) => {
+            return Err("--api-key and --api-key-file are alternatives; give one".into());
         }
-        if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-            return Err(format!("--header '{k}': the value contains a line break"));
-        }
-        headers.push((k.to_string(), v.to_string()));
-    }
+        (None, Some(path)) => Some(read_key_file(path).map_err(|e| format!("--api-key-file {e}"))?),
+        _ => None,
+    };
+    let given = a.api_key.is_some() || from_file.is_some();
     let api_key = a
         .api_key
+        .or(from_file)
         .or_else(|| std::env::var("OPENAI_API_KEY").ok())
         .filter(|k| !k.is_empty());
     if let Some(k) = &api_key
@@ -165,8 +177,9 @@ fn resolve(a: ProbeArgs) -> Result<Config, String> {
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
-    let secrets = secrets(api_key.as_deref(), &headers);
+    let secrets = secrets(api_key.as_deref(), &headers, &a.endpoint);
     Ok(Config {
+        api_key_from_env: api_key.is_some() && !given,
         url: a.endpoint,
         protocol,
         model: a.model,
@@ -194,7 +207,7 @@ struct Report {
 /// Runs every check, then draws the conclusions from what they observed.
 fn probe(cfg: &Config) -> Report {
     let mut r = Report {
-        url: cfg.url.clone(),
+        url: redact_url(&cfg.url),
         api: cfg.protocol.name(),
         addr: None,
         model: None,
@@ -212,6 +225,9 @@ fn probe(cfg: &Config) -> Report {
         }
     };
     r.addr = Some(endpoint.addr.to_string());
+    if let Some(w) = cleartext_warning(cfg, &endpoint) {
+        eprintln!("llmload probe: warning: {w}");
+    }
     let connect = exchange::connect(cfg, &endpoint);
     let connected = connect.failure.is_none();
     r.checks.push(connect);
@@ -220,7 +236,7 @@ fn probe(cfg: &Config) -> Report {
     }
     let asked = Asked {
         api: cfg.protocol.name(),
-        url: &cfg.url,
+        url: &r.url,
         path: &endpoint.path,
         addr: endpoint.addr,
         model: r.model.as_deref().unwrap_or(""),
@@ -231,6 +247,35 @@ fn probe(cfg: &Config) -> Report {
     r.verdicts = findings.verdicts;
     r.exit_code = findings.exit_code;
     r
+}
+
+/// The warning to give when a credential will travel in clear text to a
+/// host off this machine (bench gives the same one).
+fn cleartext_warning(cfg: &Config, endpoint: &Endpoint) -> Option<String> {
+    if endpoint.is_loopback() {
+        return None;
+    }
+    let mut what: Vec<String> = Vec::new();
+    if cfg.api_key.is_some() {
+        what.push(if cfg.api_key_from_env {
+            "the API key from $OPENAI_API_KEY".to_string()
+        } else {
+            "the API key".to_string()
+        });
+    }
+    what.extend(
+        cfg.headers
+            .iter()
+            .filter(|(k, _)| is_secret_header(k))
+            .map(|(k, _)| format!("header {k}")),
+    );
+    (!what.is_empty()).then(|| {
+        format!(
+            "{} will be sent in clear text (plain http) to {}; anyone on the network path can read it",
+            what.join(", "),
+            endpoint.host
+        )
+    })
 }
 
 /// The checks after a successful connect: the model list, every known API

@@ -1,22 +1,32 @@
-//! Secrets out of everything the probe prints: the API key and the values
-//! of headers whose names suggest credentials, masked raw and JSON-escaped,
-//! since a server may echo them in an error message. Masking the whole
-//! output text once, after rendering, means no code path can forget it; the
-//! cost is that a secret too short to mask safely is not masked at all.
+//! Secrets out of everything the probe prints: the API key, the values
+//! of headers whose names suggest credentials and the values in the
+//! endpoint URL's query, masked raw and JSON-escaped, since a server may
+//! echo them in an error message. Masking the whole output text once, after
+//! rendering, means no code path can forget it; the cost is that a secret
+//! too short to mask safely is not masked at all. (The URL itself is shown
+//! redacted already; this catches a server's echo of a query value.)
 
-use crate::http::headers::is_secret_header;
+use crate::http::headers::{REDACTED as MASK, is_secret_header};
 
 /// Secrets shorter than this are not masked: they would mask ordinary text,
 /// and they are never printed deliberately anyway.
 const MIN_SECRET: usize = 4;
-/// What a masked secret becomes.
-const MASK: &str = "[redacted]";
 
-/// The API key, and the values of headers whose names suggest credentials
+/// The API key, the values of headers whose names suggest credentials
 /// (with the token after a scheme such as `Bearer` on its own too, since a
-/// server may echo just that part).
-pub(super) fn secrets(api_key: Option<&str>, headers: &[(String, String)]) -> Vec<String> {
+/// server may echo just that part), and the query values of `url`.
+pub(super) fn secrets(
+    api_key: Option<&str>,
+    headers: &[(String, String)],
+    url: &str,
+) -> Vec<String> {
     let mut out: Vec<String> = api_key.into_iter().map(str::to_string).collect();
+    if let Some((_, query)) = url.split_once('?') {
+        for pair in query.split(['&', '#']) {
+            let v = pair.split_once('=').map_or(pair, |(_, v)| v);
+            out.push(v.to_string());
+        }
+    }
     for (name, value) in headers {
         if is_secret_header(name) {
             out.push(value.clone());
@@ -57,13 +67,22 @@ mod tests {
             ("Authorization".to_string(), "Bearer tok-2345".to_string()),
             ("X-Trace".to_string(), "visible".to_string()),
         ];
-        let s = secrets(Some("sk-\"q\"-99"), &headers);
-        let text = r#"key sk-"q"-99 json "sk-\"q\"-99" hdr-secret-1 tok-2345 visible"#;
+        let s = secrets(
+            Some("sk-\"q\"-99"),
+            &headers,
+            "http://h/p?key=qry-secret-3&v=1",
+        );
+        let text = r#"key sk-"q"-99 json "sk-\"q\"-99" hdr-secret-1 tok-2345 qry-secret-3 visible"#;
         let out = redact(text, &s);
         assert!(!out.contains("sk-"), "{out}");
+        assert!(!out.contains("qry-secret"), "{out}");
+        assert!(out.contains("<redacted>"), "{out}");
         assert!(!out.contains("hdr-secret"), "{out}");
         assert!(!out.contains("tok-2345"), "{out}");
         assert!(out.contains("visible"));
-        assert!(secrets(Some("ab"), &[]).is_empty(), "too short to mask");
+        assert!(
+            secrets(Some("ab"), &[], "http://h/?v=1").is_empty(),
+            "too short to mask"
+        );
     }
 }

@@ -177,6 +177,10 @@ pub(crate) struct Profile {
     /// `"${OPENAI_API_KEY}"` rather than the key itself.
     #[serde(skip_serializing_if = "unset")]
     pub api_key: Option<String>,
+    /// A file holding the key (a trailing newline is dropped): keeps it out
+    /// of the command line, where `ps` shows it. An alternative to `api_key`.
+    #[serde(skip_serializing_if = "unset")]
+    pub api_key_file: Option<PathBuf>,
 
     /// `bust` (a per-conversation UUID defeats prompt caches) or `natural`.
     #[serde(skip_serializing_if = "unset")]

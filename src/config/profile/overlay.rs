@@ -30,6 +30,12 @@ impl Profile {
             self.concurrency = None;
             self.stages = None;
         }
+        // The key and its file are one setting, as the load shape is: a
+        // flag giving either replaces both.
+        if flags.api_key.is_some() || flags.api_key_file.is_some() {
+            self.api_key = None;
+            self.api_key_file = None;
+        }
         if let Some(fh) = &flags.headers {
             let h = self.headers.get_or_insert_with(BTreeMap::new);
             for (k, v) in fh {
@@ -79,6 +85,7 @@ impl Profile {
             ignore_eos,
             min_tokens,
             api_key,
+            api_key_file,
             cache_mode,
             correlation,
             timeout,
