@@ -127,7 +127,16 @@ fn url_credentials_are_refused_and_never_echoed() {
         "{}",
         v_good.stdout
     );
-    for r in [&run, &p, &v_bad, &v_good] {
+    // A query key reaches the server (it ignores queries) but is never shown.
+    let server = Server::start(&[]);
+    let with_query = format!("{}/v1/chat/completions?key=Q-SECRET-9", server.url());
+    let ok = probe(&["--endpoint", &with_query]);
+    let ok_json = probe(&["--endpoint", &with_query, "--json"]);
+    for r in [&ok, &ok_json] {
+        assert_eq!(r.status.code(), Some(0), "{}", r.stdout);
+        assert!(r.stdout.contains("?key=<redacted>"), "{}", r.stdout);
+    }
+    for r in [&run, &p, &v_bad, &v_good, &ok, &ok_json] {
         let all = r.stdout.clone() + &r.stderr;
         assert!(!all.contains("SECRET"), "{all}");
     }
@@ -205,7 +214,7 @@ fn model_discovery_sends_the_credentials() {
         assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
         assert!(
             run.stderr
-                .contains("the endpoint refused the credentials: GET /v1/models at"),
+                .contains("the endpoint refused the credentials: GET /v1/models on 127.0.0.1:"),
             "{}",
             run.stderr
         );

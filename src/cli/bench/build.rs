@@ -465,9 +465,9 @@ fn discover_model(
                 "no API key was sent: give one with --api-key-file, --api-key or $OPENAI_API_KEY"
             };
             Err(format!(
-                "the endpoint refused the credentials: GET /v1/models at {} answered {}; {sent} \
+                "the endpoint refused the credentials: GET /v1/models on {} answered {}; {sent} \
                  (or name the model with --model to skip this request)",
-                endpoint.display(),
+                endpoint.host,
                 one_line(&e.to_string(), 300)
             ))
         }
