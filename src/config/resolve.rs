@@ -259,7 +259,12 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         },
         extra_body: p.extra_body.clone(),
         api_key_from_env: p.api_key.is_none() && p.api_key_file.is_none() && env_key.is_some(),
-        api_key: p.api_key.clone().or(key_file).or(env_key),
+        api_key: p
+            .api_key
+            .clone()
+            .or(key_file)
+            .or(env_key)
+            .filter(|k| !k.is_empty()),
         stages,
         warmup_ns: nanos(or_default(p.warmup, defaults::WARMUP)),
         connections,
@@ -619,6 +624,49 @@ mod tests {
             check_host(&cfg, 0),
             Err("the API key contains a line break".to_string())
         );
+    }
+
+    #[test]
+    fn the_key_comes_from_its_file_and_is_never_shown() {
+        let dir = std::env::temp_dir().join(format!("llmload-keyfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("key");
+        std::fs::write(&path, "sk-file-SECRET-1\n").unwrap();
+        let cfg = resolved(&format!(
+            r#"{{"api_key_file": "{}", "endpoint": "http://127.0.0.1:9/v1?key=Q-SECRET",
+                "scenarios": [{{"name": "a", "endpoint": "http://127.0.0.1:9/x?key=Q-SECRET"}}]}}"#,
+            path.display()
+        ));
+        assert_eq!(cfg.api_key.as_deref(), Some("sk-file-SECRET-1"));
+        assert!(!cfg.api_key_from_env);
+        let v = cfg.to_json(
+            std::path::Path::new("o"),
+            "http://127.0.0.1:9/v1?key=Q-SECRET",
+            "m",
+            false,
+        );
+        assert!(!v.to_string().contains("SECRET"), "{v}");
+        assert_eq!(v["api_key"], "<redacted>");
+        assert_eq!(v["api_key_file"], path.display().to_string());
+        assert_eq!(v["endpoint"], "http://127.0.0.1:9/v1?key=<redacted>");
+        assert_eq!(
+            v["scenarios"][0]["endpoint"],
+            "http://127.0.0.1:9/x?key=<redacted>"
+        );
+        // An empty key is no key (and does not fall through to the environment's).
+        assert_eq!(resolved(r#"{"api_key": ""}"#).api_key, None);
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        let both = Profile::parse(
+            r#"{"api_key": "k", "api_key_file": "/x"}"#,
+            "run.json",
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            resolve(both).err().unwrap(),
+            ["api_key_file: api_key and api_key_file are alternatives; give one"]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -471,6 +471,25 @@ fn overlay_flags_win() {
 }
 
 #[test]
+fn a_key_flag_replaces_the_profiles_key_file_and_the_other_way() {
+    let file = || Profile {
+        api_key_file: Some("/run/secrets/key".into()),
+        ..Profile::default()
+    };
+    let key = || Profile {
+        api_key: Some("k".to_string()),
+        ..Profile::default()
+    };
+    let mut p = file();
+    p.overlay(&key());
+    assert_eq!((p.api_key.as_deref(), p.api_key_file), (Some("k"), None));
+    let mut p = key();
+    p.overlay(&file());
+    assert_eq!(p.api_key, None);
+    assert_eq!(p.api_key_file, file().api_key_file);
+}
+
+#[test]
 fn humanize_keeps_unknown_messages() {
     assert_eq!(humanize("something `odd`"), "something odd");
     assert_eq!(edit_distance("mni", "min"), 2);
