@@ -3,6 +3,10 @@
 //! and how it ended, and the backlog of encoded records the completion ring
 //! had no room for. The backlog trades memory for never blocking the loop:
 //! a full ring delays records, it never stalls sockets.
+//!
+//! Every record is fitted to what the ring takes (`Completion::fit`) before
+//! it goes to the ring or the backlog, so a record the ring refuses cannot
+//! exist, and the backlog always drains once the parent reads.
 
 use std::sync::atomic::Ordering;
 
@@ -10,11 +14,7 @@ use super::{Job, Worker};
 use crate::engine::record::{self, Completion};
 use crate::metrics::errors::ErrorClass;
 use crate::shm::ring::{ByteProducer, PushError};
-use crate::shm::run::WorkerCounters;
-
-/// Output text a record carries at most (a quarter of the completion ring
-/// minus room for the gaps).
-const MAX_TEXT: usize = 512 * 1024;
+use crate::shm::run::{MAX_RECORD, WorkerCounters};
 
 /// How a job ended, as its record says.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +46,7 @@ impl Worker<'_> {
             conv_end,
         };
         self.record(self.conns[i].job, t_end, outcome);
+        self.conns[i].rx.shrink();
     }
 
     /// Builds `job`'s completion record and sends it (or queues it).
@@ -70,11 +71,11 @@ impl Worker<'_> {
             Outcome::Unsent(error) => {
                 rec.error = error as u8;
                 rec.flags = record::CONV_END;
-                self.out.push(self.counters, &rec, &[], &[], &[]);
+                self.out.push(self.counters, rec, &[], &[], &[]);
             }
             Outcome::ConvEnd => {
                 rec.flags = record::CONV_END | record::NO_REQUEST;
-                self.out.push(self.counters, &rec, &[], &[], &[]);
+                self.out.push(self.counters, rec, &[], &[], &[]);
             }
             Outcome::Exchange {
                 conn,
@@ -94,7 +95,9 @@ impl Worker<'_> {
                 }
                 if tally.gaps_truncated {
                     rec.flags |= record::GAPS_TRUNCATED;
-                    self.counters.itl_truncated.fetch_add(1, Ordering::Relaxed);
+                }
+                if tally.text_truncated {
+                    rec.flags |= record::OUTPUT_TRUNCATED;
                 }
                 rec.t_send = rx.t_send;
                 rec.t_first_byte = rx.t_first_byte;
@@ -106,17 +109,15 @@ impl Worker<'_> {
                 rec.completion_tokens = Completion::code(tally.completion_tokens);
                 rec.text_events = tally.text_events;
                 rec.text_bytes = tally.text_bytes;
-                rec.n_gaps = tally.gaps.len() as u32;
                 rec.finish = tally.finish as u8;
-                rec.text_len = if ship_text {
-                    tally.text.len().min(MAX_TEXT) as u32
-                } else {
-                    0
-                };
-                let msg = tally.error_message();
-                rec.msg_len = msg.len() as u32;
-                self.out
-                    .push(self.counters, &rec, &tally.gaps, &tally.text, msg);
+                let text: &[u8] = if ship_text { &tally.text } else { &[] };
+                self.out.push(
+                    self.counters,
+                    rec,
+                    &tally.gaps,
+                    text,
+                    tally.error_message(),
+                );
             }
         }
     }
@@ -152,36 +153,36 @@ impl Outbox {
         std::mem::take(&mut self.published)
     }
 
-    /// Pushes one record, or queues it behind earlier ones when the ring is
-    /// full (order among records does not matter to the parent, but the
-    /// backlog must drain before new records so none waits forever).
+    /// Pushes one record with `gaps`, `text` and `msg`, or queues it behind
+    /// earlier ones when the ring is full (order among records does not
+    /// matter to the parent, but the backlog must drain before new records
+    /// so none waits forever). The record is fitted first (`fit` sets its
+    /// lengths), so it is never too large for the ring, queued or not.
     fn push(
         &mut self,
         counters: &WorkerCounters,
-        rec: &Completion,
+        mut rec: Completion,
         gaps: &[u64],
         text: &[u8],
         msg: &[u8],
     ) {
         self.published = true;
+        rec.fit(gaps.len(), msg.len(), text);
+        if rec.flags & record::GAPS_TRUNCATED != 0 {
+            counters.itl_truncated.fetch_add(1, Ordering::Relaxed);
+        }
         let len = rec.encoded_len();
+        debug_assert!(len <= MAX_RECORD);
         if self.backlog.is_empty() {
             match self
                 .ring
                 .push_with(len, |buf| rec.encode(gaps, text, msg, buf))
             {
                 Ok(()) => return,
-                Err(PushError::TooLarge) => {
-                    // What one record cannot carry is dropped, flagged: the
-                    // gaps beyond the limit and the text.
-                    let mut r = *rec;
-                    r.n_gaps = 0;
-                    r.text_len = 0;
-                    r.flags |= record::GAPS_TRUNCATED;
-                    self.push(counters, &r, &[], &[], msg);
-                    return;
-                }
                 Err(PushError::Full) => {}
+                // `fit` makes this unreachable; were it reached, the backlog
+                // must still never hold a record the ring refuses.
+                Err(PushError::TooLarge) => return,
             }
         }
         counters
@@ -205,7 +206,10 @@ impl Outbox {
                     at += 4 + len;
                     self.published = true;
                 }
-                Err(_) => break,
+                Err(PushError::Full) => break,
+                // Unreachable (`push` fits every record); skipping it keeps
+                // the records behind it moving.
+                Err(PushError::TooLarge) => at += 4 + len,
             }
         }
         self.backlog.drain(..at);
