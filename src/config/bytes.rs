@@ -66,10 +66,22 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        for bad in ["", "MiB", "4MB", "4 parsecs", "1.2.3KiB", "-1", "99999999999GiB"] {
+        for bad in [
+            "",
+            "MiB",
+            "4MB",
+            "4 parsecs",
+            "1.2.3KiB",
+            "-1",
+            "99999999999GiB",
+        ] {
             assert!(parse_bytes(bad).is_err(), "{bad}");
         }
-        assert!(parse_bytes("4MB").unwrap_err().contains("unknown unit 'MB'"));
+        assert!(
+            parse_bytes("4MB")
+                .unwrap_err()
+                .contains("unknown unit 'MB'")
+        );
     }
 
     #[test]

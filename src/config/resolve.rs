@@ -509,7 +509,12 @@ mod tests {
             let p = Profile::parse(text, "run.json", &no_env).unwrap();
             resolve(p).err().unwrap_or_default()
         };
-        assert_eq!(resolved(r#"{"max_output_text": 1024}"#).limits.max_output_text, 1024);
+        assert_eq!(
+            resolved(r#"{"max_output_text": 1024}"#)
+                .limits
+                .max_output_text,
+            1024
+        );
         assert_eq!(
             errors(r#"{"max_output_text": 0}"#),
             ["max_output_text: 0: expected 1 to 1GiB"]

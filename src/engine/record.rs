@@ -359,4 +359,82 @@ mod tests {
         assert_eq!(s.finish, 2);
         assert!(Completion::decode(&buf[..HEADER + 20]).is_none());
     }
+
+    /// Raw JSON string content for `text`, escaping some characters as
+    /// `\uXXXX` (surrogate pairs beyond the BMP) and leaving others raw.
+    fn escaped(text: &str, rng: &mut crate::rng::Rng) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in text.chars() {
+            match c {
+                '"' => out.extend_from_slice(b"\\\""),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                c if rng.below(2) == 0 && !c.is_ascii() => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.extend_from_slice(format!("\\u{u:04x}").as_bytes());
+                    }
+                }
+                c => out.extend_from_slice(c.to_string().as_bytes()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn text_is_cut_where_it_still_reads_as_a_prefix() {
+        let mut rng = crate::rng::Rng::seeded(7);
+        let alphabet = ['a', ' ', '"', '\\', '\n', 'é', '漢', '😀', 'u', 'd', '8'];
+        for _ in 0..300 {
+            let n = rng.below(24) as usize;
+            let text: String = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            let raw = escaped(&text, &mut rng);
+            let whole: String = serde_json::from_slice(&[b"\"", &raw[..], b"\""].concat()).unwrap();
+            assert_eq!(whole, text);
+            for limit in 0..=raw.len() + 1 {
+                let cut = text_cut(&raw, limit);
+                assert!(cut <= limit.min(raw.len()));
+                // Never more than one escaped surrogate pair short.
+                assert!(cut + 12 >= limit.min(raw.len()), "{raw:?} {limit} {cut}");
+                let quoted = [b"\"", &raw[..cut], b"\""].concat();
+                let part: String = serde_json::from_slice(&quoted).unwrap_or_else(|e| {
+                    panic!("{:?} cut at {cut}: {e}", String::from_utf8_lossy(&raw))
+                });
+                assert!(text.starts_with(&part), "{part:?} of {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn records_fit_the_ring_trimming_text_before_gaps() {
+        let text = vec![b'x'; 3 << 20];
+        // Few gaps: text fills what room the record has.
+        let mut c = Completion::default();
+        c.fit(10, 5, &text);
+        assert_eq!(c.flags, OUTPUT_TRUNCATED);
+        assert_eq!((c.n_gaps, c.msg_len), (10, 5));
+        assert!(c.encoded_len() <= MAX_RECORD);
+        assert!(c.encoded_len() + 8 > MAX_RECORD);
+        // The most gaps and the longest message still leave MIN_RECORD_TEXT.
+        let mut c = Completion::default();
+        c.fit(MAX_GAPS, MAX_MESSAGE, &text);
+        assert_eq!(c.n_gaps as usize, MAX_GAPS);
+        assert!(c.text_len as usize >= MIN_RECORD_TEXT);
+        assert!(c.encoded_len() <= MAX_RECORD);
+        // More gaps than a record carries: the gaps past MAX_GAPS go, flagged.
+        let mut c = Completion::default();
+        c.fit(MAX_GAPS + 7, 10_000, &text[..100]);
+        assert_eq!(c.flags, GAPS_TRUNCATED);
+        assert_eq!(
+            (c.n_gaps as usize, c.msg_len as usize),
+            (MAX_GAPS, MAX_MESSAGE)
+        );
+        assert_eq!(c.text_len, 100);
+        // What fits is left alone.
+        let mut c = Completion::default();
+        c.fit(3, 4, b"hello");
+        assert_eq!((c.flags, c.n_gaps, c.msg_len, c.text_len), (0, 3, 4, 5));
+    }
 }

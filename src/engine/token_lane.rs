@@ -251,7 +251,11 @@ mod tests {
             }
             // 40 × 100 ms to count them all; the drain stops after 300 ms
             // plus the count under way and a tick.
-            assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+            assert!(
+                t0.elapsed() < Duration::from_millis(1500),
+                "{:?}",
+                t0.elapsed()
+            );
             assert_eq!(counted + passed, 40);
             assert!(passed >= 25, "{counted} counted");
         });
@@ -275,7 +279,11 @@ mod tests {
                 n += 1;
             }
             assert_eq!(n, 40);
-            assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+            assert!(
+                t0.elapsed() < Duration::from_millis(1500),
+                "{:?}",
+                t0.elapsed()
+            );
         });
     }
 }

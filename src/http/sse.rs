@@ -158,7 +158,8 @@ impl SseSplitter {
             }
         }
         if self.event.capacity() > keep {
-            self.event.shrink_to(EVENT_TYPE_CAPACITY.min(self.max_event));
+            self.event
+                .shrink_to(EVENT_TYPE_CAPACITY.min(self.max_event));
         }
     }
 
@@ -627,7 +628,9 @@ mod tests {
         assert!(splitter.line.capacity() <= INITIAL_BUFFER);
         assert!(splitter.data.capacity() <= 64 << 10);
         // Small buffers are left alone, and the splitter works on.
-        splitter.feed(b"data: a\n\n", |e| got.push(e.data.len())).unwrap();
+        splitter
+            .feed(b"data: a\n\n", |e| got.push(e.data.len()))
+            .unwrap();
         assert_eq!(got, [300_000, 1]);
     }
 

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::Map;
 
 use super::{
-    ChecksSpec, ContentSpec, Correlation, HumanBytes, HumanDuration, Profile, ScenarioSpec, StageSpec,
-    ThresholdsSpec, Turns, defaults,
+    ChecksSpec, ContentSpec, Correlation, HumanBytes, HumanDuration, Profile, ScenarioSpec,
+    StageSpec, ThresholdsSpec, Turns, defaults,
 };
 
 thread_local! {

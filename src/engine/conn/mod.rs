@@ -220,8 +220,7 @@ impl Tally {
             // `grow` never takes the capacity past `max_text`, so a piece
             // that fits the capacity fits the cap.
             let need = self.text.len() + n;
-            if need > self.text.capacity()
-                && !self.budget.grow(&mut self.text, need, self.max_text)
+            if need > self.text.capacity() && !self.budget.grow(&mut self.text, need, self.max_text)
             {
                 self.text_truncated = true;
                 return;
@@ -484,7 +483,8 @@ impl Rx {
             }
             // A body cannot be cut and still parsed: with no room in the
             // worker's budget the response fails.
-            if need > self.body.capacity() && !self.tally.budget.grow(&mut self.body, need, MAX_BODY)
+            if need > self.body.capacity()
+                && !self.tally.budget.grow(&mut self.body, need, MAX_BODY)
             {
                 return Err(ErrorClass::OutputOverCap);
             }

@@ -689,7 +689,10 @@ fn kept_text_stops_at_the_cap_in_whole_pieces() {
         assert_eq!((t.text_events, t.text_bytes as usize), (40, full));
         assert!(t.text_truncated && t.text.len() <= cap, "{format:?}");
         let k = whole_tokens(&t.text).unwrap_or_else(|| panic!("{format:?}: cut mid-token"));
-        assert!(tokens(k + 1).len() > cap, "{format:?}: stopped early at {k}");
+        assert!(
+            tokens(k + 1).len() > cap,
+            "{format:?}: stopped early at {k}"
+        );
         assert!(t.text.capacity() <= cap);
         // A whole body's text is one piece: over the cap, none of it is kept.
         let end = run(&mut rx, &whole(&r, Shape::Whole), proto, &mut Vec::new());
@@ -734,7 +737,16 @@ fn a_conversation_reply_over_the_cap_fails_at_once() {
         let mut rx = Rx::new(GAPS, true, 1 << 20, Budget::new(usize::MAX / 2));
         rx.tally.fail_over_cap = true;
         let end = run(&mut rx, &w, proto, &mut reads);
-        assert!(matches!(end, End::Done { verdict: ErrorClass::None, .. }), "{format:?}");
+        assert!(
+            matches!(
+                end,
+                End::Done {
+                    verdict: ErrorClass::None,
+                    ..
+                }
+            ),
+            "{format:?}"
+        );
     }
 }
 
@@ -751,14 +763,20 @@ fn buffers_grow_within_the_workers_budget_and_shrink_after() {
     assert!(full > 150 << 10);
     let w = stream(&big, Shape::Whole, false);
     let mut reads = Vec::new();
-    assert!(matches!(run(&mut a, &w, proto, &mut reads), End::Done { .. }));
+    assert!(matches!(
+        run(&mut a, &w, proto, &mut reads),
+        End::Done { .. }
+    ));
     assert!(!a.tally.text_truncated);
     let held = budget.held();
     assert_eq!(held, a.tally.text.capacity());
     assert!(held >= full && held <= LIMIT);
     // The second finds the budget short: its text is cut, and its body (a
     // whole response cannot be cut) fails.
-    assert!(matches!(run(&mut b, &w, proto, &mut reads), End::Done { .. }));
+    assert!(matches!(
+        run(&mut b, &w, proto, &mut reads),
+        End::Done { .. }
+    ));
     assert!(b.tally.text_truncated);
     assert!(budget.held() <= LIMIT);
     let body = whole(&big, Shape::Whole);
@@ -790,7 +808,11 @@ fn small_responses_keep_their_buffers() {
     let proto = protocol(Format::Chat);
     let budget = Budget::new(usize::MAX / 2);
     let mut rx = Rx::new(GAPS, true, 1 << 20, budget.clone());
-    let w = stream(&Reply::new(Format::Chat, 50, 0, PROMPT, true), Shape::Whole, false);
+    let w = stream(
+        &Reply::new(Format::Chat, 50, 0, PROMPT, true),
+        Shape::Whole,
+        false,
+    );
     run(&mut rx, &w, proto, &mut Vec::new());
     let cap = rx.tally.text.capacity();
     assert!(cap > 0);

@@ -111,13 +111,8 @@ impl Worker<'_> {
                 rec.text_bytes = tally.text_bytes;
                 rec.finish = tally.finish as u8;
                 let text: &[u8] = if ship_text { &tally.text } else { &[] };
-                self.out.push(
-                    self.counters,
-                    rec,
-                    &tally.gaps,
-                    text,
-                    tally.error_message(),
-                );
+                self.out
+                    .push(self.counters, rec, &tally.gaps, text, tally.error_message());
             }
         }
     }
@@ -213,5 +208,72 @@ impl Outbox {
             }
         }
         self.backlog.drain(..at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::conn::MAX_MESSAGE;
+    use crate::engine::record::MIN_RECORD_TEXT;
+    use crate::shm::run::{MAX_GAPS, Shared};
+
+    #[test]
+    fn an_oversized_record_behind_a_full_ring_is_trimmed_and_the_backlog_drains() {
+        let shared = Shared::new(1).unwrap();
+        let (_issue, mut done) = shared.take_parent_ends(0).unwrap();
+        let (_take, ring) = shared.take_worker_ends(0).unwrap();
+        let counters = shared.counters(0);
+        let mut out = Outbox::new(ring);
+        let rec = |seq| Completion {
+            seq,
+            ..Completion::default()
+        };
+        let gaps = vec![7u64; MAX_GAPS + 10];
+        let text = vec![b'x'; 600 << 10];
+        // Records that ship text fill the ring until they queue.
+        let mut seq = 0;
+        while out.is_empty() {
+            out.push(counters, rec(seq), &gaps[..1000], &text, b"");
+            seq += 1;
+        }
+        // The largest record a response can make: more gaps than a record
+        // carries, more text than the ring takes, the longest message.
+        let big = seq;
+        out.push(
+            counters,
+            rec(big),
+            &gaps,
+            &vec![b'y'; 3 << 20],
+            &[b'm'; 300],
+        );
+        // The worker goes on reporting behind it.
+        out.push(counters, rec(big + 1), &[], b"after", b"");
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            while let Some(r) = done.pop_with(|b| {
+                let d = Completion::decode(b).expect("a whole record");
+                (d.c, d.gaps.iter().count(), d.text.to_vec(), d.msg.len())
+            }) {
+                got.push(r);
+            }
+            if out.is_empty() {
+                break;
+            }
+            out.flush();
+        }
+        assert!(out.is_empty(), "the backlog is wedged");
+        let seqs: Vec<u64> = got.iter().map(|r| r.0.seq).collect();
+        assert_eq!(seqs, (0..=big + 1).collect::<Vec<_>>());
+        let (c, n_gaps, text, msg) = &got[big as usize];
+        // Trimmed text first: every gap a record carries is kept.
+        assert_eq!(*n_gaps, MAX_GAPS);
+        assert_eq!(c.flags, record::GAPS_TRUNCATED | record::OUTPUT_TRUNCATED);
+        assert!(text.len() >= MIN_RECORD_TEXT && text.iter().all(|&b| b == b'y'));
+        assert_eq!(*msg, MAX_MESSAGE);
+        assert!(c.encoded_len() <= MAX_RECORD);
+        assert_eq!(got[big as usize + 1].2, b"after");
+        assert!(counters.completion_ring_full.load(Ordering::Relaxed) >= 2);
+        assert_eq!(counters.itl_truncated.load(Ordering::Relaxed), 1);
     }
 }
