@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::util::{assert_accounted, bin, read, temp_dir, u, wait_run};
+use crate::util::{Server, assert_accounted, bench_at, bin, read, temp_dir, u, wait_run};
 
 /// Peak RSS a worker may reach here: its own few MiB, the kept text cap
 /// (4 MiB by default), a record's copy and the completion ring it touches.
@@ -270,4 +270,47 @@ fn an_endless_reply_fails_its_turn_without_growing_the_history() {
         peak_kib < WORKER_HWM_LIMIT_KIB,
         "worker peak RSS {peak_kib} KiB"
     );
+}
+
+#[test]
+fn a_cut_output_is_marked_and_not_tokenized() {
+    let dir = temp_dir("memory-tok");
+    let tok = dir.join("tokenizer.json");
+    std::fs::write(&tok, llmload::tokens::word_level_json(&["a", "b"])).unwrap();
+    let server = Server::start(&["--no-usage"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--record-output",
+            "--max-output-text",
+            "64",
+            "--max-tokens",
+            "40",
+            "--requests",
+            "6",
+            "--concurrency",
+            "2",
+        ],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let s = run.summary();
+    let t = &s["tokens"];
+    // Every reply is longer than 64 bytes: each is cut, and a cut text
+    // would be undercounted, so the events count it instead.
+    assert_eq!(u(&t["output_truncated"]), 6, "{t}");
+    assert_eq!(u(&t["output_untokenized"]), 6, "{t}");
+    assert_eq!(t["output_source"], "events", "{t}");
+    assert_eq!(u(&t["output_total"]), 6 * 40, "{t}");
+    let events = read(&run.out.join("events.jsonl"));
+    assert_eq!(events.lines().count(), 6);
+    for l in events.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["output_truncated"], true, "{l}");
+        assert!(v["output"].as_str().unwrap().len() <= 64, "{l}");
+    }
+    let report = read(&run.out.join("report.txt"));
+    assert!(report.contains("6 output(s) not tokenized"), "{report}");
 }

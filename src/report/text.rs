@@ -119,14 +119,14 @@ fn block(o: &mut String, b: &Numbers) {
     if k.output_truncated > 0 {
         let _ = writeln!(
             o,
-            "            {} output text(s) cut at the kept-text cap (output_truncated)",
+            "            {} output text(s) cut short at the kept-text cap (output_truncated)",
             k.output_truncated
         );
     }
     if k.output_untokenized > 0 {
         let _ = writeln!(
             o,
-            "            {} output(s) not tokenized (tokenizer behind or text cut): counted by events instead",
+            "            {} output(s) not tokenized (tokenizer behind, or text cut): counted by their events (unknown when not streamed)",
             k.output_untokenized
         );
     }
