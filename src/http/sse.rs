@@ -169,6 +169,7 @@ impl SseSplitter {
     /// ignored; an event with no `data` field is not dispatched.
     ///
     /// After an error the splitter's state is unspecified until `reset`.
+    #[inline]
     pub fn feed(
         &mut self,
         input: &[u8],

@@ -182,6 +182,7 @@ impl Tally {
         self.state = StreamState::default();
     }
 
+    #[inline]
     fn on_event(&mut self, info: EventInfo<'_>, t: u64) {
         if info.has_output() {
             if self.text_events == 0 {
@@ -477,24 +478,29 @@ impl Rx {
             }
             Ok(())
         } else if self.keep_body {
-            let need = self.body.len() + data.len();
-            if need > MAX_BODY {
-                return Err(ErrorClass::MalformedResponse);
-            }
-            // A body cannot be cut and still parsed: with no room in the
-            // worker's budget the response fails.
-            if need > self.body.capacity()
-                && !self.tally.budget.grow(&mut self.body, need, MAX_BODY)
-            {
-                return Err(ErrorClass::OutputOverCap);
-            }
-            self.body.extend_from_slice(data);
-            Ok(())
+            self.keep(data)
         } else {
             // An error response: its first bytes say why.
             self.tally.append_error(data);
             Ok(())
         }
+    }
+
+    /// Appends to a kept non-streamed body. Apart from the streamed path,
+    /// so that path stays small enough to be inlined whole.
+    #[inline(never)]
+    fn keep(&mut self, data: &[u8]) -> Result<(), ErrorClass> {
+        let need = self.body.len() + data.len();
+        if need > MAX_BODY {
+            return Err(ErrorClass::MalformedResponse);
+        }
+        // A body cannot be cut and still parsed: with no room in the
+        // worker's budget the response fails.
+        if need > self.body.capacity() && !self.tally.budget.grow(&mut self.body, need, MAX_BODY) {
+            return Err(ErrorClass::OutputOverCap);
+        }
+        self.body.extend_from_slice(data);
+        Ok(())
     }
 
     /// The response's status; 0 before its head.
