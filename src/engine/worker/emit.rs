@@ -175,9 +175,12 @@ impl Outbox {
             {
                 Ok(()) => return,
                 Err(PushError::Full) => {}
-                // `fit` makes this unreachable; were it reached, the backlog
-                // must still never hold a record the ring refuses.
-                Err(PushError::TooLarge) => return,
+                // `fit` makes this unreachable. Were it reached, the request
+                // is still reported, by its header alone.
+                Err(PushError::TooLarge) => {
+                    rec.flags |= record::GAPS_TRUNCATED | record::OUTPUT_TRUNCATED;
+                    return self.push(counters, rec, &[], &[], &[]);
+                }
             }
         }
         counters
