@@ -152,4 +152,7 @@ pub(crate) struct Limits {
     pub drain_ns: u64,
     /// Inter-token gaps a request keeps; later gaps are counted as truncated.
     pub max_gaps: usize,
+    /// Output text bytes a response keeps; later text is counted, not kept,
+    /// and the response is marked `output_truncated`.
+    pub max_output_text: usize,
 }

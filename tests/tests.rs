@@ -9,6 +9,7 @@ mod compare;
 mod datasets;
 mod failures;
 mod interrupt;
+mod memory;
 mod probe;
 mod profile;
 mod prom_check;

@@ -15,6 +15,7 @@ use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
 };
 use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
+use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{Order, SyntheticSpec};
 use crate::plan::{Checks, Limits, Load, Thresholds};
@@ -26,6 +27,11 @@ const MAX_WORKERS: usize = 64;
 /// Inter-token gaps a request keeps at least, however few tokens it asks for
 /// (a response may run past `max_tokens`).
 const MIN_GAPS: usize = 1024;
+
+/// The largest `max_output_text`: a record's counts are 32-bit, and a worker
+/// keeping more text than this per response would be a memory hazard, not a
+/// measurement.
+const MAX_OUTPUT_TEXT: u64 = 1 << 30;
 
 /// Descriptors a worker keeps beside its connections: stdio, its epoll
 /// instance and doorbells, and whatever it inherits from the parent (the
@@ -148,6 +154,17 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         && !valid_header_name(h)
     {
         errs.at("correlation.header", "not a valid header name");
+    }
+    let max_output_text = p.max_output_text.map_or(defaults::MAX_OUTPUT_TEXT, |b| b.0);
+    if !(1..=MAX_OUTPUT_TEXT).contains(&max_output_text) {
+        errs.at(
+            "max_output_text",
+            format!(
+                "{}: expected 1 to {}",
+                format_bytes(max_output_text),
+                format_bytes(MAX_OUTPUT_TEXT)
+            ),
+        );
     }
     let timeout = longer_than_0(&mut errs, "timeout", p.timeout).unwrap_or(defaults::TIMEOUT);
     let connect = longer_than_0(&mut errs, "connect_timeout", p.connect_timeout)
@@ -277,6 +294,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             connect_ns: nanos(connect),
             drain_ns: nanos(or_default(p.drain_timeout, defaults::DRAIN_TIMEOUT)),
             max_gaps: (most_tokens as usize).saturating_mul(2).max(MIN_GAPS),
+            max_output_text: max_output_text as usize,
         },
         seed: p.seed.unwrap_or(defaults::SEED),
         correlation_header: (!header.is_empty()).then_some(header),
@@ -510,6 +528,7 @@ mod tests {
                 connect_ns: 10 * S,
                 drain_ns: 10 * S,
                 max_gaps: MIN_GAPS,
+                max_output_text: 4 << 20,
             }
         );
         assert_eq!(cfg.live_interval_ns, 10 * S);
@@ -517,7 +536,8 @@ mod tests {
         let cfg = resolved(
             r#"{"timeout": "20s", "ttft_timeout": "5s", "connect_timeout": "2s",
                 "drain_timeout": "250ms", "live_interval": "0", "warmup": 1,
-                "max_tokens": 2000, "scenarios": [{"name": "a", "max_tokens": 100}]}"#,
+                "max_tokens": 2000, "scenarios": [{"name": "a", "max_tokens": 100}],
+                "max_output_text": "512KiB"}"#,
         );
         assert_eq!(
             cfg.limits,
@@ -529,9 +549,35 @@ mod tests {
                 // The top level's max_tokens counts even when every scenario
                 // asks for fewer.
                 max_gaps: 4000,
+                max_output_text: 512 << 10,
             }
         );
         assert_eq!((cfg.live_interval_ns, cfg.warmup_ns), (0, S));
+    }
+
+    #[test]
+    fn max_output_text_is_a_size_within_bounds() {
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        let errors = |text: &str| {
+            let p = Profile::parse(text, "run.json", &no_env).unwrap();
+            resolve(p).err().unwrap_or_default()
+        };
+        assert_eq!(
+            resolved(r#"{"max_output_text": 1024}"#)
+                .limits
+                .max_output_text,
+            1024
+        );
+        assert_eq!(
+            errors(r#"{"max_output_text": 0}"#),
+            ["max_output_text: 0: expected 1 to 1GiB"]
+        );
+        assert_eq!(
+            errors(r#"{"max_output_text": "2GiB"}"#),
+            ["max_output_text: 2GiB: expected 1 to 1GiB"]
+        );
+        let bad = Profile::parse(r#"{"max_output_text": "4MB"}"#, "run.json", &no_env);
+        assert!(bad.unwrap_err().contains("unknown unit 'MB'"));
     }
 
     #[test]

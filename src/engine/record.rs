@@ -4,10 +4,17 @@
 //! in-band error message if there was one. Encoded field by field in native
 //! byte order (both ends are the same binary on the same machine), with no
 //! transmutes.
+//!
+//! A record is never larger than the ring takes (`MAX_RECORD`): `fit`
+//! trims it first — text before gaps, so that the latency a record carries
+//! stays whole — and a compile-time check makes sure the largest gaps and
+//! message always leave `MIN_RECORD_TEXT` bytes of text.
 
+use crate::engine::conn::MAX_MESSAGE;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::Gaps;
+use crate::shm::run::{MAX_GAPS, MAX_RECORD};
 
 /// `flags`: the response was an SSE stream.
 pub(crate) const STREAMED: u8 = 1;
@@ -19,6 +26,9 @@ pub(crate) const CONV_END: u8 = 4;
 /// `flags`: no request was sent; the record only says a conversation ended
 /// (it was waiting to think when the run began to drain).
 pub(crate) const NO_REQUEST: u8 = 8;
+/// `flags`: the output text is cut short: at the kept-text cap, at the
+/// worker's byte budget, or where the record could carry no more.
+pub(crate) const OUTPUT_TRUNCATED: u8 = 16;
 
 /// The fixed part of a completion record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,12 +70,49 @@ pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
 
 const NONE: u32 = u32::MAX;
 
+/// Output text every record can carry, however many gaps and however long
+/// a message it has; a record with fewer gaps carries more.
+pub(crate) const MIN_RECORD_TEXT: usize = 256 << 10;
+
+// The largest gaps and message, and `MIN_RECORD_TEXT`, fit in one record.
+const _: () = assert!(
+    HEADER + MAX_GAPS * 8 + (MIN_RECORD_TEXT + MAX_MESSAGE).next_multiple_of(8) <= MAX_RECORD
+);
+const _: () = assert!(MAX_RECORD % 8 == 0 && HEADER % 8 == 0);
+
 impl Completion {
     /// Total record length with its gaps, text and message.
     pub(crate) fn encoded_len(&self) -> usize {
         HEADER
             + self.n_gaps as usize * 8
             + (self.text_len as usize + self.msg_len as usize).next_multiple_of(8)
+    }
+
+    /// Sets `n_gaps`, `msg_len` and `text_len` for `n_gaps` gaps, a message
+    /// of `msg_len` bytes and the output `text`, trimmed so the record is at
+    /// most `MAX_RECORD` bytes: gaps past `MAX_GAPS` (flagged
+    /// `GAPS_TRUNCATED`), message bytes past `MAX_MESSAGE`, then text past
+    /// what room is left (flagged `OUTPUT_TRUNCATED`, cut where it still
+    /// reads as a prefix of the text).
+    #[inline]
+    pub(crate) fn fit(&mut self, n_gaps: usize, msg_len: usize, text: &[u8]) {
+        if n_gaps > MAX_GAPS {
+            self.flags |= GAPS_TRUNCATED;
+        }
+        let n_gaps = n_gaps.min(MAX_GAPS);
+        let msg_len = msg_len.min(MAX_MESSAGE);
+        // `(text + msg).next_multiple_of(8)` stays within a room that is a
+        // multiple of 8 when `text + msg` does.
+        let room = MAX_RECORD - HEADER - n_gaps * 8 - msg_len;
+        let text_len = if text.len() <= room {
+            text.len()
+        } else {
+            self.flags |= OUTPUT_TRUNCATED;
+            text_cut(text, room)
+        };
+        self.n_gaps = n_gaps as u32;
+        self.msg_len = msg_len as u32;
+        self.text_len = text_len as u32;
     }
 
     /// Writes the header, `gaps` (`n_gaps` of them), `text` (`text_len`
@@ -168,6 +215,7 @@ impl Completion {
             text_events: self.text_events,
             text_bytes: self.text_bytes,
             streamed: self.flags & STREAMED != 0,
+            output_truncated: self.flags & OUTPUT_TRUNCATED != 0,
             ..RequestSample::default()
         }
     }
@@ -175,6 +223,47 @@ impl Completion {
     /// `u32::MAX`-coded optional count.
     pub(crate) fn code(v: Option<u32>) -> u32 {
         v.unwrap_or(NONE)
+    }
+}
+
+/// Where to cut raw JSON-escaped text to at most `limit` bytes so that the
+/// part kept still unescapes, to a prefix of the whole: not inside a UTF-8
+/// sequence, not inside an escape, and not between the halves of an escaped
+/// surrogate pair.
+pub(crate) fn text_cut(raw: &[u8], limit: usize) -> usize {
+    if raw.len() <= limit {
+        return raw.len();
+    }
+    let mut cut = limit;
+    while cut > 0 && raw[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    // The last escape starting before `cut` begins within 6 bytes of it
+    // (`\uXXXX` is the longest) at a backslash preceded by an even run of
+    // backslashes; an escape ending before that is complete. Cutting before
+    // an escape can leave a high surrogate at the end: that goes too.
+    loop {
+        let from = cut.saturating_sub(6);
+        let Some(p) = raw[from..cut].iter().rposition(|&b| b == b'\\') else {
+            return cut;
+        };
+        let p = from + p;
+        let run = raw[..=p].iter().rev().take_while(|&&b| b == b'\\').count();
+        if run % 2 == 0 {
+            // `p` closes a `\\` pair.
+            return cut;
+        }
+        let is_u = raw.get(p + 1) == Some(&b'u');
+        let len = if is_u { 6 } else { 2 };
+        let high_surrogate = is_u
+            && p + 6 == cut
+            && raw[p + 2].eq_ignore_ascii_case(&b'd')
+            && matches!(raw[p + 3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'b');
+        if p + len > cut || high_surrogate {
+            cut = p;
+        } else {
+            return cut;
+        }
     }
 }
 
@@ -269,5 +358,83 @@ mod tests {
         assert!(s.streamed);
         assert_eq!(s.finish, 2);
         assert!(Completion::decode(&buf[..HEADER + 20]).is_none());
+    }
+
+    /// Raw JSON string content for `text`, escaping some characters as
+    /// `\uXXXX` (surrogate pairs beyond the BMP) and leaving others raw.
+    fn escaped(text: &str, rng: &mut crate::rng::Rng) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in text.chars() {
+            match c {
+                '"' => out.extend_from_slice(b"\\\""),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                c if rng.below(2) == 0 && !c.is_ascii() => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.extend_from_slice(format!("\\u{u:04x}").as_bytes());
+                    }
+                }
+                c => out.extend_from_slice(c.to_string().as_bytes()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn text_is_cut_where_it_still_reads_as_a_prefix() {
+        let mut rng = crate::rng::Rng::seeded(7);
+        let alphabet = ['a', ' ', '"', '\\', '\n', 'é', '漢', '😀', 'u', 'd', '8'];
+        for _ in 0..300 {
+            let n = rng.below(24) as usize;
+            let text: String = (0..n)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            let raw = escaped(&text, &mut rng);
+            let whole: String = serde_json::from_slice(&[b"\"", &raw[..], b"\""].concat()).unwrap();
+            assert_eq!(whole, text);
+            for limit in 0..=raw.len() + 1 {
+                let cut = text_cut(&raw, limit);
+                assert!(cut <= limit.min(raw.len()));
+                // Never more than one escaped surrogate pair short.
+                assert!(cut + 12 >= limit.min(raw.len()), "{raw:?} {limit} {cut}");
+                let quoted = [b"\"", &raw[..cut], b"\""].concat();
+                let part: String = serde_json::from_slice(&quoted).unwrap_or_else(|e| {
+                    panic!("{:?} cut at {cut}: {e}", String::from_utf8_lossy(&raw))
+                });
+                assert!(text.starts_with(&part), "{part:?} of {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn records_fit_the_ring_trimming_text_before_gaps() {
+        let text = vec![b'x'; 3 << 20];
+        // Few gaps: text fills what room the record has.
+        let mut c = Completion::default();
+        c.fit(10, 5, &text);
+        assert_eq!(c.flags, OUTPUT_TRUNCATED);
+        assert_eq!((c.n_gaps, c.msg_len), (10, 5));
+        assert!(c.encoded_len() <= MAX_RECORD);
+        assert!(c.encoded_len() + 8 > MAX_RECORD);
+        // The most gaps and the longest message still leave MIN_RECORD_TEXT.
+        let mut c = Completion::default();
+        c.fit(MAX_GAPS, MAX_MESSAGE, &text);
+        assert_eq!(c.n_gaps as usize, MAX_GAPS);
+        assert!(c.text_len as usize >= MIN_RECORD_TEXT);
+        assert!(c.encoded_len() <= MAX_RECORD);
+        // More gaps than a record carries: the gaps past MAX_GAPS go, flagged.
+        let mut c = Completion::default();
+        c.fit(MAX_GAPS + 7, 10_000, &text[..100]);
+        assert_eq!(c.flags, GAPS_TRUNCATED);
+        assert_eq!(
+            (c.n_gaps as usize, c.msg_len as usize),
+            (MAX_GAPS, MAX_MESSAGE)
+        );
+        assert_eq!(c.text_len, 100);
+        // What fits is left alone.
+        let mut c = Completion::default();
+        c.fit(3, 4, b"hello");
+        assert_eq!((c.flags, c.n_gaps, c.msg_len, c.text_len), (0, 3, 4, 5));
     }
 }

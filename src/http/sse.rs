@@ -146,12 +146,30 @@ impl SseSplitter {
         self.at_start = true;
     }
 
+    /// As `reset`, and gives back the memory of a line or data buffer that
+    /// an unusually large event made grow past `keep` bytes, so a long-lived
+    /// connection does not hold its largest event's size.
+    pub fn shrink(&mut self, keep: usize) {
+        self.reset();
+        let initial = INITIAL_BUFFER.min(self.max_event);
+        for buf in [&mut self.line, &mut self.data] {
+            if buf.capacity() > keep {
+                buf.shrink_to(initial);
+            }
+        }
+        if self.event.capacity() > keep {
+            self.event
+                .shrink_to(EVENT_TYPE_CAPACITY.min(self.max_event));
+        }
+    }
+
     /// Consumes all of `input`, calling `on_event` for each event that
     /// completes (a blank line after at least one `data` field). Lines may end
     /// in LF, CRLF or CR; comment lines (leading `:`) and unknown fields are
     /// ignored; an event with no `data` field is not dispatched.
     ///
     /// After an error the splitter's state is unspecified until `reset`.
+    #[inline]
     pub fn feed(
         &mut self,
         input: &[u8],
@@ -593,6 +611,28 @@ mod tests {
             .feed(b"\ndata: c\r\r", |e| got.push(e.data.to_vec()))
             .unwrap();
         assert_eq!(got, vec![b"a\nb".to_vec(), b"c".to_vec()]);
+    }
+
+    #[test]
+    fn shrink_gives_back_what_a_large_event_grew() {
+        let mut splitter = SseSplitter::with_capacity(MAX_EVENT);
+        let big = format!("data: {}", "x".repeat(300_000));
+        let mut got = Vec::new();
+        // Split mid-line so the line buffer holds it.
+        let (a, b) = big.as_bytes().split_at(1000);
+        splitter.feed(a, |e| got.push(e.data.len())).unwrap();
+        splitter.feed(b, |e| got.push(e.data.len())).unwrap();
+        splitter.feed(b"\n\n", |e| got.push(e.data.len())).unwrap();
+        assert_eq!(got, [300_000]);
+        assert!(splitter.line.capacity() >= 300_000);
+        splitter.shrink(64 << 10);
+        assert!(splitter.line.capacity() <= INITIAL_BUFFER);
+        assert!(splitter.data.capacity() <= 64 << 10);
+        // Small buffers are left alone, and the splitter works on.
+        splitter
+            .feed(b"data: a\n\n", |e| got.push(e.data.len()))
+            .unwrap();
+        assert_eq!(got, [300_000, 1]);
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub(crate) struct RequestSample {
     pub input_source: InputCount,
     /// Output tokens counted by the tokenizer when usage was absent.
     pub tokenized_output: Option<u32>,
+    /// The kept output text was cut short (the text cap, the worker's
+    /// budget, or the record's room).
+    pub output_truncated: bool,
+    /// The tokenizer should have counted the output but did not (its queue
+    /// was full, its drain ran out, or the text was cut): the count falls
+    /// back to the events, or is unknown.
+    pub untokenized: bool,
 }
 
 impl RequestSample {
@@ -115,6 +122,11 @@ pub(crate) struct Block {
     pub decode_ns: u128,
     pub decode_tokens: u64,
     pub text_bytes: u64,
+    /// Requests (successful or not) whose kept output text was cut short.
+    pub output_truncated: u64,
+    /// Successful requests whose output the tokenizer should have counted
+    /// and did not.
+    pub output_untokenized: u64,
     /// Successful requests by finish reason (`protocol::Finish` as index).
     pub finish: [u64; FINISH_KINDS],
     /// The first few distinct messages per failure key (`http_503`,
@@ -136,6 +148,7 @@ impl Block {
         if s.t_send >= s.t_sched && s.t_send != 0 {
             self.send_lateness.record(s.t_send - s.t_sched);
         }
+        self.output_truncated += s.output_truncated as u64;
         if let Some(class) = s.error {
             self.failed += 1;
             self.errors.record(class, s.status);
@@ -153,6 +166,7 @@ impl Block {
             self.isl.record(p as u64);
         }
         self.input_sources[s.input_source as usize] += 1;
+        self.output_untokenized += s.untokenized as u64;
         self.text_bytes += s.text_bytes as u64;
         self.finish[(s.finish as usize).min(FINISH_KINDS - 1)] += 1;
         if s.t_first_token != 0 {
@@ -221,6 +235,8 @@ impl Block {
             }
         }
         self.text_bytes += other.text_bytes;
+        self.output_truncated += other.output_truncated;
+        self.output_untokenized += other.output_untokenized;
         for (a, b) in self.finish.iter_mut().zip(other.finish) {
             *a += b;
         }

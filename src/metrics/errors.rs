@@ -50,7 +50,8 @@ pub(crate) enum ErrorClass {
     /// a finish reason, so the output may be cut short.
     Truncated = 18,
     /// A multi-turn reply longer than the kept-text cap: the conversation
-    /// cannot carry it into the next turn's history, so the turn fails.
+    /// cannot carry it into the next turn's history, so the turn fails. Also
+    /// a non-streamed body the worker had no room for in its byte budget.
     OutputOverCap = 19,
 }
 

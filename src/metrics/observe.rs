@@ -50,6 +50,14 @@ pub(crate) enum Gaps<'a> {
 }
 
 impl Gaps<'_> {
+    /// Bytes the gaps take.
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Gaps::InPlace(b) => b.len(),
+            Gaps::Owned(v) => v.len() * 8,
+        }
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         let (bytes, owned): (&[u8], &[u64]) = match self {
             Gaps::InPlace(b) => (b, &[]),

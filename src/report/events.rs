@@ -1,16 +1,16 @@
 //! The run's events: every finished request becomes one line of
 //! `events.jsonl`, and every live interval one progress line on stderr. Both
 //! are written by a sink thread, so the collector only hands over a small
-//! owned record through a bounded channel and never waits on a disk or a
-//! terminal: if the sink ever falls behind, lines are dropped and counted —
-//! never silently. The file is flushed at least every second and synced at
+//! owned record through a channel bounded in lines and in bytes, and never
+//! waits on a disk or a terminal: if the sink ever falls behind, lines are
+//! dropped and counted — never silently. The file is flushed at least every second and synced at
 //! the end, so a crash loses at most the last second of lines.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -29,6 +29,9 @@ use crate::uuid::write_uuid;
 /// Lines the sink may be behind before new ones are dropped: a few seconds
 /// of a fast run, so a slow disk has to stall for that long to lose one.
 const QUEUE: usize = 1 << 16;
+/// Bytes the lines waiting for the sink may hold (with `--record-output`
+/// a line carries up to a record's text, about 1 MiB).
+const QUEUE_BYTES: usize = 64 << 20;
 /// Bytes of lines gathered before they are written out.
 const BATCH: usize = 256 * 1024;
 /// How long the sink sleeps when it has caught up.
@@ -51,6 +54,43 @@ enum Msg {
     Live(String),
 }
 
+impl Msg {
+    /// Bytes it holds while queued.
+    fn weight(&self) -> usize {
+        size_of::<Msg>()
+            + match self {
+                Msg::Line(l) => {
+                    l.text.as_ref().map_or(0, Vec::len) + l.message.as_ref().map_or(0, String::len)
+                }
+                Msg::Live(s) => s.len(),
+            }
+    }
+}
+
+/// The bytes queued for the sink, against a limit: the sender adds a
+/// message's weight before sending (or drops it), the sink takes it off
+/// once the message is written.
+struct Gate {
+    limit: usize,
+    queued: AtomicUsize,
+}
+
+impl Gate {
+    fn admit(&self, n: usize) -> bool {
+        // The one sender checks and adds; the sink only subtracts, so the
+        // total can only be lower than read here.
+        if self.queued.load(Ordering::Relaxed) + n > self.limit {
+            return false;
+        }
+        self.queued.fetch_add(n, Ordering::Relaxed);
+        true
+    }
+
+    fn release(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
 /// What the events log ended up holding: the summary's `events`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -67,6 +107,7 @@ pub(crate) struct RunObserver {
     tx: Option<SyncSender<Msg>>,
     thread: Option<JoinHandle<EventsStats>>,
     dropped: Arc<AtomicU64>,
+    gate: Arc<Gate>,
     record_output: bool,
 }
 
@@ -88,10 +129,27 @@ impl RunObserver {
         wall_ns: u64,
         mono_ns: u64,
     ) -> Result<RunObserver, String> {
+        let names = (scenarios, stages);
+        Self::start_with(dir, names, record_output, (wall_ns, mono_ns), QUEUE_BYTES)
+    }
+
+    /// `start`, with the queue bounded at `queue_bytes`.
+    fn start_with(
+        dir: &Path,
+        (scenarios, stages): (&[String], &[String]),
+        record_output: bool,
+        (wall_ns, mono_ns): (u64, u64),
+        queue_bytes: usize,
+    ) -> Result<RunObserver, String> {
         let path = dir.join("events.jsonl");
         let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let (tx, rx) = sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
+        let gate = Arc::new(Gate {
+            limit: queue_bytes,
+            queued: AtomicUsize::new(0),
+        });
+        let sink_gate = Arc::clone(&gate);
         let ctx = Context {
             scenarios: scenarios.to_vec(),
             stages: stages.to_vec(),
@@ -99,21 +157,28 @@ impl RunObserver {
         };
         let thread = std::thread::Builder::new()
             .name("llmload-sink".into())
-            .spawn(move || sink(rx, file, path, ctx))
+            .spawn(move || sink(rx, file, path, ctx, &sink_gate))
             .map_err(|e| format!("starting the events writer: {e}"))?;
         Ok(RunObserver {
             tx: Some(tx),
             thread: Some(thread),
             dropped,
+            gate,
             record_output,
         })
     }
 
     fn send(&self, msg: Msg) {
         if let Some(tx) = &self.tx {
+            let w = msg.weight();
+            if !self.gate.admit(w) {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
             match tx.try_send(msg) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                    self.gate.release(w);
                     self.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -174,7 +239,7 @@ impl Observer for RunObserver {
     }
 }
 
-fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsStats {
+fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate) -> EventsStats {
     let mut stats = EventsStats {
         path: path.display().to_string(),
         ..EventsStats::default()
@@ -202,7 +267,12 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context) -> EventsSta
     let mut open = true;
     while open {
         loop {
-            match rx.try_recv() {
+            let msg = rx.try_recv();
+            if let Ok(m) = &msg {
+                // Formatted into `buf` below: its queued bytes are free.
+                gate.release(m.weight());
+            }
+            match msg {
                 Ok(Msg::Line(l)) => {
                     write_event(&mut buf, &l, &ctx);
                     buf.push(b'\n');
@@ -295,6 +365,7 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
         s.error.is_none().then(|| s.output_tokens().0),
     );
     w.uint("content_length", s.text_bytes as u64);
+    w.boolean("output_truncated", s.output_truncated);
     w.opt_str(
         "finish_reason",
         (s.finish != 0).then(|| Finish::from_u8(s.finish).name()),
@@ -439,5 +510,50 @@ mod tests {
         assert_eq!(v["completion_tokens"], Value::Null);
         assert_eq!(v["finish_reason"], Value::Null);
         assert_eq!(v["output"], "he said \"hi\"");
+        assert_eq!(v["output_truncated"], false);
+    }
+
+    fn line(text: usize) -> Finished<'static> {
+        Finished {
+            sample: RequestSample {
+                output_truncated: true,
+                ..RequestSample::default()
+            },
+            seq: 1,
+            conv_id: [1; 16],
+            scenario: 0,
+            stage: Some(0),
+            turn: 1,
+            gaps: crate::metrics::observe::Gaps::Owned(Vec::new()),
+            text: std::borrow::Cow::Owned(vec![b'a'; text]),
+            message: None,
+        }
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes() {
+        let dir = std::env::temp_dir().join(format!("llmload-events-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = (&["s".to_string()][..], &["m".to_string()][..]);
+        let limit = 64 << 10;
+        let mut obs = RunObserver::start_with(&dir, names, true, (0, 0), limit).unwrap();
+        // A line over the bound is dropped and counted; lines under it go.
+        obs.request(&line(limit));
+        obs.request(&line(100));
+        obs.request(&line(200));
+        // Held bytes never pass the bound, however fast lines come.
+        for _ in 0..1000 {
+            obs.request(&line(1000));
+            assert!(obs.gate.queued.load(Ordering::Relaxed) <= limit);
+        }
+        let stats = obs.finish();
+        assert_eq!(stats.written + stats.dropped, 1003);
+        assert!(stats.dropped >= 1, "{stats:?}");
+        let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["output"].as_str().unwrap().len(), 100);
+        assert_eq!(first["output_truncated"], true);
+        assert_eq!(text.lines().count() as u64, stats.written);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -144,6 +144,12 @@ pub(crate) struct Tokens {
     /// Output tokens per successful request.
     pub osl: Rollup,
     pub text_bytes: u64,
+    /// Requests whose kept output text was cut short (the text cap, the
+    /// worker's budget, the record's room).
+    pub output_truncated: u64,
+    /// Successful requests the tokenizer should have counted and did not;
+    /// counted by their events (streams) or unknown instead.
+    pub output_untokenized: u64,
     /// Successful requests by finish reason; only reasons that occurred.
     pub finish_reasons: BTreeMap<String, u64>,
 }
@@ -422,6 +428,8 @@ impl Numbers {
                 isl: b.isl.rollup(1.0),
                 osl: b.osl.rollup(1.0),
                 text_bytes: b.text_bytes,
+                output_truncated: b.output_truncated,
+                output_untokenized: b.output_untokenized,
                 finish_reasons: Finish::ALL
                     .iter()
                     .zip(b.finish)

@@ -121,6 +121,20 @@ fn block(o: &mut String, b: &Numbers) {
         "tokens      output {} (from {})  input {} (from {})",
         k.output_total, k.output_source, k.input_total, k.input_source
     );
+    if k.output_truncated > 0 {
+        let _ = writeln!(
+            o,
+            "            {} output text(s) cut short at the kept-text cap (output_truncated)",
+            k.output_truncated
+        );
+    }
+    if k.output_untokenized > 0 {
+        let _ = writeln!(
+            o,
+            "            {} output(s) not tokenized (tokenizer behind, or text cut): counted by their events (unknown when not streamed)",
+            k.output_untokenized
+        );
+    }
     let finishes: Vec<String> = Finish::ALL
         .iter()
         .filter(|f| **f != Finish::None)

@@ -109,6 +109,13 @@ pub(crate) const COMPLETION_BYTES: usize = 4 << 20;
 /// Inter-token gaps one completion record carries at most.
 pub(crate) const MAX_GAPS: usize = 65_536;
 
+/// The longest completion record the completion ring takes: a record and
+/// the ring's 8-byte length word are at most a quarter of the ring. A
+/// worker fits every record to this before it is pushed or queued, so no
+/// record can ever be refused (`engine::record` checks at compile time that
+/// the largest gaps and message leave room for text).
+pub(crate) const MAX_RECORD: usize = COMPLETION_BYTES / 4 - 8;
+
 /// The run's shared mapping and the offsets of everything in it.
 pub(crate) struct Shared {
     control: usize,
@@ -241,6 +248,18 @@ mod tests {
     use super::*;
     use crate::shm::test_util::{Deadline, fork_child};
     use std::time::Duration;
+
+    #[test]
+    fn max_record_is_what_the_completion_ring_takes() {
+        let shared = Shared::new(1).unwrap();
+        let (_, mut tx) = shared.take_worker_ends(0).unwrap();
+        assert_eq!(tx.max_len(), MAX_RECORD);
+        assert_eq!(
+            tx.push_with(MAX_RECORD + 1, |_| {}),
+            Err(ring::PushError::TooLarge)
+        );
+        assert_eq!(tx.push_with(MAX_RECORD, |b| b.fill(1)), Ok(()));
+    }
 
     #[test]
     fn layout_sizes() {

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::config::bytes::bytes_flag;
 use crate::config::duration::duration_flag;
-use crate::config::profile::{Correlation, HumanDuration, Profile};
+use crate::config::profile::{Correlation, HumanBytes, HumanDuration, Profile};
 use crate::http::headers::parse_header_flag;
 
 /// Benchmark an endpoint (with no --endpoint: the built-in one).
@@ -212,6 +213,12 @@ pub(crate) struct BenchArgs {
     /// keep each response's text in events.jsonl
     #[argh(switch)]
     pub record_output: bool,
+
+    /// output text kept per response, bytes or with a KiB/MiB/GiB suffix
+    /// (default {MAX_OUTPUT_TEXT}); past it the text is cut and marked
+    /// output_truncated (a conversation's turn fails as output_over_cap)
+    #[argh(option, from_str_fn(bytes_flag))]
+    pub max_output_text: Option<u64>,
 }
 
 impl BenchArgs {
@@ -284,6 +291,7 @@ impl BenchArgs {
             quiet: on(self.quiet),
             live_interval: d(self.live_interval),
             record_output: on(self.record_output),
+            max_output_text: self.max_output_text.map(HumanBytes),
             stages: None,
             scenarios: None,
             thresholds: None,

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 use templates::unset;
 pub(crate) use typed::{CacheMode, Content, Scenario, TurnRange};
 use values::ser_num;
-pub(crate) use values::{HumanDuration, Turns};
+pub(crate) use values::{HumanBytes, HumanDuration, Turns};
 
 /// The values a profile field takes when it is not set. `bench` has the same
 /// defaults for its flags (its help shows them through `defaults::shown`);
@@ -41,6 +41,7 @@ pub(crate) mod defaults {
     use std::time::Duration;
 
     use super::CacheMode;
+    use crate::config::bytes::format_bytes;
     use crate::config::duration::format_duration;
     use crate::dataset::Order;
     use crate::plan::ArrivalKind;
@@ -61,6 +62,9 @@ pub(crate) mod defaults {
     pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
     pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
     pub(crate) const LIVE_INTERVAL: Duration = Duration::from_secs(10);
+    /// Output text kept per response (for `--record-output`, `--tokenizer`,
+    /// checks and conversation histories); the rest is counted, not kept.
+    pub(crate) const MAX_OUTPUT_TEXT: u64 = 4 << 20;
     pub(crate) const ARRIVAL: ArrivalKind = ArrivalKind::Poisson;
     pub(crate) const CACHE_MODE: CacheMode = CacheMode::Bust;
     pub(crate) const CORRELATION_HEADER: &str = "x-request-id";
@@ -89,6 +93,7 @@ pub(crate) mod defaults {
             "CONNECT_TIMEOUT" => format_duration(CONNECT_TIMEOUT),
             "DRAIN_TIMEOUT" => format_duration(DRAIN_TIMEOUT),
             "LIVE_INTERVAL" => format_duration(LIVE_INTERVAL),
+            "MAX_OUTPUT_TEXT" => format_bytes(MAX_OUTPUT_TEXT),
             "ARRIVAL" => ARRIVAL.name().to_string(),
             "CACHE_MODE" => CACHE_MODE.name().to_string(),
             "CORRELATION_HEADER" => CORRELATION_HEADER.to_string(),
@@ -217,6 +222,10 @@ pub(crate) struct Profile {
     /// Keep each response's text in the events file.
     #[serde(skip_serializing_if = "unset")]
     pub record_output: Option<bool>,
+    /// Output text kept per response, `"4MiB"` or bytes; a longer response
+    /// is marked `output_truncated` (a conversation's turn fails).
+    #[serde(skip_serializing_if = "unset")]
+    pub max_output_text: Option<HumanBytes>,
 
     #[serde(skip_serializing_if = "unset")]
     pub stages: Option<Vec<StageSpec>>,

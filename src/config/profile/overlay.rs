@@ -99,6 +99,7 @@ impl Profile {
             quiet,
             live_interval,
             record_output,
+            max_output_text,
             stages,
             scenarios,
             thresholds,

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::Map;
 
 use super::{
-    ChecksSpec, ContentSpec, Correlation, HumanDuration, Profile, ScenarioSpec, StageSpec,
-    ThresholdsSpec, Turns, defaults,
+    ChecksSpec, ContentSpec, Correlation, HumanBytes, HumanDuration, Profile, ScenarioSpec,
+    StageSpec, ThresholdsSpec, Turns, defaults,
 };
 
 thread_local! {
@@ -134,6 +134,7 @@ impl Profile {
             quiet: Some(false),
             live_interval: d(defaults::LIVE_INTERVAL),
             record_output: Some(false),
+            max_output_text: Some(HumanBytes(defaults::MAX_OUTPUT_TEXT)),
             stages: Some(vec![
                 StageSpec {
                     name: Some("ceiling".to_string()),

@@ -1,5 +1,6 @@
 //! Profile values with more than one JSON shape: durations (`"60s"`,
-//! `"250ms"` or a number of seconds), turns (a number or `{"min", "max"}`),
+//! `"250ms"` or a number of seconds), sizes (`"4MiB"` or a number of
+//! bytes), turns (a number or `{"min", "max"}`),
 //! and whole numbers written without a trailing `.0`. Each reads every shape
 //! and writes the shortest one, so a written profile reads like a
 //! hand-written one.
@@ -10,12 +11,18 @@ use std::time::Duration;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::config::bytes::{format_bytes, parse_bytes};
 use crate::config::duration::{format_duration, parse_duration};
 
 /// A duration written as `"60s"`, `"250ms"`, `"1.5m"` or a number of
 /// seconds; written back in the shortest exact unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct HumanDuration(pub Duration);
+
+/// A size in bytes written as `"4MiB"`, `"512KiB"` or a number of bytes;
+/// written back in the largest exact unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct HumanBytes(pub u64);
 
 /// Turns per conversation: a fixed number, or `{"min": a, "max": b}` drawn
 /// uniformly per conversation.
@@ -63,6 +70,36 @@ impl Serialize for HumanDuration {
 impl fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(&format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = HumanBytes;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size such as \"4MiB\" or \"512KiB\", or a number of bytes")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<HumanBytes, E> {
+                parse_bytes(s).map(HumanBytes).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<HumanBytes, E> {
+                Ok(HumanBytes(n))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<HumanBytes, E> {
+                u64::try_from(n)
+                    .map(HumanBytes)
+                    .map_err(|_| E::custom(format!("{n}: a size cannot be negative")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for HumanBytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_bytes(self.0))
     }
 }
 

@@ -3,6 +3,17 @@
 //! state driven by bytes and timestamps, no I/O, so the worker loop stays a
 //! thin layer of syscalls around it and the tests can feed it any response
 //! cut at any byte.
+//!
+//! Memory is bounded per response and per worker: kept text stops at the
+//! run's `max_output_text` (the response is marked truncated, or a
+//! conversation's turn fails), a kept body stops at `MAX_BODY`, and both grow
+//! only within the worker's [`Budget`], whose buffers go back to it after a
+//! response that made them large. The price is one comparison per kept text
+//! piece and per body read, and a reallocation after an unusually large
+//! response.
+
+use std::cell::Cell;
+use std::rc::Rc;
 
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::response::{BodyKind, Head, MAX_HEAD_LEN, parse_head};
@@ -14,11 +25,92 @@ use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 /// must fit in it.
 pub(crate) const READ_BUF: usize = 16 * 1024;
 
-/// Largest non-streamed body kept for parsing.
-pub(crate) const MAX_BODY: usize = 64 << 20;
+/// Largest non-streamed body kept for parsing: far above any real
+/// completion's JSON (a 128k-token reply is a few MiB), small enough that a
+/// hostile `Content-Length` costs little before it is called malformed.
+pub(crate) const MAX_BODY: usize = 16 << 20;
+
+/// Kept text and bodies a worker's connections may hold together, at least;
+/// `Budget::for_worker` raises it so two responses at the text cap always fit.
+pub(crate) const WORKER_BYTES: usize = 256 << 20;
+
+/// A text or body buffer larger than this after its response is given back,
+/// so a connection slot does not keep the memory of its largest response:
+/// 1024 slots at this size are well inside `WORKER_BYTES`.
+pub(crate) const SHRINK_ABOVE: usize = 64 << 10;
 
 /// Longest in-band error message kept per request.
 pub(crate) const MAX_MESSAGE: usize = 256;
+
+/// The bytes of kept text and body a worker's connections hold together
+/// (their buffers' capacity), against a limit. A buffer grows only through
+/// [`Budget::grow`], so when the worker is at its limit a response's text
+/// is cut (as at the text cap) and a body fails, instead of the worker
+/// growing until the kernel kills it. Shared by every `Rx` of one worker
+/// process (single-threaded, hence `Rc<Cell>`).
+#[derive(Clone, Debug)]
+pub(crate) struct Budget(Rc<BudgetState>);
+
+#[derive(Debug)]
+struct BudgetState {
+    limit: usize,
+    held: Cell<usize>,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget(Rc::new(BudgetState {
+            limit,
+            held: Cell::new(0),
+        }))
+    }
+
+    /// A worker's budget: `WORKER_BYTES`, or room for two responses at the
+    /// text cap when the cap is larger.
+    pub(crate) fn for_worker(max_output_text: usize) -> Budget {
+        Budget::new(WORKER_BYTES.max(max_output_text.saturating_mul(2)))
+    }
+
+    /// Bytes held now.
+    pub(crate) fn held(&self) -> usize {
+        self.0.held.get()
+    }
+
+    /// Makes room in `v` for `need` bytes in all (doubling, as `Vec` would,
+    /// but never past `cap`, and near the limit taking what room is left);
+    /// false, leaving `v` as it is, when `need` is past `cap` or the budget
+    /// has no room for it. Not inlined: it runs only when a buffer must grow.
+    #[inline(never)]
+    fn grow(&self, v: &mut Vec<u8>, need: usize, cap: usize) -> bool {
+        if need > cap {
+            return false;
+        }
+        let old = v.capacity();
+        let room = self.0.limit.saturating_sub(self.held());
+        let want = old
+            .saturating_mul(2)
+            .clamp(need, cap)
+            .min(old.saturating_add(room));
+        if want < need {
+            return false;
+        }
+        v.reserve_exact(want - v.len());
+        self.0.held.set(self.held() + v.capacity() - old);
+        true
+    }
+
+    /// Gives back `v`'s memory if it is over `SHRINK_ABOVE` (its contents
+    /// are no longer needed).
+    fn shrink(&self, v: &mut Vec<u8>) {
+        if v.capacity() > SHRINK_ABOVE {
+            self.release(std::mem::take(v).capacity());
+        }
+    }
+
+    fn release(&self, bytes: usize) {
+        self.0.held.set(self.held().saturating_sub(bytes));
+    }
+}
 
 /// What one response has carried so far.
 #[derive(Debug)]
@@ -34,16 +126,25 @@ pub(crate) struct Tally {
     /// Gaps between output-bearing events; capacity fixed at first use.
     pub gaps: Vec<u64>,
     pub gaps_truncated: bool,
-    /// Output text as received (raw JSON-escaped), when the run needs it.
+    /// Output text as received (raw JSON-escaped), when the run needs it;
+    /// whole pieces, at most `max_text` bytes.
     pub text: Vec<u8>,
     pub keep_text: bool,
+    /// Kept text stopped short: the next piece did not fit `max_text` or the
+    /// worker's budget. Later pieces are counted, not kept.
+    pub text_truncated: bool,
+    /// Cut text fails the response as `OutputOverCap` (a conversation's
+    /// reply, which the next turn's history would carry).
+    pub fail_over_cap: bool,
+    max_text: usize,
+    budget: Budget,
     /// In-band error message (first `MAX_MESSAGE` bytes), if one arrived.
     pub error: Option<([u8; MAX_MESSAGE], usize)>,
     pub state: StreamState,
 }
 
 impl Tally {
-    fn new(max_gaps: usize, keep_text: bool) -> Tally {
+    fn new(max_gaps: usize, keep_text: bool, max_text: usize, budget: Budget) -> Tally {
         Tally {
             t_first_token: 0,
             t_last_token: 0,
@@ -56,6 +157,10 @@ impl Tally {
             gaps_truncated: false,
             text: Vec::new(),
             keep_text,
+            text_truncated: false,
+            fail_over_cap: false,
+            max_text,
+            budget,
             error: None,
             state: StreamState::default(),
         }
@@ -72,10 +177,12 @@ impl Tally {
         self.gaps.clear();
         self.gaps_truncated = false;
         self.text.clear();
+        self.text_truncated = false;
         self.error = None;
         self.state = StreamState::default();
     }
 
+    #[inline]
     fn on_event(&mut self, info: EventInfo<'_>, t: u64) {
         if info.has_output() {
             if self.text_events == 0 {
@@ -103,13 +210,31 @@ impl Tally {
         }
     }
 
+    /// Counts a piece of output and keeps it when asked to: whole, or not
+    /// at all once one did not fit (so the kept text is always a prefix that
+    /// unescapes cleanly).
+    #[inline]
     fn add_text(&mut self, reasoning: &[u8], text: &[u8]) {
         let n = reasoning.len() + text.len();
         self.text_bytes = self.text_bytes.saturating_add(n as u32);
-        if self.keep_text {
+        if self.keep_text && !self.text_truncated {
+            // `grow` never takes the capacity past `max_text`, so a piece
+            // that fits the capacity fits the cap.
+            let need = self.text.len() + n;
+            if need > self.text.capacity() && !self.budget.grow(&mut self.text, need, self.max_text)
+            {
+                self.text_truncated = true;
+                return;
+            }
             self.text.extend_from_slice(reasoning);
             self.text.extend_from_slice(text);
         }
+    }
+
+    /// The response must fail: a conversation's reply was cut.
+    #[inline]
+    fn over_cap(&self) -> bool {
+        self.text_truncated && self.fail_over_cap
     }
 
     fn append_error(&mut self, bytes: &[u8]) {
@@ -162,7 +287,9 @@ pub(crate) enum Step {
 }
 
 impl Rx {
-    pub(crate) fn new(max_gaps: usize, keep_text: bool) -> Rx {
+    /// A receiver keeping up to `max_gaps` gaps and, when `keep_text`, up to
+    /// `max_text` bytes of text, its buffers growing within `budget`.
+    pub(crate) fn new(max_gaps: usize, keep_text: bool, max_text: usize, budget: Budget) -> Rx {
         Rx {
             head: None,
             remaining: 0,
@@ -173,7 +300,23 @@ impl Rx {
             body: Vec::new(),
             t_send: 0,
             t_first_byte: 0,
-            tally: Tally::new(max_gaps, keep_text),
+            tally: Tally::new(max_gaps, keep_text, max_text, budget),
+        }
+    }
+
+    /// The budget its buffers grow within.
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.tally.budget
+    }
+
+    /// After a response has been recorded: gives back the text, body and
+    /// SSE buffers an unusually large response made grow. Their contents
+    /// are dropped; the next `reset` would have cleared them anyway.
+    pub(crate) fn shrink(&mut self) {
+        self.tally.budget.shrink(&mut self.tally.text);
+        self.tally.budget.shrink(&mut self.body);
+        if let Some(sse) = &mut self.sse {
+            sse.shrink(SHRINK_ABOVE);
         }
     }
 
@@ -329,18 +472,35 @@ impl Rx {
                 let info = proto.parse_event(&ev, &mut tally.state);
                 tally.on_event(info, t)
             })
-            .map_err(|_| ErrorClass::MalformedResponse)
-        } else if self.keep_body {
-            if self.body.len() + data.len() > MAX_BODY {
-                return Err(ErrorClass::MalformedResponse);
+            .map_err(|_| ErrorClass::MalformedResponse)?;
+            if tally.over_cap() {
+                return Err(ErrorClass::OutputOverCap);
             }
-            self.body.extend_from_slice(data);
             Ok(())
+        } else if self.keep_body {
+            self.keep(data)
         } else {
             // An error response: its first bytes say why.
             self.tally.append_error(data);
             Ok(())
         }
+    }
+
+    /// Appends to a kept non-streamed body. Apart from the streamed path,
+    /// so that path stays small enough to be inlined whole.
+    #[inline(never)]
+    fn keep(&mut self, data: &[u8]) -> Result<(), ErrorClass> {
+        let need = self.body.len() + data.len();
+        if need > MAX_BODY {
+            return Err(ErrorClass::MalformedResponse);
+        }
+        // A body cannot be cut and still parsed: with no room in the
+        // worker's budget the response fails.
+        if need > self.body.capacity() && !self.tally.budget.grow(&mut self.body, need, MAX_BODY) {
+            return Err(ErrorClass::OutputOverCap);
+        }
+        self.body.extend_from_slice(data);
+        Ok(())
     }
 
     /// The response's status; 0 before its head.
@@ -359,6 +519,8 @@ impl Rx {
         self.finish_body(proto);
         if self.tally.error.is_some() {
             ErrorClass::InBandError
+        } else if self.tally.over_cap() {
+            ErrorClass::OutputOverCap
         } else {
             ErrorClass::None
         }
@@ -377,6 +539,14 @@ impl Rx {
                 t.set_error(m);
             }
         }
+    }
+}
+
+impl Drop for Rx {
+    /// The buffers' bytes go back to the budget with them.
+    fn drop(&mut self) {
+        let b = &self.tally.budget;
+        b.release(self.tally.text.capacity() + self.body.capacity());
     }
 }
 

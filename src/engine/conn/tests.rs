@@ -28,6 +28,11 @@ const GAPS: usize = 64;
 const PROMPT: u64 = 11;
 const INBAND: &[u8] = b"injected in-band error";
 
+/// A receiver with room for any test response.
+fn rx_with(max_gaps: usize, keep_text: bool) -> Rx {
+    Rx::new(max_gaps, keep_text, 64 << 20, Budget::new(usize::MAX / 2))
+}
+
 fn protocol(f: Format) -> &'static dyn Protocol {
     match f {
         Format::Chat => &OpenAiChat,
@@ -424,7 +429,7 @@ fn expected(w: &Wire, reads: &[usize], max_gaps: usize, keep_text: bool) -> Seen
 /// Feeds `w` cut in every way `for_each_split` knows to one receiver (reset
 /// between cuts, as a connection reuses it) and checks each tally.
 fn check(w: &Wire, proto: &dyn Protocol, max_gaps: usize, keep_text: bool, what: &str) {
-    let mut rx = Rx::new(max_gaps, keep_text);
+    let mut rx = rx_with(max_gaps, keep_text);
     let mut reads = Vec::new();
     let mut cuts = 0;
     for_each_split(&w.bytes, w.bytes.len() as u64, |pieces| {
@@ -477,7 +482,7 @@ fn a_close_delimited_stream_ends_at_the_close() {
         let w = stream(&r, Shape::Whole, true);
         check(&w, protocol(format), GAPS, true, &format!("{format:?}"));
         // Without the close the response is not over.
-        let mut rx = Rx::new(GAPS, true);
+        let mut rx = rx_with(GAPS, true);
         rx.reset(T_SEND);
         let end = drive(
             &mut rx,
@@ -622,7 +627,7 @@ fn bytes_after_the_response_end_the_connection() {
         let mut bytes = response;
         bytes.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
         let proto = protocol(Format::Chat);
-        let mut rx = Rx::new(GAPS, true);
+        let mut rx = rx_with(GAPS, true);
         let mut reads = Vec::new();
         for_each_split(&bytes, 7, |pieces| {
             rx.reset(T_SEND);
@@ -646,8 +651,191 @@ fn bytes_after_the_response_end_the_connection() {
 fn a_head_that_does_not_fit_the_buffer_is_malformed() {
     let mut bytes = b"HTTP/1.1 200 OK\r\nx-long: ".to_vec();
     bytes.resize(READ_BUF + 10, b'a');
-    let mut rx = Rx::new(GAPS, true);
+    let mut rx = rx_with(GAPS, true);
     rx.reset(T_SEND);
     let end = drive(&mut rx, &[&bytes], false, &OpenAiChat, &mut Vec::new());
     assert_eq!(end, End::Failed(ErrorClass::MalformedResponse));
+}
+
+/// Drives `w` through `rx` in reads of `READ_BUF`, from a fresh request.
+fn run(rx: &mut Rx, w: &Wire, proto: &dyn Protocol, reads: &mut Vec<usize>) -> End {
+    rx.reset(T_SEND);
+    drive(rx, &[&w.bytes], w.closes, proto, reads)
+}
+
+/// Whether `text` is the text of tokens `0..k` for some `k`, returning `k`.
+fn whole_tokens(text: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(text).ok()?;
+    (0..=s.len() as u32).find(|&k| tokens(k) == s)
+}
+
+#[test]
+fn kept_text_stops_at_the_cap_in_whole_pieces() {
+    for format in Format::ALL {
+        let proto = protocol(format);
+        let r = Reply::new(format, 40, 0, PROMPT, true);
+        let full = tokens(40).len();
+        let cap = full / 2;
+        let mut rx = Rx::new(GAPS, true, cap, Budget::new(usize::MAX / 2));
+        let w = stream(&r, Shape::Whole, false);
+        let end = run(&mut rx, &w, proto, &mut Vec::new());
+        let ok = End::Done {
+            keep_alive: true,
+            verdict: ErrorClass::None,
+        };
+        assert_eq!(end, ok, "{format:?}");
+        let t = &rx.tally;
+        // Counting goes on past the cap; keeping stops at a token boundary.
+        assert_eq!((t.text_events, t.text_bytes as usize), (40, full));
+        assert!(t.text_truncated && t.text.len() <= cap, "{format:?}");
+        let k = whole_tokens(&t.text).unwrap_or_else(|| panic!("{format:?}: cut mid-token"));
+        assert!(
+            tokens(k + 1).len() > cap,
+            "{format:?}: stopped early at {k}"
+        );
+        assert!(t.text.capacity() <= cap);
+        // A whole body's text is one piece: over the cap, none of it is kept.
+        let end = run(&mut rx, &whole(&r, Shape::Whole), proto, &mut Vec::new());
+        assert_eq!(end, ok, "{format:?}");
+        assert!(rx.tally.text_truncated && rx.tally.text.is_empty());
+        assert_eq!(rx.tally.text_bytes as usize, full);
+        // Under the cap nothing is cut, and the flag is reset per response.
+        let mut rx = Rx::new(GAPS, true, full, Budget::new(usize::MAX / 2));
+        run(&mut rx, &w, proto, &mut Vec::new());
+        assert!(!rx.tally.text_truncated);
+        assert_eq!(rx.tally.text, tokens(40).as_bytes());
+    }
+}
+
+#[test]
+fn a_conversation_reply_over_the_cap_fails_at_once() {
+    for format in Format::ALL {
+        let proto = protocol(format);
+        let r = Reply::new(format, 40, 0, PROMPT, true);
+        let cap = tokens(10).len();
+        let mut rx = Rx::new(GAPS, true, cap, Budget::new(usize::MAX / 2));
+        rx.tally.fail_over_cap = true;
+        let w = stream(&r, Shape::Whole, false);
+        let mut reads = Vec::new();
+        rx.reset(T_SEND);
+        // Fed in small reads: the failure comes with the token past the cap,
+        // not at the end of the stream.
+        let pieces: Vec<&[u8]> = w.bytes.chunks(64).collect();
+        let end = drive(&mut rx, &pieces, false, proto, &mut reads);
+        assert_eq!(end, End::Failed(ErrorClass::OutputOverCap), "{format:?}");
+        let failed_at = *reads.last().unwrap();
+        assert!(failed_at < w.token_ends[12], "{format:?}: at {failed_at}");
+        assert_eq!(whole_tokens(&rx.tally.text), Some(10), "{format:?}");
+        // A whole body over the cap: the response ends failed.
+        let end = run(&mut rx, &whole(&r, Shape::Whole), proto, &mut reads);
+        let over = End::Done {
+            keep_alive: true,
+            verdict: ErrorClass::OutputOverCap,
+        };
+        assert_eq!(end, over, "{format:?}");
+        // Within the cap the reply is fine.
+        let mut rx = Rx::new(GAPS, true, 1 << 20, Budget::new(usize::MAX / 2));
+        rx.tally.fail_over_cap = true;
+        let end = run(&mut rx, &w, proto, &mut reads);
+        assert!(
+            matches!(
+                end,
+                End::Done {
+                    verdict: ErrorClass::None,
+                    ..
+                }
+            ),
+            "{format:?}"
+        );
+    }
+}
+
+#[test]
+fn buffers_grow_within_the_workers_budget_and_shrink_after() {
+    let proto = protocol(Format::Chat);
+    // Two receivers share a budget that holds one large text at most.
+    const LIMIT: usize = 400 << 10;
+    let budget = Budget::new(LIMIT);
+    let mut a = Rx::new(GAPS, true, 1 << 20, budget.clone());
+    let mut b = Rx::new(GAPS, true, 1 << 20, budget.clone());
+    let big = Reply::new(Format::Chat, 40_000, 0, PROMPT, true);
+    let full = tokens(40_000).len();
+    assert!(full > 150 << 10);
+    let w = stream(&big, Shape::Whole, false);
+    let mut reads = Vec::new();
+    assert!(matches!(
+        run(&mut a, &w, proto, &mut reads),
+        End::Done { .. }
+    ));
+    assert!(!a.tally.text_truncated);
+    let held = budget.held();
+    assert_eq!(held, a.tally.text.capacity());
+    assert!(held >= full && held <= LIMIT);
+    // The second finds the budget short: its text is cut, and its body (a
+    // whole response cannot be cut) fails.
+    assert!(matches!(
+        run(&mut b, &w, proto, &mut reads),
+        End::Done { .. }
+    ));
+    assert!(b.tally.text_truncated);
+    assert!(budget.held() <= LIMIT);
+    let body = whole(&big, Shape::Whole);
+    assert_eq!(
+        run(&mut b, &body, proto, &mut reads),
+        End::Failed(ErrorClass::OutputOverCap)
+    );
+    // Once both are recorded and shrunk, their memory is back.
+    a.shrink();
+    b.shrink();
+    assert_eq!(a.tally.text.capacity(), 0);
+    assert!(budget.held() <= 2 * SHRINK_ABOVE, "{}", budget.held());
+    assert!(matches!(
+        run(&mut b, &body, proto, &mut reads),
+        End::Done {
+            verdict: ErrorClass::None,
+            ..
+        }
+    ));
+    assert!(budget.held() <= LIMIT);
+    // Dropping a receiver returns what it holds.
+    drop(a);
+    drop(b);
+    assert_eq!(budget.held(), 0);
+}
+
+#[test]
+fn small_responses_keep_their_buffers() {
+    let proto = protocol(Format::Chat);
+    let budget = Budget::new(usize::MAX / 2);
+    let mut rx = Rx::new(GAPS, true, 1 << 20, budget.clone());
+    let w = stream(
+        &Reply::new(Format::Chat, 50, 0, PROMPT, true),
+        Shape::Whole,
+        false,
+    );
+    run(&mut rx, &w, proto, &mut Vec::new());
+    let cap = rx.tally.text.capacity();
+    assert!(cap > 0);
+    rx.shrink();
+    // Nothing to give back: the next response reuses the allocation.
+    assert_eq!(rx.tally.text.capacity(), cap);
+    assert_eq!(budget.held(), cap);
+}
+
+#[test]
+fn a_body_over_max_body_is_malformed() {
+    let mut bytes = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        10u64 << 30
+    )
+    .into_bytes();
+    bytes.resize(bytes.len() + MAX_BODY + 1, b' ');
+    let mut rx = rx_with(GAPS, true);
+    rx.reset(T_SEND);
+    let end = drive(&mut rx, &[&bytes], false, &OpenAiChat, &mut Vec::new());
+    assert_eq!(end, End::Failed(ErrorClass::MalformedResponse));
+    // The body's buffer is given back after the response.
+    assert!(rx.body.capacity() >= MAX_BODY / 2);
+    rx.shrink();
+    assert_eq!(rx.body.capacity(), 0);
 }

@@ -69,7 +69,7 @@ impl Parent<'_, '_, '_> {
         if sample.t_send != 0 && (self.first_send == 0 || sample.t_send < self.first_send) {
             self.first_send = sample.t_send;
         }
-        let f = Finished {
+        let mut f = Finished {
             sample,
             seq: d.c.seq,
             conv_id: d.c.conv_id,
@@ -85,8 +85,13 @@ impl Parent<'_, '_, '_> {
             && f.sample.completion_tokens.is_none()
             && !f.text.is_empty()
         {
-            lane.submit(f.into_owned());
-            return;
+            // A cut text would be undercounted; a full lane would hold up
+            // the run: either way the events count it, and the summary says so.
+            if !f.sample.output_truncated && lane.admits(&f) {
+                lane.submit(f.into_owned());
+                return;
+            }
+            f.sample.untokenized = true;
         }
         self.finalize(f);
     }

@@ -3,6 +3,10 @@
 //! and how it ended, and the backlog of encoded records the completion ring
 //! had no room for. The backlog trades memory for never blocking the loop:
 //! a full ring delays records, it never stalls sockets.
+//!
+//! Every record is fitted to what the ring takes (`Completion::fit`) before
+//! it goes to the ring or the backlog, so a record the ring refuses cannot
+//! exist, and the backlog always drains once the parent reads.
 
 use std::sync::atomic::Ordering;
 
@@ -10,11 +14,7 @@ use super::{Job, Worker};
 use crate::engine::record::{self, Completion};
 use crate::metrics::errors::ErrorClass;
 use crate::shm::ring::{ByteProducer, PushError};
-use crate::shm::run::WorkerCounters;
-
-/// Output text a record carries at most (a quarter of the completion ring
-/// minus room for the gaps).
-const MAX_TEXT: usize = 512 * 1024;
+use crate::shm::run::{MAX_RECORD, WorkerCounters};
 
 /// How a job ended, as its record says.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +46,7 @@ impl Worker<'_> {
             conv_end,
         };
         self.record(self.conns[i].job, t_end, outcome);
+        self.conns[i].rx.shrink();
     }
 
     /// Builds `job`'s completion record and sends it (or queues it).
@@ -70,11 +71,11 @@ impl Worker<'_> {
             Outcome::Unsent(error) => {
                 rec.error = error as u8;
                 rec.flags = record::CONV_END;
-                self.out.push(self.counters, &rec, &[], &[], &[]);
+                self.out.push(self.counters, rec, &[], &[], &[]);
             }
             Outcome::ConvEnd => {
                 rec.flags = record::CONV_END | record::NO_REQUEST;
-                self.out.push(self.counters, &rec, &[], &[], &[]);
+                self.out.push(self.counters, rec, &[], &[], &[]);
             }
             Outcome::Exchange {
                 conn,
@@ -94,7 +95,9 @@ impl Worker<'_> {
                 }
                 if tally.gaps_truncated {
                     rec.flags |= record::GAPS_TRUNCATED;
-                    self.counters.itl_truncated.fetch_add(1, Ordering::Relaxed);
+                }
+                if tally.text_truncated {
+                    rec.flags |= record::OUTPUT_TRUNCATED;
                 }
                 rec.t_send = rx.t_send;
                 rec.t_first_byte = rx.t_first_byte;
@@ -106,17 +109,10 @@ impl Worker<'_> {
                 rec.completion_tokens = Completion::code(tally.completion_tokens);
                 rec.text_events = tally.text_events;
                 rec.text_bytes = tally.text_bytes;
-                rec.n_gaps = tally.gaps.len() as u32;
                 rec.finish = tally.finish as u8;
-                rec.text_len = if ship_text {
-                    tally.text.len().min(MAX_TEXT) as u32
-                } else {
-                    0
-                };
-                let msg = tally.error_message();
-                rec.msg_len = msg.len() as u32;
+                let text: &[u8] = if ship_text { &tally.text } else { &[] };
                 self.out
-                    .push(self.counters, &rec, &tally.gaps, &tally.text, msg);
+                    .push(self.counters, rec, &tally.gaps, text, tally.error_message());
             }
         }
     }
@@ -152,36 +148,39 @@ impl Outbox {
         std::mem::take(&mut self.published)
     }
 
-    /// Pushes one record, or queues it behind earlier ones when the ring is
-    /// full (order among records does not matter to the parent, but the
-    /// backlog must drain before new records so none waits forever).
+    /// Pushes one record with `gaps`, `text` and `msg`, or queues it behind
+    /// earlier ones when the ring is full (order among records does not
+    /// matter to the parent, but the backlog must drain before new records
+    /// so none waits forever). The record is fitted first (`fit` sets its
+    /// lengths), so it is never too large for the ring, queued or not.
     fn push(
         &mut self,
         counters: &WorkerCounters,
-        rec: &Completion,
+        mut rec: Completion,
         gaps: &[u64],
         text: &[u8],
         msg: &[u8],
     ) {
         self.published = true;
+        rec.fit(gaps.len(), msg.len(), text);
+        if rec.flags & record::GAPS_TRUNCATED != 0 {
+            counters.itl_truncated.fetch_add(1, Ordering::Relaxed);
+        }
         let len = rec.encoded_len();
+        debug_assert!(len <= MAX_RECORD);
         if self.backlog.is_empty() {
             match self
                 .ring
                 .push_with(len, |buf| rec.encode(gaps, text, msg, buf))
             {
                 Ok(()) => return,
-                Err(PushError::TooLarge) => {
-                    // What one record cannot carry is dropped, flagged: the
-                    // gaps beyond the limit and the text.
-                    let mut r = *rec;
-                    r.n_gaps = 0;
-                    r.text_len = 0;
-                    r.flags |= record::GAPS_TRUNCATED;
-                    self.push(counters, &r, &[], &[], msg);
-                    return;
-                }
                 Err(PushError::Full) => {}
+                // `fit` makes this unreachable. Were it reached, the request
+                // is still reported, by its header alone.
+                Err(PushError::TooLarge) => {
+                    rec.flags |= record::GAPS_TRUNCATED | record::OUTPUT_TRUNCATED;
+                    return self.push(counters, rec, &[], &[], &[]);
+                }
             }
         }
         counters
@@ -205,9 +204,79 @@ impl Outbox {
                     at += 4 + len;
                     self.published = true;
                 }
-                Err(_) => break,
+                Err(PushError::Full) => break,
+                // Unreachable (`push` fits every record); skipping it keeps
+                // the records behind it moving.
+                Err(PushError::TooLarge) => at += 4 + len,
             }
         }
         self.backlog.drain(..at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::conn::MAX_MESSAGE;
+    use crate::engine::record::MIN_RECORD_TEXT;
+    use crate::shm::run::{MAX_GAPS, Shared};
+
+    #[test]
+    fn an_oversized_record_behind_a_full_ring_is_trimmed_and_the_backlog_drains() {
+        let shared = Shared::new(1).unwrap();
+        let (_issue, mut done) = shared.take_parent_ends(0).unwrap();
+        let (_take, ring) = shared.take_worker_ends(0).unwrap();
+        let counters = shared.counters(0);
+        let mut out = Outbox::new(ring);
+        let rec = |seq| Completion {
+            seq,
+            ..Completion::default()
+        };
+        let gaps = vec![7u64; MAX_GAPS + 10];
+        let text = vec![b'x'; 600 << 10];
+        // Records that ship text fill the ring until they queue.
+        let mut seq = 0;
+        while out.is_empty() {
+            out.push(counters, rec(seq), &gaps[..1000], &text, b"");
+            seq += 1;
+        }
+        // The largest record a response can make: more gaps than a record
+        // carries, more text than the ring takes, the longest message.
+        let big = seq;
+        out.push(
+            counters,
+            rec(big),
+            &gaps,
+            &vec![b'y'; 3 << 20],
+            &[b'm'; 300],
+        );
+        // The worker goes on reporting behind it.
+        out.push(counters, rec(big + 1), &[], b"after", b"");
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            while let Some(r) = done.pop_with(|b| {
+                let d = Completion::decode(b).expect("a whole record");
+                (d.c, d.gaps.iter().count(), d.text.to_vec(), d.msg.len())
+            }) {
+                got.push(r);
+            }
+            if out.is_empty() {
+                break;
+            }
+            out.flush();
+        }
+        assert!(out.is_empty(), "the backlog is wedged");
+        let seqs: Vec<u64> = got.iter().map(|r| r.0.seq).collect();
+        assert_eq!(seqs, (0..=big + 1).collect::<Vec<_>>());
+        let (c, n_gaps, text, msg) = &got[big as usize];
+        // Trimmed text first: every gap a record carries is kept.
+        assert_eq!(*n_gaps, MAX_GAPS);
+        assert_eq!(c.flags, record::GAPS_TRUNCATED | record::OUTPUT_TRUNCATED);
+        assert!(text.len() >= MIN_RECORD_TEXT && text.iter().all(|&b| b == b'y'));
+        assert_eq!(*msg, MAX_MESSAGE);
+        assert!(c.encoded_len() <= MAX_RECORD);
+        assert_eq!(got[big as usize + 1].2, b"after");
+        assert!(counters.completion_ring_full.load(Ordering::Relaxed) >= 2);
+        assert_eq!(counters.itl_truncated.load(Ordering::Relaxed), 1);
     }
 }

@@ -36,6 +36,7 @@ impl Worker<'_> {
         c.filled = 0;
         c.rx.reset(now_ns());
         c.rx.tally.keep_text = keep_text;
+        c.rx.tally.fail_over_cap = c.job.conv != NO_CONV;
         self.write_more(i);
     }
 

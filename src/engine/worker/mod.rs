@@ -32,6 +32,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::ScenarioPlan;
 use crate::clock::now_ns;
+use crate::engine::conn::Budget;
 use crate::metrics::errors::ErrorClass;
 use crate::plan::Limits;
 use crate::rng::Rng;
@@ -175,9 +176,11 @@ impl<'a> Worker<'a> {
             .shared
             .take_worker_ends(s.index)
             .ok_or_else(|| io::Error::other("ring ends already taken"))?;
+        // Kept text and bodies of all connections grow within one budget.
+        let budget = Budget::for_worker(s.limits.max_output_text);
         Ok(Worker {
             counters: s.shared.counters(s.index),
-            conns: (0..s.max_conns).map(|_| Conn::new()).collect(),
+            conns: (0..s.max_conns).map(|_| Conn::new(&budget)).collect(),
             free: (0..s.max_conns).rev().collect(),
             idle: vec![Vec::new(); s.endpoints.len()],
             pending: VecDeque::with_capacity(PENDING_CAP),

@@ -2,7 +2,9 @@
 //! (slots with no socket) and the idle keep-alive list of each endpoint, and
 //! what moves a slot between them: connect, warm-up, the idle check, close.
 //! Slots are allocated once and keep their buffers for the whole run, so a
-//! reconnect costs the handshake and nothing else.
+//! reconnect costs the handshake and nothing else; only the memory of an
+//! unusually large response is given back after it (`Rx::shrink`), to the
+//! worker's byte budget all slots share.
 
 use std::io::{self, Read};
 use std::sync::atomic::Ordering;
@@ -13,7 +15,7 @@ use mio::{Events, Interest, Token};
 
 use super::{BELL, Job, Ready, Worker};
 use crate::clock::now_ns;
-use crate::engine::conn::{READ_BUF, Rx};
+use crate::engine::conn::{Budget, READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
 
 /// Longest the warm-up waits for its connections before the worker reports
@@ -56,8 +58,9 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    /// An empty slot; its buffers are allocated on first connect.
-    pub(super) fn new() -> Conn {
+    /// An empty slot; its buffers are allocated on first connect, and grow
+    /// within `budget`, the worker's.
+    pub(super) fn new(budget: &Budget) -> Conn {
         Conn {
             state: ConnState::Empty,
             warm: false,
@@ -71,7 +74,7 @@ impl Conn {
             t_connect: 0,
             buf: Vec::new(),
             filled: 0,
-            rx: Rx::new(0, false),
+            rx: Rx::new(0, false, 0, budget.clone()),
         }
     }
 }
@@ -177,7 +180,14 @@ impl Worker<'_> {
         }
         if c.buf.is_empty() {
             c.buf.resize(READ_BUF, 0);
-            c.rx = Rx::new(self.s.limits.max_gaps, self.s.keep_text);
+            let budget = c.rx.budget().clone();
+            let limits = &self.s.limits;
+            c.rx = Rx::new(
+                limits.max_gaps,
+                self.s.keep_text,
+                limits.max_output_text,
+                budget,
+            );
         }
         self.counters
             .connections_opened
