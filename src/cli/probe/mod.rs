@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::cli::{errln, out};
 use crate::config::duration::duration_flag;
 use crate::http::endpoint::Endpoint;
 use crate::protocol::{self, Protocol};
@@ -119,7 +120,7 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
     let cfg = match resolve(args) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("llmload probe: {e}");
+            errln!("llmload probe: {e}");
             return 1;
         }
     };
@@ -132,7 +133,7 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
     } else {
         report.render()
     };
-    print!("{}", redact(&out, &cfg.secrets));
+    out!("{}", redact(&out, &cfg.secrets));
     report.exit_code
 }
 

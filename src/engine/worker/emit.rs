@@ -152,6 +152,12 @@ impl Outbox {
         std::mem::take(&mut self.published)
     }
 
+    /// Test-only (`LLMLOAD_TEST_CORRUPT_RECORD`): publishes a record header
+    /// the parent cannot read, as a memory bug would.
+    pub(super) fn push_corrupt(&mut self) {
+        self.published |= self.ring.push_corrupt().is_ok();
+    }
+
     /// Pushes one record, or queues it behind earlier ones when the ring is
     /// full (order among records does not matter to the parent, but the
     /// backlog must drain before new records so none waits forever).
