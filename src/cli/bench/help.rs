@@ -86,7 +86,7 @@ mod tests {
             "(default 128)",
             "(default 300s)",
             "TCP connect timeout (default 10s)",
-            "may finish (default 10s)",
+            "before they are aborted (default 10s)",
             "(default 10s; 0 disables)",
             "(default openai-chat)",
             "(default poisson)",

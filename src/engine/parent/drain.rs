@@ -51,14 +51,14 @@ impl Parent<'_, '_, '_> {
                 .map(|s| s.think_time_ns)
                 .max()
                 .unwrap_or(0);
-            // The longest the conversations under way can take by their own
-            // limits, but never longer than the drain timeout.
-            let limits = self.plan.limits;
-            let by_limits = turns
-                .saturating_mul(limits.timeout_ns.saturating_add(think))
-                .saturating_add(limits.connect_ns)
-                .saturating_add(DRAIN_SLACK_NS);
-            start.saturating_add(by_limits.min(drain_ns))
+            let l = self.plan.limits;
+            start.saturating_add(normal_drain_ns(
+                turns,
+                l.timeout_ns,
+                think,
+                l.connect_ns,
+                drain_ns,
+            ))
         };
         let mut seen = signals.load(Ordering::Relaxed);
         let mut abort_at: Option<u64> = None;
@@ -193,4 +193,16 @@ impl Parent<'_, '_, '_> {
         self.inflight -= lost;
         lost
     }
+}
+
+/// How long a normal end waits for the conversations under way: what they
+/// could need by their own limits (every turn timing out after its think
+/// time, plus a connect and some slack), but never longer than `drain_ns`.
+/// Saturating: durations are user input up to `u64::MAX / 2`.
+pub(super) fn normal_drain_ns(turns: u64, timeout_ns: u64, think_ns: u64, connect_ns: u64, drain_ns: u64) -> u64 {
+    turns
+        .saturating_mul(timeout_ns.saturating_add(think_ns))
+        .saturating_add(connect_ns)
+        .saturating_add(DRAIN_SLACK_NS)
+        .min(drain_ns)
 }

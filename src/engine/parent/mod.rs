@@ -13,6 +13,8 @@ mod drain;
 mod live;
 mod outcome;
 mod source;
+#[cfg(test)]
+mod tests;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -430,7 +430,7 @@ fn scribbled_rings_never_panic() {
         }
         for _ in 0..8 {
             match c.pop_with(|b| b.len()) {
-                Ok(Some(len)) => assert!(len <= 64 - 8),
+                Ok(Some(len)) => assert!(len <= 256 - 8),
                 Ok(None) => break,
                 Err(_) => {
                     errors += 1;
