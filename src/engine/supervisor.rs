@@ -79,6 +79,8 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
             for sig in signal::INTERRUPTS {
                 let _ = signal::ignore(sig);
             }
+            // Told apart from the parent and the built-in endpoint in `ps`.
+            let _ = process::set_name(c"llmload-worker");
             if process::die_with_parent(Signal::SIGKILL, parent).is_err() {
                 return 1;
             }

@@ -263,6 +263,13 @@ pub fn die_with_parent(sig: Signal, parent: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Names this process: its `comm`, what `ps` and `/proc/<pid>/comm` show,
+/// at most 15 bytes (longer names are cut).
+pub fn set_name(name: &std::ffi::CStr) -> io::Result<()> {
+    prctl::set_name(name)?;
+    Ok(())
+}
+
 /// Runs this process on `cpu` only.
 pub fn pin_to(cpu: usize) -> io::Result<()> {
     let mut set = CpuSet::new();

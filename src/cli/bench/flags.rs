@@ -20,11 +20,20 @@ use crate::config::profile::{Correlation, HumanDuration, Profile};
     name = "bench",
     note = "When several exit statuses apply, the first of 130, 4, 3, 2, 1 is used.",
     error_code(0, "the run is complete and every threshold passed"),
-    error_code(1, "bad usage or configuration, the run could not start, or none succeeded"),
+    error_code(
+        1,
+        "bad usage or configuration, the run could not start, or none succeeded"
+    ),
     error_code(2, "a threshold failed"),
-    error_code(3, "the run is incomplete: a worker lost, records unreported or corrupt"),
+    error_code(
+        3,
+        "the run is incomplete: a worker lost, records unreported or corrupt"
+    ),
     error_code(4, "some results could not be written (the report was still printed)"),
-    error_code(130, "stopped by SIGINT, SIGTERM or SIGHUP (results written, marked interrupted)")
+    error_code(
+        130,
+        "stopped by SIGINT, SIGTERM or SIGHUP (results written, marked interrupted)"
+    )
 )]
 pub(crate) struct BenchArgs {
     /// a run profile (JSON): every flag has a field there; flags given here

@@ -121,7 +121,10 @@ mod tests {
     #[test]
     fn help_lists_every_exit_status() {
         let help = with_defaults(&raw_help());
-        let codes = help.split("Error codes:").nth(1).expect("an exit status section");
+        let codes = help
+            .split("Error codes:")
+            .nth(1)
+            .expect("an exit status section");
         for want in [
             "0 the run is complete and every threshold passed",
             "1 bad usage or configuration",

@@ -199,7 +199,13 @@ impl Parent<'_, '_, '_> {
 /// could need by their own limits (every turn timing out after its think
 /// time, plus a connect and some slack), but never longer than `drain_ns`.
 /// Saturating: durations are user input up to `u64::MAX / 2`.
-pub(super) fn normal_drain_ns(turns: u64, timeout_ns: u64, think_ns: u64, connect_ns: u64, drain_ns: u64) -> u64 {
+pub(super) fn normal_drain_ns(
+    turns: u64,
+    timeout_ns: u64,
+    think_ns: u64,
+    connect_ns: u64,
+    drain_ns: u64,
+) -> u64 {
     turns
         .saturating_mul(timeout_ns.saturating_add(think_ns))
         .saturating_add(connect_ns)
