@@ -90,7 +90,10 @@ impl Parent<'_, '_, '_> {
                 }
                 Stop::Reached => {
                     let lost = (0..self.workers.len()).map(|k| self.write_off(k)).sum();
-                    self.incomplete.push(Incomplete::NeverReported { lost });
+                    // The last report may have come just as time ran out.
+                    if lost > 0 {
+                        self.incomplete.push(Incomplete::NeverReported { lost });
+                    }
                     break;
                 }
             }
