@@ -1,6 +1,8 @@
 //! The `llmload` binary: parse the command line, dispatch to a subcommand,
 //! turn its outcome into an exit status. Everything else lives in the library.
 
+use std::io::Write;
+
 use argh::FromArgs;
 
 fn main() {
@@ -12,14 +14,16 @@ fn main() {
     let top = match llmload::cli::Top::from_args(&[cmd], &rest) {
         Ok(top) => top,
         Err(early) => {
-            // --help prints and succeeds; a usage error exits 2, which
-            // scripts tell apart from a run's own outcomes (1: failed run).
+            // --help prints and succeeds (a closed stdout, `| head`, is not
+            // an error); a usage error exits with the subcommand's status
+            // for one.
             if early.status.is_ok() {
-                println!("{}", llmload::cli::help_with_defaults(&early.output));
+                let help = llmload::cli::help_with_defaults(&early.output);
+                let _ = writeln!(std::io::stdout(), "{help}");
                 std::process::exit(0);
             }
-            eprintln!("{}", early.output);
-            std::process::exit(2);
+            let _ = writeln!(std::io::stderr(), "{}", early.output);
+            std::process::exit(llmload::cli::usage_status(&rest));
         }
     };
     std::process::exit(llmload::cli::run(top));

@@ -148,7 +148,8 @@ pub(crate) struct Limits {
     pub ttft_ns: Option<u64>,
     /// A TCP connect not done by then fails as `connect_timeout`.
     pub connect_ns: u64,
-    /// After an interrupt, how long requests in flight get to finish.
+    /// At the end of a run or after an interrupt, how long requests in
+    /// flight get to finish before they are aborted.
     pub drain_ns: u64,
     /// Inter-token gaps a request keeps; later gaps are counted as truncated.
     pub max_gaps: usize,

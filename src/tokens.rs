@@ -34,6 +34,11 @@ impl Tokenizer {
         if !file.exists() {
             return Err(format!("--tokenizer {}: no such file", file.display()));
         }
+        // One text at a time needs no thread pool, and bench forks its
+        // workers after tokenizing the prompts: a pool started then (padding
+        // runs on rayon) would make the forked workers copies of a
+        // multithreaded process.
+        tokenizers::utils::parallelism::set_parallelism(false);
         let inner = tokenizers::Tokenizer::from_file(file).map_err(|e| {
             format!(
                 "--tokenizer {}: not a usable tokenizer.json: {e}",

@@ -55,5 +55,100 @@ fn a_panicking_worker_does_not_stop_the_builtin_endpoint() {
         served >= completed,
         "served {served}, completed {completed}"
     );
+    // A run that lost a worker is incomplete, and says so in its status.
+    assert_eq!(run.status.code(), Some(3), "{}", run.stderr);
+}
+
+/// A run that ended incomplete without a signal (a worker lost) exited 0,
+/// so CI could not tell it from a clean one; a usage error exited 2, the
+/// status of a broken threshold. Every status is now its own.
+#[test]
+fn exit_statuses_tell_usage_errors_and_incomplete_runs_apart() {
+    let out = Command::new(bin())
+        .args(["bench", "--no-such-flag"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = Command::new(bin())
+        .args(["bench", "--concurrency", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // Other subcommands keep 2 for a usage error.
+    let out = Command::new(bin())
+        .args(["compare", "--no-such-flag"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// A normal end waited up to turns × (timeout + think) + connect + 1 s for
+/// requests in flight (311 s by default, and the sum could wrap with huge
+/// durations): now it waits no longer than --drain-timeout, then aborts.
+#[test]
+fn a_normal_end_drains_for_at_most_the_drain_timeout() {
+    let server = Server::start(&["--ttft", "30s"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--concurrency",
+            "4",
+            "--timeout",
+            "60s",
+            "--drain-timeout",
+            "300ms",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        run.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+    let s = run.summary();
+    assert_eq!(s["interrupted"], false);
+    assert_accounted(&s["requests"]);
+    assert_eq!(
+        u(&s["requests"]["errors"]["aborted"]),
+        4,
+        "{}",
+        s["requests"]
+    );
+    // Nothing succeeded.
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+}
+
+/// With a tokenizer.json that pads, counting the prompts before the run
+/// started the tokenizer's thread pool, so the workers were forked from a
+/// multithreaded process (whose locks a worker could inherit held). The
+/// tokenizer now never starts it, and bench refuses to fork otherwise.
+#[test]
+fn workers_are_forked_from_a_single_threaded_process_even_with_a_padding_tokenizer() {
+    let dir = temp_dir("padding-tokenizer");
+    let mut tok: serde_json::Value =
+        serde_json::from_str(&llmload::tokens::word_level_json(&["one", "two"])).unwrap();
+    tok["padding"] = serde_json::json!({
+        "strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": null,
+        "pad_id": 0, "pad_type_id": 0, "pad_token": "[UNK]"
+    });
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, tok.to_string()).unwrap();
+    let run = bench(
+        &[
+            "--tokenizer",
+            path.to_str().unwrap(),
+            "--requests",
+            "4",
+            "--concurrency",
+            "2",
+        ],
+        Duration::from_secs(60),
+    );
     run.assert_success();
+    assert!(!run.stderr.contains("threads"), "{}", run.stderr);
+    assert_eq!(run.summary()["tokens"]["input_source"], "tokenizer");
 }

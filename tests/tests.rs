@@ -6,6 +6,7 @@ mod util;
 
 mod bench_modes;
 mod compare;
+mod crash;
 mod datasets;
 mod failures;
 mod interrupt;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use argh::FromArgs;
 use serde_json::Value;
 
+use crate::cli::{errln, out, outln};
 use crate::report::compare::{self, Error, Side};
 
 /// Compare two runs' summaries and flag regressions (generates no load).
@@ -51,7 +52,7 @@ pub(crate) fn run(args: CompareArgs) -> i32 {
     match execute(&args) {
         Ok(regressed) => i32::from(regressed),
         Err(e) => {
-            eprintln!("llmload compare: {e}");
+            errln!("llmload compare: {e}");
             2
         }
     }
@@ -76,9 +77,9 @@ fn execute(args: &CompareArgs) -> Result<bool, String> {
     if args.json {
         let doc = c.to_json(&old_name.to_string(), &new_name.to_string());
         let text = serde_json::to_string_pretty(&doc).expect("a Value always serializes");
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!(
+        out!(
             "{}",
             c.render_text(&old_name.to_string(), &new_name.to_string())
         );

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use argh::FromArgs;
 
+use crate::cli::{errln, out};
 use crate::config::profile::Profile;
 
 /// Write a run profile to start from (then: llmload bench --profile FILE).
@@ -42,21 +43,21 @@ pub(crate) fn run(args: InitArgs) -> i32 {
     };
     let name = args.path.as_deref().unwrap_or("run.json");
     if args.stdout || name == "-" {
-        print!("{json}");
+        out!("{json}");
         return 0;
     }
     let path = Path::new(name);
     if path.exists() && !args.force {
-        eprintln!("llmload init: {name} exists, left unchanged (--force replaces it)");
-        print!("{json}");
+        errln!("llmload init: {name} exists, left unchanged (--force replaces it)");
+        out!("{json}");
         return 0;
     }
     if let Err(e) = crate::report::atomic::write(path, json.as_bytes()) {
-        eprintln!("llmload init: {e}");
+        errln!("llmload init: {e}");
         return 1;
     }
-    print!("{json}");
-    eprintln!(
+    out!("{json}");
+    errln!(
         "wrote {name} — run it with: llmload bench --profile {name} --endpoint http://HOST:PORT"
     );
     0

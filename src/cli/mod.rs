@@ -1,5 +1,6 @@
 //! One file per subcommand. Each parses its flags into a validated config and
-//! hands it to the library; each returns the process exit status.
+//! hands it to the library; each returns the process exit status. What they
+//! print goes through `outln!`/`errln!`, which never panic.
 
 pub(crate) mod bench;
 pub(crate) mod compare;
@@ -9,9 +10,54 @@ pub(crate) mod probe;
 pub(crate) mod serve;
 pub(crate) mod validate;
 
+use std::fmt;
+use std::io::{self, Write};
+
 use argh::FromArgs;
 
 pub use bench::help_with_defaults;
+
+/// Where `emit` writes.
+#[derive(Clone, Copy)]
+pub(crate) enum To {
+    Out,
+    Err,
+}
+
+/// Writes `args` to stdout or stderr and ignores a failure: a closed pipe
+/// (`llmload bench … | head -1`; Rust ignores SIGPIPE, so it is EPIPE) or a
+/// full disk behind a redirect is the reader's choice, not the command's
+/// failure, and must neither panic — as `print!` does — nor change the exit
+/// status. Files a command writes report their own errors.
+pub(crate) fn emit(to: To, args: fmt::Arguments<'_>) {
+    let _ = match to {
+        To::Out => io::stdout().lock().write_fmt(args),
+        To::Err => io::stderr().lock().write_fmt(args),
+    };
+}
+
+/// `print!` to stdout that never panics (see `emit`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::emit($crate::cli::To::Out, format_args!($($arg)*))
+    };
+}
+
+/// `println!` to stdout that never panics (see `emit`).
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::emit($crate::cli::To::Out, format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` that never panics (see `emit`).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::emit($crate::cli::To::Err, format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {errln, out, outln};
 
 /// llmload: load generator and benchmark for LLM inference endpoints and gateways.
 #[derive(FromArgs, Debug)]
@@ -29,6 +75,16 @@ enum Command {
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
     Probe(probe::ProbeArgs),
+}
+
+/// The exit status of a command line argh refused: 1 for `bench`, whose 2
+/// means a broken threshold, and 2 for the others, which scripts tell apart
+/// from a command's own failure (1).
+pub fn usage_status(args: &[&str]) -> i32 {
+    match args.first() {
+        Some(&"bench") => 1,
+        _ => 2,
+    }
 }
 
 /// Runs the chosen subcommand and returns the exit status.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::cli::errln;
 use crate::config::duration::duration_flag;
 use crate::server::{self, ApiKey, ServerConfig};
 
@@ -97,7 +98,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
     match config(args).and_then(|cfg| server::run(&cfg)) {
         Ok(()) => 0,
         Err(msg) => {
-            eprintln!("llmload serve: {msg}");
+            errln!("llmload serve: {msg}");
             1
         }
     }

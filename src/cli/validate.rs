@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::cli::{errln, outln};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
 use crate::config::profile::{Content, Profile};
@@ -31,18 +32,18 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     let profile = match Profile::load(&args.path) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return 1;
         }
     };
     match resolve(profile) {
         Ok(cfg) => {
-            println!("{}", wrap(&summary(&label, &cfg), 78));
+            outln!("{}", wrap(&summary(&label, &cfg), 78));
             0
         }
         Err(errors) => {
             for e in &errors {
-                eprintln!("{label}: {e}");
+                errln!("{label}: {e}");
             }
             1
         }

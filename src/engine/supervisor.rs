@@ -1,8 +1,9 @@
 //! Process setup for a run: signal handling in the parent, forking and
 //! pinning the workers, waiting for them to be ready, running the plan on
-//! them and reaping them at the end. `spawn` forks before the caller starts
-//! any thread, so every worker begins as a copy of a single-threaded process;
-//! the system calls themselves are `sys::process`'s.
+//! them and reaping them at the end (with each one's peak memory). `spawn`
+//! forks before the caller starts any thread — and checks that it does — so
+//! every worker begins as a copy of a single-threaded process; the system
+//! calls themselves are `sys::process`'s.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -27,8 +28,9 @@ const READY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the workers have to exit after `EXIT` before they are killed.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Routes SIGINT and SIGTERM to a count the parent's loop reads (without
-/// SA_RESTART, so a sleeping parent wakes with EINTR and sees it at once).
+/// Routes SIGINT, SIGTERM and SIGHUP to a count the parent's loop reads
+/// (without SA_RESTART, so a sleeping parent wakes with EINTR and sees it at
+/// once).
 pub(crate) fn install_signal_handlers() -> io::Result<()> {
     signal::count_interrupts()
 }
@@ -46,13 +48,16 @@ pub(crate) struct Workers {
 ///
 /// Call it before starting any thread: a worker is a copy of this process
 /// made by `fork()`, and a lock another thread held at that moment (stdio's,
-/// the events sink's channel) would stay held in the copy forever.
+/// the events sink's channel, a thread pool's) would stay held in the copy
+/// forever. The events sink and the tokenizer lane start after it, and the
+/// tokenizer never starts its thread pool (`tokens`); a process that has
+/// another thread here anyway is refused rather than forked.
 pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
-    debug_assert_eq!(
-        process::threads(),
-        Some(1),
-        "workers must be forked before any thread starts"
-    );
+    if let Some(n) = process::threads().filter(|&n| n > 1) {
+        return Err(format!(
+            "internal error: {n} threads before the workers were forked (each must be a copy of a single-threaded process)"
+        ));
+    }
     let shared = Shared::new(plan.workers).map_err(|e| format!("shared memory: {e}"))?;
     let cpus = available_cpus();
     let per_worker = plan.connections.div_ceil(plan.workers).max(1);
@@ -64,13 +69,18 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
     };
     let shared = &workers.shared;
     for k in 0..plan.workers {
-        // This process has one thread here (see above), so the child inherits
-        // no lock held elsewhere; it runs the worker loop and `_exit`s.
+        // This process has one thread here (checked above), so the child
+        // inherits no lock held elsewhere; it runs the worker loop and
+        // `_exit`s.
         let forked = fork_child(|| {
-            // The parent owns shutdown: workers ignore SIGINT and SIGTERM sent
-            // to the process group and die only with the parent.
-            let _ = signal::ignore(Signal::SIGINT);
-            let _ = signal::ignore(Signal::SIGTERM);
+            // The parent owns shutdown: workers ignore the interrupts sent to
+            // the process group (Ctrl-C, a closed terminal) and die only with
+            // the parent.
+            for sig in signal::INTERRUPTS {
+                let _ = signal::ignore(sig);
+            }
+            // Told apart from the parent and the built-in endpoint in `ps`.
+            let _ = process::set_name(c"llmload-worker");
             if process::die_with_parent(Signal::SIGKILL, parent).is_err() {
                 return 1;
             }
@@ -106,8 +116,9 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
 }
 
 impl Workers {
-    /// Runs the plan on the workers, then reaps them. `observer` hears of
-    /// every finished request and each live interval.
+    /// Runs the plan on the workers, then reaps them and records each one's
+    /// peak memory. `observer` hears of every finished request and each live
+    /// interval.
     pub(crate) fn run(
         mut self,
         plan: &Plan<'_>,
@@ -120,11 +131,16 @@ impl Workers {
             .map(|((issue, done), child)| WorkerEnd::new(child, issue, done))
             .collect();
         let shared = &self.shared;
-        let result = std::thread::scope(|scope| {
+        let mut result = std::thread::scope(|scope| {
             let lane = plan.tokenizer.map(|t| TokenLane::spawn(scope, t));
             Parent::new(plan, shared, ends, lane, observer).run(signal::interrupts(), started_ns)
         });
         reap_all(&mut self.children, Instant::now() + EXIT_TIMEOUT);
+        result.generator.worker_max_rss_kib = self
+            .children
+            .iter()
+            .map(|c| c.max_rss_kib().unwrap_or(0))
+            .collect();
         result
     }
 

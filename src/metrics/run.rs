@@ -25,6 +25,13 @@ pub(crate) struct GeneratorStats {
     pub stale_retries: u64,
     /// Busiest worker's share of wall time spent handling events (0..1).
     pub worker_busy_max: f64,
+    /// Completion records that could not be read; each stopped its worker.
+    pub corrupt_records: u64,
+    /// Most conversations in flight at once.
+    pub max_inflight: u64,
+    /// Each worker's peak resident set, KiB, from its reaping (0 when it
+    /// could not be read).
+    pub worker_max_rss_kib: Vec<u64>,
     /// Reasons the generator, not the endpoint, limited the run.
     pub limits: Vec<Limit>,
 }
@@ -98,13 +105,21 @@ pub(crate) struct ThresholdAbort {
 /// Why a run is incomplete: something it was asked to measure was not.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Incomplete {
-    /// SIGINT or SIGTERM stopped the run.
+    /// SIGINT, SIGTERM or SIGHUP stopped the run.
     Interrupted,
     /// A worker process died with conversations in flight on it.
     WorkerDied {
         worker: usize,
         pid: i32,
         how: Exit,
+        /// Conversations in flight on it, counted as `worker_lost`.
+        lost: u64,
+    },
+    /// A worker wrote a completion record that could not be read, so it was
+    /// stopped.
+    CorruptRecord {
+        worker: usize,
+        pid: i32,
         /// Conversations in flight on it, counted as `worker_lost`.
         lost: u64,
     },

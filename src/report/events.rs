@@ -281,7 +281,11 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate)
                         write_out(&mut buf, &mut pending, &mut stats);
                     }
                 }
-                Ok(Msg::Live(text)) => eprintln!("{text}"),
+                // A closed stderr (`2>&1 | head`) drops the line; it must
+                // not panic the sink (`eprintln!` would).
+                Ok(Msg::Live(text)) => {
+                    let _ = writeln!(std::io::stderr(), "{text}");
+                }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     open = false;

@@ -1,10 +1,11 @@
 //! Turning a finished run into what people and programs read: `summary.json`
 //! (the typed `Summary`, the machine contract validated against
 //! `docs/summary.schema.json`), and the renderings of that one value:
-//! `report.txt` (also printed at the end), `report.csv`, `metrics.prom` and
-//! `compare`. Also the per-request `events.jsonl` and live progress
-//! (`events`), and the atomic file writes they all go through. `report`
-//! reads the engine's results (`metrics`) and the plan, never the engine.
+//! `report.txt` (also printed, before any file is written), `report.csv`,
+//! `metrics.prom` and `compare`. Also the per-request `events.jsonl` and
+//! live progress (`events`), and the atomic file writes they all go through.
+//! `report` reads the engine's results (`metrics`) and the plan, never the
+//! engine.
 
 pub(crate) mod atomic;
 pub(crate) mod compare;
@@ -44,22 +45,83 @@ pub(crate) struct RunInfo {
     pub notes: Vec<String>,
 }
 
-/// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom` into
-/// `dir` atomically and returns the text report. Every file is a rendering
-/// of one `Summary`, so none can disagree with another.
-pub(crate) fn write_all(
-    dir: &std::path::Path,
-    run: &RunResult,
-    info: &RunInfo,
-) -> Result<String, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+/// A finished run rendered: its summary and every file made from it, ready
+/// to print and to write. Rendering comes first and cannot fail, so the
+/// numbers of a run survive a disk that cannot take them.
+pub(crate) struct Rendered {
+    /// `report.txt`, also what the terminal shows.
+    pub text: String,
+    files: [(&'static str, Vec<u8>); 4],
+}
+
+/// Renders `run`: every file is a rendering of one `Summary`, so none can
+/// disagree with another.
+pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
     let summary = Summary::build(run, info);
     let mut json = serde_json::to_vec_pretty(&summary).expect("a summary always serializes");
     json.push(b'\n');
-    atomic::write(&dir.join("summary.json"), &json)?;
     let text = text::render(&summary);
-    atomic::write(&dir.join("report.txt"), text.as_bytes())?;
-    atomic::write(&dir.join("report.csv"), csv::render(&summary).as_bytes())?;
-    atomic::write(&dir.join("metrics.prom"), prom::render(&summary).as_bytes())?;
-    Ok(text)
+    Rendered {
+        files: [
+            ("summary.json", json),
+            ("report.txt", text.clone().into_bytes()),
+            ("report.csv", csv::render(&summary).into_bytes()),
+            ("metrics.prom", prom::render(&summary).into_bytes()),
+        ],
+        text,
+    }
+}
+
+impl Rendered {
+    /// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom`
+    /// into `dir`, each atomically. A file that cannot be written does not
+    /// stop the others; returns one error per file that failed, naming it.
+    pub(crate) fn write(&self, dir: &std::path::Path) -> Vec<String> {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return vec![format!("{}: {e}", dir.display())];
+        }
+        self.files
+            .iter()
+            .filter_map(|(name, bytes)| atomic::write(&dir.join(name), bytes).err())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            config: serde_json::json!({}),
+            target: "t".into(),
+            started_wall_ns: 0,
+            fd_limit: 0,
+            builtin_endpoint: None,
+            dataset: Value::Null,
+            events: events::EventsStats::default(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_does_not_stop_the_others() {
+        let dir = std::env::temp_dir().join(format!("llmload-render-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // A directory where summary.json should go: the rename over it fails.
+        std::fs::create_dir_all(dir.join("summary.json").join("x")).unwrap();
+        let rendered = render(&RunResult::default(), &info());
+        assert!(rendered.text.contains("llmload"), "{}", rendered.text);
+        let errors = rendered.write(&dir);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("summary.json"), "{errors:?}");
+        for name in ["report.txt", "report.csv", "metrics.prom"] {
+            assert!(dir.join(name).is_file(), "{name}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("report.txt")).unwrap(),
+            rendered.text
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -65,7 +65,7 @@ fn run_families(f: &mut Families, summary: &Summary) {
         (
             "llmload_run_interrupted",
             summary.interrupted,
-            "1 when the run was stopped by SIGINT or SIGTERM.",
+            "1 when the run was stopped by SIGINT, SIGTERM or SIGHUP.",
         ),
         (
             "llmload_generator_limited",
@@ -93,9 +93,32 @@ fn run_families(f: &mut Families, summary: &Summary) {
             g.waited_for_connection,
             "Requests that waited for a free connection.",
         ),
+        (
+            "llmload_generator_corrupt_records_total",
+            g.corrupt_records,
+            "Completion records that could not be read; each stopped its worker.",
+        ),
     ] {
         f.get(name, Kind::Counter, help)
             .push("", &[], Some(n.to_string()));
+    }
+    f.get(
+        "llmload_generator_max_inflight",
+        Kind::Gauge,
+        "Most conversations in flight at once.",
+    )
+    .push("", &[], Some(g.max_inflight.to_string()));
+    let rss = f.get(
+        "llmload_generator_worker_max_rss_bytes",
+        Kind::Gauge,
+        "Each worker process's peak resident set.",
+    );
+    for (k, kib) in g.worker_max_rss_kib.iter().enumerate() {
+        rss.push(
+            "",
+            &[("worker", k.to_string())],
+            Some((kib * 1024).to_string()),
+        );
     }
 }
 

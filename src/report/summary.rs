@@ -42,7 +42,7 @@ pub(crate) struct Summary {
     /// run was not interrupted.
     #[serde(default = "yes")]
     pub complete: bool,
-    /// Stopped by SIGINT or SIGTERM.
+    /// Stopped by SIGINT, SIGTERM or SIGHUP.
     pub interrupted: bool,
     pub incomplete_reasons: Vec<String>,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
@@ -190,6 +190,13 @@ pub(crate) struct Generator {
     pub stale_connection_retries: u64,
     pub workers: usize,
     pub worker_busy_max: f64,
+    /// Completion records that could not be read; each stopped its worker
+    /// and made the run incomplete.
+    pub corrupt_records: u64,
+    /// Most conversations in flight at once (warmup included).
+    pub max_inflight: u64,
+    /// Each worker's peak resident set, KiB, in worker order (0: unknown).
+    pub worker_max_rss_kib: Vec<u64>,
     pub fd_limit: u64,
     pub startup_ms: f64,
     pub limited_by_generator: bool,
@@ -321,6 +328,9 @@ impl Summary {
                 stale_connection_retries: g.stale_retries,
                 workers: g.workers,
                 worker_busy_max: g.worker_busy_max,
+                corrupt_records: g.corrupt_records,
+                max_inflight: g.max_inflight,
+                worker_max_rss_kib: g.worker_max_rss_kib.clone(),
                 fd_limit: info.fd_limit,
                 startup_ms: run.startup_ns as f64 / MS,
                 limited_by_generator: !g.limits.is_empty(),
@@ -508,6 +518,9 @@ fn incomplete(i: &Incomplete) -> String {
                 "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"
             )
         }
+        Incomplete::CorruptRecord { worker, pid, lost } => format!(
+            "worker {worker} (pid {pid}) wrote a completion record that could not be read and was stopped; {lost} conversation(s) in flight on it were lost"
+        ),
         Incomplete::NeverReported { lost } => {
             format!("{lost} conversation(s) were never reported by a worker after the abort")
         }

@@ -281,6 +281,18 @@ fn generator(o: &mut String, s: &Summary) {
         g.fd_limit,
         g.startup_ms
     );
+    let rss = g
+        .worker_max_rss_kib
+        .iter()
+        .max()
+        .map_or("-".to_string(), |kib| {
+            format!("{:.1} MiB", *kib as f64 / 1024.0)
+        });
+    let _ = writeln!(
+        o,
+        "  largest worker peak memory {rss}  most in flight {}  corrupt records {}",
+        g.max_inflight, g.corrupt_records
+    );
     if g.limits.is_empty() {
         let _ = writeln!(
             o,

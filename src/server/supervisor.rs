@@ -201,11 +201,13 @@ fn prepare<'a>(
     cfg: &ServerConfig,
     counters: &'a WorkerCounters,
 ) -> Result<Worker<'a>, String> {
-    // The parent owns shutdown: in `llmload bench` a Ctrl-C reaches the whole
-    // process group, and the embedded server must outlive it until the
-    // parent stops it. SIGTERM is blocked so only the signalfd sees it. A
-    // peer closing early surfaces as EPIPE, not a signal.
+    // The parent owns shutdown: in `llmload bench` a Ctrl-C (or a closed
+    // terminal's SIGHUP) reaches the whole process group, and the embedded
+    // server must outlive it until the parent stops it. SIGTERM is blocked so
+    // only the signalfd sees it. A peer closing early surfaces as EPIPE, not
+    // a signal.
     ignore(Signal::SIGINT).map_err(|e| e.to_string())?;
+    ignore(Signal::SIGHUP).map_err(|e| e.to_string())?;
     ignore(Signal::SIGPIPE).map_err(|e| e.to_string())?;
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGTERM);

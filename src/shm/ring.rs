@@ -22,7 +22,8 @@
 //!
 //! Every index a handle computes is masked into its own ring, so a peer that
 //! scribbles on the shared header can make the other side see garbage records
-//! or panic, never read or write outside the ring.
+//! or a `Corrupt` error, never read or write outside the ring, and never
+//! panic.
 
 use std::io;
 use std::marker::PhantomData;
@@ -590,6 +591,29 @@ impl ByteProducer {
         Ok(())
     }
 
+    /// Publishes a record header no consumer accepts (a length past the end
+    /// of the ring), as a producer with a memory bug would: what the fault
+    /// tests use to show the consumer's side copes. `Full` when there is no
+    /// room for the header.
+    pub fn push_corrupt(&mut self) -> Result<(), PushError> {
+        let cap = self.pos.cap;
+        if cap - self.pos.used(self.cached_head, self.tail) < RECORD_HEADER {
+            // Acquire: as in `push_with`.
+            self.cached_head = self.header().head.head.load(Ordering::Acquire);
+            if cap - self.pos.used(self.cached_head, self.tail) < RECORD_HEADER {
+                return Err(PushError::Full);
+            }
+        }
+        let index = self.pos.index(self.tail);
+        // SAFETY: `index` is a multiple of 8 below `capacity`: an aligned word
+        // inside the data area, free (checked above).
+        unsafe { self.data.add(index).cast::<u64>().write((cap + 1).to_le()) };
+        self.tail = self.pos.advance(self.tail, RECORD_HEADER);
+        // Release: the header is visible before the new tail is.
+        self.header().tail.store(self.tail, Ordering::Release);
+        Ok(())
+    }
+
     /// Copies `parts` back to back into one record.
     #[cfg(test)]
     pub fn push_parts(&mut self, parts: &[&[u8]]) -> Result<(), PushError> {
@@ -646,20 +670,21 @@ impl ByteConsumer {
     }
 
     /// Passes the oldest record (exactly the bytes pushed, 8-byte aligned) to
-    /// `read` in place, then frees it.
+    /// `read` in place, then frees it; `Ok(None)` when the ring is empty.
     ///
-    /// # Panics
-    /// When the record header is impossible (longer than the published data or
-    /// running past the end of the ring): only a peer writing outside the
-    /// protocol can do that.
+    /// A record header that is impossible (a pad or a length that runs past
+    /// the published data or the end of the ring) is `Err(Corrupt)`: only a
+    /// peer writing outside the protocol can make one. The ring is then left
+    /// as it is, so every later call says the same: the consumer's owner
+    /// decides what to do with the peer.
     #[inline]
-    pub fn pop_with<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    pub fn pop_with<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Corrupt> {
         if self.head == self.cached_tail {
             // Acquire: the producer's writes of the record happen before our
             // reads.
             self.cached_tail = self.header().tail.load(Ordering::Acquire);
             if self.head == self.cached_tail {
-                return None;
+                return Ok(None);
             }
         }
         let cap = self.pos.cap;
@@ -667,7 +692,13 @@ impl ByteConsumer {
         let mut index = self.pos.index(head);
         let mut word = self.read_word(index);
         if word == PAD {
-            head = self.pos.advance(head, cap - index as u64);
+            // A pad is published with the record after it: both must lie in
+            // the published bytes, or head would pass tail.
+            let skip = cap - index as u64;
+            if skip + RECORD_HEADER > self.pos.used(head, self.cached_tail) {
+                return Err(corrupt(word, index));
+            }
+            head = self.pos.advance(head, skip);
             index = 0;
             word = self.read_word(0);
         }
@@ -679,7 +710,7 @@ impl ByteConsumer {
             u64::MAX
         };
         if rec > self.pos.used(head, self.cached_tail) || index as u64 + rec > cap {
-            corrupt(word, index);
+            return Err(corrupt(word, index));
         }
         // SAFETY: `index + rec <= capacity`, so the payload is inside the data
         // area, 8-aligned after its 8-aligned header; it lies in `head..tail`,
@@ -696,7 +727,7 @@ impl ByteConsumer {
         // Release: our reads of the record happen before the producer reuses
         // its bytes.
         self.header().head.head.store(self.head, Ordering::Release);
-        Some(out)
+        Ok(Some(out))
     }
 
     /// Whether the ring looks empty (rechecks the producer's position).
@@ -771,10 +802,30 @@ impl ByteRing {
     }
 }
 
+/// A byte ring's next record header is impossible: the producer wrote
+/// outside the protocol (a memory bug, or a test's `push_corrupt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corrupt {
+    /// The header word found.
+    pub word: u64,
+    /// Its offset in the data area.
+    pub offset: usize,
+}
+
+impl std::fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "corrupt completion ring: record header {:#x} at offset {}",
+            self.word, self.offset
+        )
+    }
+}
+
 #[cold]
 #[inline(never)]
-fn corrupt(word: u64, index: usize) -> ! {
-    panic!("byte ring corrupt: record header {word:#x} at offset {index}")
+fn corrupt(word: u64, offset: usize) -> Corrupt {
+    Corrupt { word, offset }
 }
 
 #[cfg(test)]

@@ -303,7 +303,7 @@ mod tests {
         assert!(shared.take_worker_ends(1).is_none());
         assert_eq!(
             done.pop_with(|b| b.to_vec()),
-            Some(77u64.to_le_bytes().to_vec())
+            Ok(Some(77u64.to_le_bytes().to_vec()))
         );
         assert!(shared.take_parent_ends(0).is_some());
         assert!(shared.take_worker_ends(0).is_some());

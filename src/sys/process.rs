@@ -1,5 +1,6 @@
 //! Processes: forking a child that never returns into its parent's stack,
-//! waiting for it and killing it, what a forked worker sets up for itself
+//! waiting for it (with its peak memory, from `wait4`) and killing it, what
+//! a forked worker sets up for itself
 //! (parent-death signal, CPU, timer slack), and the descriptor limit. A child
 //! leaves through `_exit` whatever its closure does, panics included, so no
 //! destructor of the parent's objects (a server handle that would stop the
@@ -44,6 +45,7 @@ pub fn fork_child(f: impl FnOnce() -> i32) -> io::Result<Child> {
         ForkResult::Parent { child } => Ok(Child {
             pid: child,
             exit: None,
+            max_rss_kib: None,
         }),
         ForkResult::Child => run_child(f),
     }
@@ -145,6 +147,8 @@ impl fmt::Display for Exit {
 pub struct Child {
     pid: Pid,
     exit: Option<Exit>,
+    /// Peak resident set, KiB, as its reaping reported it.
+    max_rss_kib: Option<u64>,
 }
 
 impl Child {
@@ -155,6 +159,12 @@ impl Child {
     /// Whether the child has been reaped (how it ended is known).
     pub fn reaped(&self) -> bool {
         self.exit.is_some()
+    }
+
+    /// The child's peak resident set in KiB (`ru_maxrss`), once this handle
+    /// has reaped it; `None` before, or when someone else reaped it.
+    pub fn max_rss_kib(&self) -> Option<u64> {
+        self.max_rss_kib
     }
 
     /// How the child ended, reaping it if it has; `None` while it runs.
@@ -177,10 +187,17 @@ impl Child {
             return Ok(Some(exit));
         }
         let mut status = 0;
+        // SAFETY: `rusage` is plain integers, valid when zeroed.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // libc rather than nix: nix's `WaitStatus` cannot hold a real-time
-        // signal and would lose such a child's status after reaping it.
-        // SAFETY: waits for our own child with a valid status pointer.
-        let exit = match cvt(unsafe { libc::waitpid(self.pid.as_raw(), &mut status, flags) }) {
+        // signal and would lose such a child's status after reaping it, and
+        // nix has no `wait4`, the one call that reaps and reports the
+        // child's own resource use.
+        // SAFETY: waits for our own child with valid status and rusage
+        // pointers.
+        let got = cvt(unsafe { libc::wait4(self.pid.as_raw(), &mut status, flags, &mut usage) });
+        let reaped = got.is_ok();
+        let exit = match got {
             Ok(0) => return Ok(None),
             Ok(_) if libc::WIFEXITED(status) => Exit::Status(libc::WEXITSTATUS(status)),
             Ok(_) if libc::WIFSIGNALED(status) => Exit::Signal(libc::WTERMSIG(status)),
@@ -190,6 +207,10 @@ impl Child {
             Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Exit::Lost,
             Err(e) => return Err(e),
         };
+        if reaped {
+            // Linux reports ru_maxrss in KiB.
+            self.max_rss_kib = Some(usage.ru_maxrss.max(0) as u64);
+        }
         self.exit = Some(exit);
         Ok(Some(exit))
     }
@@ -239,6 +260,13 @@ pub fn die_with_parent(sig: Signal, parent: u32) -> io::Result<()> {
     if getppid().as_raw() as u32 != parent {
         return Err(io::Error::other("the parent exited during start"));
     }
+    Ok(())
+}
+
+/// Names this process: its `comm`, what `ps` and `/proc/<pid>/comm` show,
+/// at most 15 bytes (longer names are cut).
+pub fn set_name(name: &std::ffi::CStr) -> io::Result<()> {
+    prctl::set_name(name)?;
     Ok(())
 }
 
@@ -327,6 +355,27 @@ mod tests {
             wait_within(child, Duration::from_secs(20)),
             Exit::Status(PANIC_STATUS)
         );
+    }
+
+    #[test]
+    fn reaping_reports_the_childs_peak_memory() {
+        const MIB: usize = 1 << 20;
+        let mut small = fork_child(|| 0).unwrap();
+        // The child touches 64 MiB of its own before it exits.
+        let mut big = fork_child(|| {
+            let mut v = vec![0u8; 64 * MIB];
+            for i in (0..v.len()).step_by(4096) {
+                v[i] = 1;
+            }
+            i32::from(std::hint::black_box(&v)[MIB])
+        })
+        .unwrap();
+        assert_eq!(big.max_rss_kib(), None);
+        assert_eq!(big.wait().unwrap(), Exit::Status(1));
+        small.wait().unwrap();
+        let (big, small) = (big.max_rss_kib().unwrap(), small.max_rss_kib().unwrap());
+        assert!(big >= 64 * 1024, "{big} KiB");
+        assert!(big >= small + 60 * 1024, "{big} KiB vs {small} KiB");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::cli::errln;
 use crate::cli::models::ModelsError;
 use crate::config::BenchConfig;
 use crate::config::profile::{CacheMode, Content, Scenario};
@@ -169,7 +170,7 @@ pub(super) fn build<'a>(
         datasets: Vec::new(),
     };
     if let Some(w) = cleartext_warning(cfg) {
-        eprintln!("llmload bench: warning: {w}");
+        errln!("llmload bench: warning: {w}");
     }
     for (i, sc) in cfg.scenarios.iter().enumerate() {
         let proto = sc.protocol;
@@ -472,7 +473,7 @@ fn discover_model(
             ))
         }
         Err(e) => {
-            eprintln!(
+            errln!(
                 "llmload bench: could not list models at {} ({}); sending model 'default' (pass --model)",
                 endpoint.display(),
                 one_line(&e.to_string(), 300)

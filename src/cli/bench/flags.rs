@@ -17,7 +17,26 @@ use crate::http::headers::parse_header_flag;
 
 /// Benchmark an endpoint (with no --endpoint: the built-in one).
 #[derive(FromArgs, Debug, Default)]
-#[argh(subcommand, name = "bench")]
+#[argh(
+    subcommand,
+    name = "bench",
+    note = "When several exit statuses apply, the first of 130, 4, 3, 2, 1 is used.",
+    error_code(0, "the run is complete and every threshold passed"),
+    error_code(
+        1,
+        "bad usage or configuration, the run could not start, or none succeeded"
+    ),
+    error_code(2, "a threshold failed"),
+    error_code(
+        3,
+        "the run is incomplete: a worker lost, records unreported or corrupt"
+    ),
+    error_code(4, "some results could not be written (the report was still printed)"),
+    error_code(
+        130,
+        "stopped by SIGINT, SIGTERM or SIGHUP (results written, marked interrupted)"
+    )
+)]
 pub(crate) struct BenchArgs {
     /// a run profile (JSON): every flag has a field there; flags given here
     /// override it (llmload init writes one)
@@ -184,8 +203,9 @@ pub(crate) struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag))]
     pub connect_timeout: Option<Duration>,
 
-    /// after Ctrl-C or SIGTERM, how long in-flight requests may finish
-    /// (default {DRAIN_TIMEOUT})
+    /// at the end of the run, or after Ctrl-C, SIGTERM or SIGHUP, how long
+    /// in-flight requests may finish before they are aborted (default
+    /// {DRAIN_TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub drain_timeout: Option<Duration>,
 
@@ -201,7 +221,8 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub out: Option<PathBuf>,
 
-    /// do not print the report at the end (it is still written)
+    /// do not print the report at the end (it is still written, and printed
+    /// to stderr when a file cannot be)
     #[argh(switch)]
     pub quiet: bool,
 

@@ -4,7 +4,8 @@
 //! endpoint's settings) before it is printed, so help cannot drift from
 //! what a run does. Filled in place: argh wrapped each line counting the
 //! placeholder (its braces doubled), so a filled line is no wider than argh
-//! made it, at most a ragged edge shorter.
+//! made it, at most a ragged edge shorter. (The exit statuses come from
+//! `BenchArgs`'s `error_code`s and are checked here too.)
 
 use super::build::builtin_server;
 use crate::config::duration::format_duration;
@@ -85,7 +86,7 @@ mod tests {
             "(default 128)",
             "(default 300s)",
             "TCP connect timeout (default 10s)",
-            "may finish (default 10s)",
+            "before they are aborted (default 10s)",
             "(default 10s; 0 disables)",
             "(default openai-chat)",
             "(default poisson)",
@@ -115,6 +116,26 @@ mod tests {
             let fits = line.chars().count() <= 80 || !line.trim().contains(' ');
             assert!(fits, "{line}");
         }
+    }
+
+    #[test]
+    fn help_lists_every_exit_status() {
+        let help = with_defaults(&raw_help());
+        let codes = help
+            .split("Error codes:")
+            .nth(1)
+            .expect("an exit status section");
+        for want in [
+            "0 the run is complete and every threshold passed",
+            "1 bad usage or configuration",
+            "2 a threshold failed",
+            "3 the run is incomplete",
+            "4 some results could not be written",
+            "130 stopped by SIGINT, SIGTERM or SIGHUP",
+        ] {
+            assert!(codes.contains(want), "{want} not in:\n{codes}");
+        }
+        assert!(help.contains("the first of 130, 4, 3, 2, 1"), "{help}");
     }
 
     #[test]

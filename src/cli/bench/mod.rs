@@ -1,8 +1,7 @@
 //! `llmload bench`: flags (and a `--profile`) merged into one validated
 //! configuration, the built-in endpoint started when no endpoint is given,
-//! every request serialized, the engine run, the report written and printed,
-//! and the outcome mapped to an exit status: 0 ran, 1 could not run or
-//! nothing succeeded, 2 a threshold failed, 130 interrupted.
+//! every request serialized, the engine run, the report printed and then
+//! written, and the outcome mapped to an exit status (`Outcome`).
 
 mod build;
 mod flags;
@@ -14,18 +13,77 @@ pub use help::with_defaults as help_with_defaults;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::cli::{errln, out, outln};
 use crate::clock::{now_ns, wall_ns};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
+use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load};
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
 use crate::shm::run::MAX_GAPS;
 use crate::tokens::Tokenizer;
+
+/// How a bench ended, as its exit status. When several apply, the first in
+/// this order wins: a signal, unwritten results, an incomplete run, a broken
+/// threshold, nothing succeeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum Outcome {
+    /// Complete, and every threshold passed.
+    Passed = 0,
+    /// A usage or configuration error, the run could not start, or no
+    /// request succeeded.
+    Failed = 1,
+    /// A threshold failed.
+    ThresholdFailed = 2,
+    /// Incomplete for a reason other than a signal: a worker lost, records
+    /// never reported or corrupt.
+    Incomplete = 3,
+    /// Some results could not be written (the report was still printed).
+    Unwritten = 4,
+    /// Stopped by SIGINT, SIGTERM or SIGHUP.
+    Interrupted = 130,
+}
+
+impl Outcome {
+    /// The outcome of `run`, whose files were written (`written`) or not.
+    fn of(run: &RunResult, written: bool) -> Outcome {
+        // A threshold abort is a broken threshold, not a lost measurement.
+        let incomplete = run
+            .incomplete_reasons
+            .iter()
+            .any(|r| !matches!(r, Incomplete::Interrupted | Incomplete::ThresholdAbort(_)));
+        if run.interrupted {
+            Outcome::Interrupted
+        } else if !written {
+            Outcome::Unwritten
+        } else if incomplete {
+            Outcome::Incomplete
+        } else if !run.thresholds_passed {
+            Outcome::ThresholdFailed
+        } else if run.total.completed == 0 && run.total.issued > 0 {
+            Outcome::Failed
+        } else {
+            Outcome::Passed
+        }
+    }
+
+    /// The line that says why, for the outcomes a person must be told.
+    fn message(self) -> Option<&'static str> {
+        match self {
+            Outcome::Failed => Some("no request succeeded"),
+            Outcome::ThresholdFailed => Some("a threshold failed"),
+            Outcome::Incomplete => Some("the run is incomplete (see the report)"),
+            Outcome::Unwritten => Some("some results could not be written"),
+            Outcome::Passed | Outcome::Interrupted => None,
+        }
+    }
+}
 
 /// Runs a benchmark; returns the exit status.
 pub(crate) fn run(args: BenchArgs) -> i32 {
@@ -37,15 +95,15 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
     let cfg = match configure(&args, fd_limit) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("llmload bench: {e}");
-            return 1;
+            errln!("llmload bench: {e}");
+            return Outcome::Failed as i32;
         }
     };
     match execute(&cfg, started_ns, started_wall, fd_limit) {
-        Ok(code) => code,
+        Ok(outcome) => outcome as i32,
         Err(e) => {
-            eprintln!("llmload bench: {e}");
-            1
+            errln!("llmload bench: {e}");
+            Outcome::Failed as i32
         }
     }
 }
@@ -73,7 +131,7 @@ pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, 
         lines.join("\n")
     })?;
     for w in &cfg.warnings {
-        eprintln!("llmload bench: warning: {w}");
+        errln!("llmload bench: warning: {w}");
     }
     check_host(&cfg, fd_limit)?;
     Ok(cfg)
@@ -95,7 +153,7 @@ fn execute(
     started_ns: u64,
     started_wall: u64,
     fd_limit: u64,
-) -> Result<i32, String> {
+) -> Result<Outcome, String> {
     let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
     let server = if build::needs_builtin(cfg) {
         Some(
@@ -131,7 +189,7 @@ fn execute(
         thresholds: cfg.thresholds.clone(),
         live_interval_ns: cfg.live_interval_ns,
     };
-    eprintln!(
+    errln!(
         "llmload: {} against {} (Ctrl-C stops and reports)",
         describe(cfg),
         built.url
@@ -177,22 +235,29 @@ fn execute(
         events,
         notes: notes(cfg),
     };
-    let text = report::write_all(&out, &result, &info)?;
+    // The report is printed before any file is written, so a disk that
+    // cannot take the files (full, read-only) loses none of the numbers.
+    // `--quiet` prints it only then, to stderr.
+    let rendered = report::render(&result, &info);
     if !cfg.quiet {
-        print!("{text}");
+        out!("{}", rendered.text);
     }
-    println!("results: {}", out.display());
-    Ok(if result.interrupted {
-        130
-    } else if !result.thresholds_passed {
-        eprintln!("llmload bench: a threshold failed");
-        2
-    } else if result.total.completed == 0 && result.total.issued > 0 {
-        eprintln!("llmload bench: no request succeeded");
-        1
-    } else {
-        0
-    })
+    let mut errors = rendered.write(&out);
+    if let Some(e) = &info.events.error {
+        errors.insert(0, format!("{}: {e}", info.events.path));
+    }
+    outln!("results: {}", out.display());
+    if !errors.is_empty() && cfg.quiet {
+        errln!("{}", rendered.text);
+    }
+    for e in &errors {
+        errln!("llmload bench: could not write {e}");
+    }
+    let outcome = Outcome::of(&result, errors.is_empty());
+    if let Some(why) = outcome.message() {
+        errln!("llmload bench: {why}");
+    }
+    Ok(outcome)
 }
 
 /// What the report must say for its numbers to be read right.

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use argh::FromArgs;
 
+use crate::cli::{errln, out};
 use crate::config::duration::duration_flag;
 use crate::config::resolve::read_key_file;
 use crate::http::endpoint::{Endpoint, redact_url};
@@ -130,7 +131,7 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
     let cfg = match resolve(args) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("llmload probe: {e}");
+            errln!("llmload probe: {e}");
             return 1;
         }
     };
@@ -145,7 +146,7 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
     };
     // Masked, then cleared of control characters: model ids, messages and
     // header values come from the server, and must not drive the terminal.
-    print!("{}", printable(&redact(&out, &cfg.secrets)));
+    out!("{}", printable(&redact(&out, &cfg.secrets)));
     report.exit_code
 }
 
@@ -226,7 +227,7 @@ fn probe(cfg: &Config) -> Report {
     };
     r.addr = Some(endpoint.addr.to_string());
     if let Some(w) = cleartext_warning(cfg, &endpoint) {
-        eprintln!("llmload probe: warning: {w}");
+        errln!("llmload probe: warning: {w}");
     }
     let connect = exchange::connect(cfg, &endpoint);
     let connected = connect.failure.is_none();

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::Parent;
+use super::{Parent, WorkerEnd};
 use crate::engine::record::{self, Completion, Decoded};
 use crate::engine::requests::{InputSource, RequestSet};
 use crate::metrics::block::{InputCount, RequestSample};
@@ -18,37 +18,79 @@ use crate::protocol::json::unescape;
 /// Characters of an error message kept for the report and events log.
 const MAX_MESSAGE: usize = 200;
 
+/// What reading one completion record came to.
+enum Read {
+    /// Recorded; `Some(open)` when it ended its conversation, whose
+    /// in-flight count is kept at `open` in `WorkerEnd::open`.
+    Ok(Option<usize>),
+    /// It does not decode, or names a stage or scenario the run does not
+    /// have: the worker wrote outside the protocol.
+    Bad,
+}
+
 impl Parent<'_, '_, '_> {
     /// Folds every waiting completion record into its block; returns how
-    /// many were read.
+    /// many were read. A worker whose ring holds a record that cannot be
+    /// read is stopped, as if it had died (`worker_corrupt`).
     pub(super) fn collect(&mut self) -> usize {
         let mut n = 0;
+        // Empty (no allocation) unless a worker wrote outside the protocol.
+        let mut corrupt = Vec::new();
         // The ring ends are moved out for the loop so records can be handled
         // in place (`absorb` needs the rest of `self`) before their ring
         // space is released: nothing is copied out of the ring.
         let mut workers = std::mem::take(&mut self.workers);
-        for w in workers.iter_mut() {
-            while let Some(ended) = w.done.pop_with(|bytes| {
-                let d = Completion::decode(bytes)?;
-                let ended = (d.c.flags & record::CONV_END != 0).then_some(d.c.scenario as usize);
-                self.absorb(d);
-                ended
-            }) {
-                n += 1;
-                if let Some(s) = ended {
-                    w.inflight = w.inflight.saturating_sub(1);
-                    self.inflight = self.inflight.saturating_sub(1);
-                    if let Some(i) = self.inflight_by_scenario.get_mut(s) {
-                        *i = i.saturating_sub(1);
+        for (k, w) in workers.iter_mut().enumerate() {
+            if !w.alive {
+                continue;
+            }
+            loop {
+                let read = w.done.pop_with(|bytes| {
+                    let Some(d) = Completion::decode(bytes) else {
+                        return Read::Bad;
+                    };
+                    let Some(open) = self.open_index(d.c.stage, d.c.scenario) else {
+                        return Read::Bad;
+                    };
+                    let ended = d.c.flags & record::CONV_END != 0;
+                    self.absorb(d);
+                    Read::Ok(ended.then_some(open))
+                });
+                match read {
+                    Ok(None) => break,
+                    Ok(Some(Read::Ok(ended))) => {
+                        n += 1;
+                        if let Some(open) = ended {
+                            self.conversation_ended(w, open);
+                        }
+                    }
+                    Ok(Some(Read::Bad)) | Err(_) => {
+                        corrupt.push(k);
+                        break;
                     }
                 }
             }
         }
         self.workers = workers;
+        for k in corrupt {
+            self.worker_corrupt(k);
+        }
         while let Some(f) = self.lane.as_mut().and_then(|l| l.try_take()) {
             self.finalize(f);
         }
         n
+    }
+
+    /// A conversation kept at `open` on `w` ended. A worker that reports one
+    /// end too many (a protocol bug) cannot push a count below zero.
+    fn conversation_ended(&mut self, w: &mut WorkerEnd<'_>, open: usize) {
+        if w.open[open] == 0 {
+            return;
+        }
+        w.open[open] -= 1;
+        w.inflight -= 1;
+        self.inflight -= 1;
+        self.inflight_by_scenario[open % self.plan.scenarios.len()] -= 1;
     }
 
     /// Handles one decoded record: resolves its counts, and records it now

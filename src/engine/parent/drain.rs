@@ -1,9 +1,12 @@
 //! The end of a run and the loss of workers. A normal end lets the
-//! conversations under way run all their turns (each request bounded by
-//! its own timeout); an interrupt waits only for the requests in flight,
-//! for at most the drain timeout, and a second signal cuts that short. What
-//! is still out then is aborted, and what no worker ever reports — because
-//! it died, or did not answer the abort — is counted as `worker_lost`.
+//! conversations under way run their turns (each request bounded by its own
+//! timeout); an interrupt waits only for the requests in flight; both wait
+//! at most the drain timeout, and a signal during a normal end's drain
+//! turns it into an interrupt's (a second signal cuts that short). What is
+//! still out then is aborted, and what no worker ever reports — because it
+//! died, wrote a record that cannot be read, or did not answer the abort —
+//! is counted as `worker_lost`, each against the scenario and stage (or
+//! warmup) of its own conversation.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -28,9 +31,10 @@ impl Parent<'_, '_, '_> {
     /// to exit and collects the tokenizer lane's last requests.
     pub(super) fn drain(&mut self, signals: &AtomicU32) {
         let start = now_ns();
+        let drain_ns = self.plan.limits.drain_ns;
         let mut deadline = if self.interrupted {
             self.shared.set_phase(RunPhase::WindDown);
-            start + self.plan.limits.drain_ns
+            start.saturating_add(drain_ns)
         } else {
             self.shared.set_phase(RunPhase::Drain);
             let turns = self
@@ -47,10 +51,14 @@ impl Parent<'_, '_, '_> {
                 .map(|s| s.think_time_ns)
                 .max()
                 .unwrap_or(0);
-            start
-                + turns * (self.plan.limits.timeout_ns + think)
-                + self.plan.limits.connect_ns
-                + DRAIN_SLACK_NS
+            let l = self.plan.limits;
+            start.saturating_add(normal_drain_ns(
+                turns,
+                l.timeout_ns,
+                think,
+                l.connect_ns,
+                drain_ns,
+            ))
         };
         let mut seen = signals.load(Ordering::Relaxed);
         let mut abort_at: Option<u64> = None;
@@ -73,21 +81,19 @@ impl Parent<'_, '_, '_> {
                     } else {
                         self.interrupted = true;
                         self.shared.set_phase(RunPhase::WindDown);
-                        deadline = deadline.min(now_ns() + self.plan.limits.drain_ns);
+                        deadline = deadline.min(now_ns().saturating_add(drain_ns));
                     }
                 }
                 Stop::Reached if abort_at.is_none() => {
                     self.shared.set_phase(RunPhase::Abort);
-                    abort_at = Some(now_ns() + ABORT_GRACE_NS);
+                    abort_at = Some(now_ns().saturating_add(ABORT_GRACE_NS));
                 }
                 Stop::Reached => {
-                    let lost = self.inflight;
-                    self.incomplete.push(Incomplete::NeverReported { lost });
-                    for w in &mut self.workers {
-                        w.inflight = 0;
+                    let lost = (0..self.workers.len()).map(|k| self.write_off(k)).sum();
+                    // The last report may have come just as time ran out.
+                    if lost > 0 {
+                        self.incomplete.push(Incomplete::NeverReported { lost });
                     }
-                    self.inflight = 0;
-                    self.record_lost(lost);
                     break;
                 }
             }
@@ -119,37 +125,93 @@ impl Parent<'_, '_, '_> {
     }
 
     fn worker_died(&mut self, k: usize, how: Exit) {
+        // What it reported before it died counts.
         self.collect();
-        let w = &mut self.workers[k];
-        w.alive = false;
-        let lost = w.inflight;
-        w.inflight = 0;
-        self.inflight -= lost;
+        if !self.workers[k].alive {
+            // Its last record was corrupt: already written off.
+            return;
+        }
+        self.workers[k].alive = false;
+        let lost = self.write_off(k);
         self.incomplete.push(Incomplete::WorkerDied {
             worker: k,
-            pid: w.child.pid(),
+            pid: self.workers[k].child.pid(),
             how,
             lost,
         });
-        self.record_lost(lost);
     }
 
-    /// Counts `n` requests no worker will report as `worker_lost` failures of
-    /// the current stage (which requests they were died with the worker).
-    fn record_lost(&mut self, n: u64) {
-        let now = now_ns();
-        let lost = RequestSample {
-            t_sched: now,
-            t_end: now,
-            error: Some(ErrorClass::WorkerLost),
-            ..Default::default()
-        };
-        let block = &mut self.blocks[self.current_stage][0];
-        for _ in 0..n {
-            block.record(&lost, []);
-        }
-        for i in &mut self.inflight_by_scenario {
-            *i = 0;
-        }
+    /// Worker `k` wrote a completion record that cannot be read: nothing it
+    /// sends can be trusted any more, so it is stopped (reaped with the
+    /// others at the end) and treated as dead.
+    pub(super) fn worker_corrupt(&mut self, k: usize) {
+        self.counts.corrupt_records += 1;
+        let w = &mut self.workers[k];
+        w.alive = false;
+        let _ = w.child.kill();
+        let pid = w.child.pid();
+        let lost = self.write_off(k);
+        self.incomplete.push(Incomplete::CorruptRecord {
+            worker: k,
+            pid,
+            lost,
+        });
     }
+
+    /// Counts every conversation in flight on worker `k` as a `worker_lost`
+    /// failure of its own scenario, in the stage it is measured in (or
+    /// warmup), and forgets them; returns how many. Which turn each was at
+    /// died with the worker.
+    fn write_off(&mut self, k: usize) -> u64 {
+        let n = self.plan.scenarios.len();
+        let now = now_ns();
+        let mut open = std::mem::take(&mut self.workers[k].open);
+        let mut lost = 0;
+        for (i, &count) in open.iter().enumerate().filter(|(_, c)| **c > 0) {
+            let (slot, s) = (i / n, i % n);
+            // Only the stage under way has its window end now; an older
+            // stage's window is not stretched by a loss noticed later.
+            let current = slot == self.current_stage + 1;
+            let t = if current || slot == 0 { now } else { 0 };
+            let sample = RequestSample {
+                t_sched: t,
+                t_end: t,
+                error: Some(ErrorClass::WorkerLost),
+                ..Default::default()
+            };
+            let block = match slot {
+                0 => &mut self.warmup,
+                stage => &mut self.blocks[stage - 1][s],
+            };
+            for _ in 0..count {
+                block.record(&sample, []);
+            }
+            self.inflight_by_scenario[s] -= count;
+            lost += count;
+        }
+        open.fill(0);
+        let w = &mut self.workers[k];
+        w.open = open;
+        w.inflight = 0;
+        self.inflight -= lost;
+        lost
+    }
+}
+
+/// How long a normal end waits for the conversations under way: what they
+/// could need by their own limits (every turn timing out after its think
+/// time, plus a connect and some slack), but never longer than `drain_ns`.
+/// Saturating: durations are user input up to `u64::MAX / 2`.
+pub(super) fn normal_drain_ns(
+    turns: u64,
+    timeout_ns: u64,
+    think_ns: u64,
+    connect_ns: u64,
+    drain_ns: u64,
+) -> u64 {
+    turns
+        .saturating_mul(timeout_ns.saturating_add(think_ns))
+        .saturating_add(connect_ns)
+        .saturating_add(DRAIN_SLACK_NS)
+        .min(drain_ns)
 }

@@ -22,7 +22,7 @@ pub(super) struct LiveWindow {
 impl LiveWindow {
     pub(super) fn new(now: u64, every: u64) -> LiveWindow {
         LiveWindow {
-            next_at: now + every,
+            next_at: now.saturating_add(every),
             every,
             from: now,
             completed: 0,
@@ -71,7 +71,7 @@ impl Parent<'_, '_, '_> {
             });
         }
         live.from = now;
-        live.next_at = now + live.every;
+        live.next_at = now.saturating_add(live.every);
         live.completed = 0;
         live.failed = 0;
         live.e2e.clear();

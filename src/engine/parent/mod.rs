@@ -13,6 +13,8 @@ mod drain;
 mod live;
 mod outcome;
 mod source;
+#[cfg(test)]
+mod tests;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -39,6 +41,11 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 /// soon (sooner if a completion frees room and rings the parent's bell).
 const RING_FULL_RETRY_NS: u64 = 20_000;
 
+/// `IssueSlot::stage` of a conversation issued during warmup. Every record
+/// of a conversation carries the field back, so its last one says under
+/// which block its in-flight count was kept (see `WorkerEnd::open`).
+const WARMUP: u16 = u16::MAX;
+
 /// The parent's ends of one worker.
 pub(crate) struct WorkerEnd<'a> {
     /// The worker process, owned by the supervisor, which reaps it after.
@@ -47,6 +54,11 @@ pub(crate) struct WorkerEnd<'a> {
     pub done: ByteConsumer,
     /// Conversations handed to the worker and not yet ended.
     pub inflight: u64,
+    /// The same, by the block each is measured in: index
+    /// `slot * scenarios + scenario`, slot 0 warmup and `1 + k` stage `k`.
+    /// A worker that dies takes exactly these with it, each charged to its
+    /// own scenario and stage.
+    open: Vec<u64>,
     pub alive: bool,
     /// Pushed since the worker's doorbell was last rung.
     dirty: bool,
@@ -63,6 +75,7 @@ impl<'a> WorkerEnd<'a> {
             issue,
             done,
             inflight: 0,
+            open: Vec::new(),
             alive: true,
             dirty: false,
         }
@@ -76,7 +89,7 @@ enum Stop {
     Reached,
     /// The source will never have anything more to issue.
     Exhausted,
-    /// A SIGINT or SIGTERM arrived (one more than the count given).
+    /// A SIGINT, SIGTERM or SIGHUP arrived (one more than the count given).
     Signal,
     /// Every worker is gone.
     NoWorkers,
@@ -89,6 +102,10 @@ struct Counts {
     ring_full: u64,
     /// Open-loop arrivals held back by the in-flight bound (each once).
     held_back: u64,
+    /// Completion records that could not be read (each stopped its worker).
+    corrupt_records: u64,
+    /// Most conversations in flight at once.
+    max_inflight: u64,
 }
 
 /// The scheduler and collector.
@@ -129,11 +146,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     pub(crate) fn new(
         plan: &'a Plan<'a>,
         shared: &'a Shared,
-        workers: Vec<WorkerEnd<'a>>,
+        mut workers: Vec<WorkerEnd<'a>>,
         lane: Option<TokenLane<'s>>,
         observer: Option<&'o mut dyn Observer>,
     ) -> Parent<'a, 's, 'o> {
         let n = plan.scenarios.len();
+        for w in &mut workers {
+            w.open = vec![0; (plan.stages.len() + 1) * n];
+        }
         Parent {
             pickers: plan
                 .scenarios
@@ -174,11 +194,13 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     }
 
     /// Runs every stage, drains, and tells workers to exit. `signals` counts
-    /// SIGINT/SIGTERM deliveries.
+    /// SIGINT, SIGTERM and SIGHUP deliveries.
     pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
         let t0 = now_ns();
         self.run_start = t0;
-        self.measure_start = t0 + self.plan.warmup_ns;
+        // Durations are user input up to u64::MAX/2 ns: every deadline made
+        // from one saturates rather than wrapping into the past.
+        self.measure_start = t0.saturating_add(self.plan.warmup_ns);
         if self.plan.live_interval_ns > 0 && self.observer.is_some() {
             self.live = Some(LiveWindow::new(t0, self.plan.live_interval_ns));
         }
@@ -274,7 +296,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                         counted_full = true;
                     }
                     self.ring_dirty();
-                    self.sleep_until(now + RING_FULL_RETRY_NS);
+                    self.sleep_until(now.saturating_add(RING_FULL_RETRY_NS));
                 }
                 Due::Held => {
                     if !counted_held {
@@ -282,7 +304,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                         counted_held = true;
                     }
                     self.ring_dirty();
-                    self.sleep_until(end.min(now + MAX_SLEEP_NS));
+                    self.sleep_until(end.min(now.saturating_add(MAX_SLEEP_NS)));
                 }
                 Due::At(t) => {
                     self.ring_dirty();
@@ -309,11 +331,16 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     /// Pushes one conversation of scenario `s` due at `t_sched` to the
     /// least-loaded live worker with room; false when every ring is full.
     fn issue(&mut self, t_sched: u64, stage: usize, s: usize) -> bool {
+        let stage = if t_sched < self.measure_start {
+            WARMUP
+        } else {
+            stage as u16
+        };
         let slot = IssueSlot {
             seq: self.seq,
             t_sched,
             sample: self.pickers[s].next_index(),
-            stage: stage as u16,
+            stage,
             scenario: s as u16,
         };
         let Some(best) = (0..self.workers.len())
@@ -329,13 +356,30 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         else {
             return false;
         };
+        let open = self
+            .open_index(stage, s as u16)
+            .expect("a stage and scenario of the plan");
         let w = &mut self.workers[k];
         w.inflight += 1;
+        w.open[open] += 1;
         w.dirty = true;
         self.inflight += 1;
+        self.counts.max_inflight = self.counts.max_inflight.max(self.inflight);
         self.inflight_by_scenario[s] += 1;
         self.seq += 1;
         true
+    }
+
+    /// Where `WorkerEnd::open` keeps a conversation with this `stage` field
+    /// and scenario; `None` for values no conversation of this run has.
+    fn open_index(&self, stage: u16, scenario: u16) -> Option<usize> {
+        let slot = match stage {
+            WARMUP => 0,
+            k if (k as usize) < self.plan.stages.len() => k as usize + 1,
+            _ => return None,
+        };
+        let n = self.plan.scenarios.len();
+        ((scenario as usize) < n).then(|| slot * n + scenario as usize)
     }
 
     /// Rings the doorbell of every worker that was handed work since.
@@ -361,7 +405,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             bell.cancel_sleep();
             return;
         }
-        let mut until = deadline.min(now + MAX_SLEEP_NS);
+        let mut until = deadline.min(now.saturating_add(MAX_SLEEP_NS));
         if let Some(l) = &self.live {
             until = until.min(l.next_at.max(now + 1));
         }

@@ -18,6 +18,8 @@ impl Parent<'_, '_, '_> {
             workers: self.workers.len(),
             ring_full: self.counts.ring_full,
             held_back: self.counts.held_back,
+            corrupt_records: self.counts.corrupt_records,
+            max_inflight: self.counts.max_inflight,
             ..Default::default()
         };
         let wall = now_ns().saturating_sub(self.run_start).max(1);

@@ -148,6 +148,12 @@ impl Outbox {
         std::mem::take(&mut self.published)
     }
 
+    /// Test-only (`LLMLOAD_TEST_CORRUPT_RECORD`): publishes a record header
+    /// the parent cannot read, as a memory bug would.
+    pub(super) fn push_corrupt(&mut self) {
+        self.published |= self.ring.push_corrupt().is_ok();
+    }
+
     /// Pushes one record with `gaps`, `text` and `msg`, or queues it behind
     /// earlier ones when the ring is full (order among records does not
     /// matter to the parent, but the backlog must drain before new records
@@ -254,10 +260,13 @@ mod tests {
         out.push(counters, rec(big + 1), &[], b"after", b"");
         let mut got = Vec::new();
         for _ in 0..100 {
-            while let Some(r) = done.pop_with(|b| {
-                let d = Completion::decode(b).expect("a whole record");
-                (d.c, d.gaps.iter().count(), d.text.to_vec(), d.msg.len())
-            }) {
+            while let Some(r) = done
+                .pop_with(|b| {
+                    let d = Completion::decode(b).expect("a whole record");
+                    (d.c, d.gaps.iter().count(), d.text.to_vec(), d.msg.len())
+                })
+                .expect("an intact ring")
+            {
                 got.push(r);
             }
             if out.is_empty() {

@@ -135,10 +135,12 @@ pub(crate) fn run(setup: WorkerSetup<'_>) -> i32 {
 }
 
 /// Test-only, undocumented: `LLMLOAD_TEST_WORKER_PANIC=<worker>:<issues>`
-/// makes worker `<worker>` panic when it takes an issue after `<issues>`, so
+/// makes worker `<worker>` panic when it takes an issue after `<issues>`,
+/// and `LLMLOAD_TEST_CORRUPT_RECORD=<worker>:<issues>` makes it write a
+/// record header the parent cannot read into its completion ring then, so
 /// tests can show what a worker bug does to a run. Read once, at start.
-fn test_panic_after(worker: usize) -> Option<u64> {
-    let v = std::env::var("LLMLOAD_TEST_WORKER_PANIC").ok()?;
+fn test_switch(var: &str, worker: usize) -> Option<u64> {
+    let v = std::env::var(var).ok()?;
     let (k, n) = v.split_once(':')?;
     (k.parse::<usize>().ok()? == worker).then(|| n.parse().ok())?
 }
@@ -162,8 +164,10 @@ struct Worker<'a> {
     out: Outbox,
     /// Connections carrying a request (Connecting, Sending, Receiving).
     busy: usize,
-    /// Test-only: issues to take before panicking (`test_panic_after`).
+    /// Test-only: issues to take before panicking (`test_switch`).
     panic_after: Option<u64>,
+    /// Test-only: issues to take before corrupting the ring (`test_switch`).
+    corrupt_after: Option<u64>,
 }
 
 impl<'a> Worker<'a> {
@@ -190,7 +194,8 @@ impl<'a> Worker<'a> {
             draining: false,
             out: Outbox::new(out),
             busy: 0,
-            panic_after: test_panic_after(s.index),
+            panic_after: test_switch("LLMLOAD_TEST_WORKER_PANIC", s.index),
+            corrupt_after: test_switch("LLMLOAD_TEST_CORRUPT_RECORD", s.index),
             poll,
             issue,
             s,
@@ -279,7 +284,15 @@ impl<'a> Worker<'a> {
     fn take_issues(&mut self, now: u64) {
         while self.pending.len() < PENDING_CAP {
             let Some(slot) = self.issue.pop() else { break };
-            // Test-only panic switch (see `test_panic_after`).
+            // Test-only switches (see `test_switch`).
+            match self.corrupt_after {
+                Some(0) => {
+                    self.corrupt_after = None;
+                    self.out.push_corrupt();
+                }
+                Some(n) => self.corrupt_after = Some(n - 1),
+                None => {}
+            }
             if let Some(n) = &mut self.panic_after {
                 if *n == 0 {
                     panic!(

@@ -193,6 +193,7 @@ fn pop_vec(c: &mut ByteConsumer) -> Option<Vec<u8>> {
         assert_eq!(b.as_ptr() as usize % 8, 0, "record not 8-byte aligned");
         b.to_vec()
     })
+    .expect("no corrupt record")
 }
 
 #[test]
@@ -215,7 +216,7 @@ fn byte_ring_zero_length_records() {
     }
     assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
     for _ in 0..8 {
-        assert_eq!(c.pop_with(|b| b.len()), Some(0));
+        assert_eq!(c.pop_with(|b| b.len()), Ok(Some(0)));
     }
     assert!(c.is_empty());
 }
@@ -233,8 +234,8 @@ fn byte_ring_too_large() {
     // Lengths that round up to the limit are fine.
     assert_eq!(p.push_with(1016, |b| b.fill(1)), Ok(()));
     assert_eq!(p.push_with(1009, |b| b.fill(2)), Ok(()));
-    assert_eq!(c.pop_with(|b| (b.len(), b[0])), Some((1016, 1)));
-    assert_eq!(c.pop_with(|b| (b.len(), b[0])), Some((1009, 2)));
+    assert_eq!(c.pop_with(|b| (b.len(), b[0])), Ok(Some((1016, 1))));
+    assert_eq!(c.pop_with(|b| (b.len(), b[0])), Ok(Some((1009, 2))));
 }
 
 #[test]
@@ -272,7 +273,7 @@ fn byte_ring_pads_instead_of_wrapping() {
         assert_eq!(b, &[9; 56][..]);
         b.as_ptr() as usize
     });
-    assert_eq!(ptr, Some(c.data.as_ptr() as usize + 8));
+    assert_eq!(ptr, Ok(Some(c.data.as_ptr() as usize + 8)));
     assert_eq!(c.head, 320);
     assert!(c.is_empty());
 }
@@ -283,22 +284,22 @@ fn byte_ring_pad_needs_room_for_both() {
     for _ in 0..3 {
         p.push_with(56, |_| ()).unwrap(); // 64 bytes each: tail at 192
     }
-    c.pop_with(|_| ()).unwrap(); // head at 64: 128 free, 64 before the end
+    c.pop_with(|_| ()).unwrap().unwrap(); // head at 64: 128 free, 64 before the end
     // A 56-byte payload record (64) fits exactly before the end.
     p.push_with(56, |_| ()).unwrap();
-    c.pop_with(|_| ()).unwrap(); // head 128, tail 256: 128 free, 0 to the end
+    c.pop_with(|_| ()).unwrap().unwrap(); // head 128, tail 256: 128 free, 0 to the end
     // Now at index 0: 64 + 64 = 128 bytes fit.
     p.push_with(56, |_| ()).unwrap();
     p.push_with(56, |_| ()).unwrap();
     assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
     // Head at 192, tail at 256+128=384 (index 128): 64 free, 128 to the
     // end — a 64-byte record fits.
-    c.pop_with(|_| ()).unwrap();
+    c.pop_with(|_| ()).unwrap().unwrap();
     p.push_with(56, |_| ()).unwrap();
     // Index 192 with 64 bytes to the end, but the ring is full.
     assert_eq!(p.push_with(0, |_| ()), Err(PushError::Full));
     for _ in 0..4 {
-        c.pop_with(|_| ()).unwrap();
+        c.pop_with(|_| ()).unwrap().unwrap();
     }
     assert!(c.is_empty());
     // Empty at index 192: a 64-byte record fits exactly in the 64 bytes
@@ -315,7 +316,7 @@ fn byte_ring_wrap_when_end_is_short_and_ring_nearly_full() {
         p.push_with(8, |_| ()).unwrap();
     }
     for _ in 0..15 {
-        c.pop_with(|_| ()).unwrap();
+        c.pop_with(|_| ()).unwrap().unwrap();
     }
     // Empty, index 240: a 24-byte payload (32-byte record) needs 16 + 32.
     p.push_with(24, |b| b.fill(3)).unwrap();
@@ -343,6 +344,102 @@ fn byte_ring_refreshes_stale_caches() {
     assert_eq!(c.cached_tail, seen);
     assert_eq!(pop_vec(&mut c).unwrap(), vec![5]);
     assert!(c.is_empty());
+}
+
+/// Writes `word` as the record header at data offset `index`, as a
+/// producer with a memory bug would.
+fn scribble(p: &mut ByteProducer, index: usize, word: u64) {
+    // SAFETY: test-only: `index` is a multiple of 8 inside the data area.
+    unsafe { p.data.add(index).cast::<u64>().write(word.to_le()) };
+}
+
+#[test]
+fn corrupt_headers_are_errors_not_panics() {
+    let (_map, mut p, mut c) = byte_ring(256);
+    // A length past the end of the ring.
+    p.push_corrupt().unwrap();
+    let err = c.pop_with(|_| ()).unwrap_err();
+    assert_eq!(
+        err,
+        Corrupt {
+            word: 257,
+            offset: 0
+        }
+    );
+    assert!(err.to_string().contains("0x101 at offset 0"), "{err}");
+    // The ring is left as it was: the same answer again, nothing consumed.
+    assert_eq!(c.pop_with(|_| ()), Err(err));
+    assert_eq!(c.head, 0);
+
+    // A length within the ring but past the published bytes.
+    let (_map, mut p, mut c) = byte_ring(256);
+    p.push_with(8, |b| b.fill(1)).unwrap();
+    scribble(&mut p, 0, 40);
+    assert_eq!(
+        c.pop_with(|_| ()),
+        Err(Corrupt {
+            word: 40,
+            offset: 0
+        })
+    );
+
+    // A pad with no record after it would move head past tail.
+    let (_map, mut p, mut c) = byte_ring(256);
+    for _ in 0..3 {
+        p.push_with(56, |_| ()).unwrap();
+        c.pop_with(|_| ()).unwrap().unwrap();
+    }
+    p.push_with(56, |_| ()).unwrap(); // index 192, the last 64 bytes
+    scribble(&mut p, 192, u64::MAX);
+    assert_eq!(
+        c.pop_with(|_| ()),
+        Err(Corrupt {
+            word: u64::MAX,
+            offset: 192
+        })
+    );
+    // A pad at offset 0 says the whole ring is padding.
+    let (_map, mut p, mut c) = byte_ring(64);
+    p.push_with(8, |_| ()).unwrap();
+    scribble(&mut p, 0, u64::MAX);
+    assert!(c.pop_with(|_| ()).is_err());
+}
+
+/// Random bytes over the data area and random tails: the consumer answers
+/// with a record inside the ring, an error or nothing, and never panics.
+#[test]
+fn scribbled_rings_never_panic() {
+    let mut rng = Rng::seeded(8);
+    let mut errors = 0;
+    for _ in 0..2_000 {
+        let (_map, mut p, mut c) = byte_ring(256);
+        for _ in 0..rng.below(6) {
+            let _ = p.push_with(rng.below(56) as usize, |b| b.fill(7));
+        }
+        for _ in 0..rng.below(4) {
+            let at = rng.below(32) as usize * 8;
+            let word = match rng.below(3) {
+                0 => u64::MAX,
+                1 => rng.below(300),
+                _ => rng.next_u64(),
+            };
+            scribble(&mut p, at, word);
+        }
+        if rng.below(2) == 0 {
+            p.header().tail.store(rng.next_u64(), Ordering::Release);
+        }
+        for _ in 0..8 {
+            match c.pop_with(|b| b.len()) {
+                Ok(Some(len)) => assert!(len <= 256 - 8),
+                Ok(None) => break,
+                Err(_) => {
+                    errors += 1;
+                    break;
+                }
+            }
+        }
+    }
+    assert!(errors > 100, "{errors}");
 }
 
 fn record_of(seq: u64, len: usize) -> Vec<u8> {
@@ -482,10 +579,11 @@ fn consume_records(c: &mut ByteConsumer, max: usize, deadline: Deadline) -> i32 
     let mut seq = 0;
     while seq < N {
         match c.pop_with(|b| check_record(seq, max, b)) {
-            Some(0) => seq += 1,
-            Some(code) => return code,
-            None if deadline.passed() => return 20,
-            None => deadline.relax(),
+            Ok(Some(0)) => seq += 1,
+            Ok(Some(code)) => return code,
+            Ok(None) if deadline.passed() => return 20,
+            Ok(None) => deadline.relax(),
+            Err(_) => return 22,
         }
     }
     if c.is_empty() { 0 } else { 21 }
