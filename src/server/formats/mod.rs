@@ -33,9 +33,13 @@ pub const MODEL: &str = "llmload-mock";
 /// Output tokens when neither the server nor the request sets a number.
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 128;
 
-/// Most output tokens one response may ask for: a non-streamed body is built
-/// whole in memory, so the limit keeps one request from exhausting it.
+/// Most output tokens one response may ask for.
 pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
+
+/// Most output tokens of a response that is not streamed: such a body is
+/// built whole in memory (about 5 bytes a token, so at most about 700 KB),
+/// while a stream is produced as the client reads it.
+pub const MAX_BODY_TOKENS: u32 = 1 << 17;
 
 /// What every server-sent event's data line starts with.
 const DATA: &[u8] = b"data: ";
@@ -286,8 +290,10 @@ pub enum Problem {
     UnknownModel,
     /// No such path (404).
     NotFound,
-    /// The injected error status (503).
+    /// An injected error status (5xx).
     Unavailable,
+    /// An injected 429.
+    RateLimited,
 }
 
 /// Appends the error body of `format` (OpenAI's when `None`: no format
@@ -308,6 +314,7 @@ pub fn error_body(
                 Problem::UnknownModel => "NotFoundError",
                 Problem::NotFound => "not_found_error",
                 Problem::Unavailable => "server_error",
+                Problem::RateLimited => "rate_limit_exceeded",
             };
             openai::error_body(out, message, kind, status);
         }
@@ -318,6 +325,7 @@ pub fn error_body(
                 Problem::Unauthorized => "authentication_error",
                 Problem::UnknownModel | Problem::NotFound => "not_found_error",
                 Problem::Unavailable => "api_error",
+                Problem::RateLimited => "rate_limit_error",
             };
             anthropic::error_body(out, kind, message);
         }
@@ -443,6 +451,7 @@ pub(super) mod tests {
                 Problem::UnknownModel,
                 Problem::NotFound,
                 Problem::Unavailable,
+                Problem::RateLimited,
             ] {
                 let mut out = Vec::new();
                 error_body(f, &mut out, p, 418, "a \"quoted\" message");
