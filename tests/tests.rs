@@ -8,6 +8,7 @@ mod bench_modes;
 mod compare;
 mod datasets;
 mod failures;
+mod faults;
 mod interrupt;
 mod probe;
 mod profile;

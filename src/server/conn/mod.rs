@@ -37,6 +37,7 @@ use mio::net::TcpStream;
 
 use super::access::Access;
 use super::faults::{Fault, FaultPlan, MalformedKind};
+use super::formats::text::CYCLE;
 use super::formats::{self, Events, Format, Identity, Problem, Reply, Request, openai};
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
 use super::stats::WorkerCounters;
@@ -63,6 +64,19 @@ const BATCH: u32 = 256;
 
 /// What a fault of kind malformed sends: an HTTP-looking line that is not.
 pub const MALFORMED: &[u8] = b"HTXP/1.1 200 OK\r\n\r\ngarbage";
+
+/// The text of each event of an endless stream: whole vocabulary cycles,
+/// about 4 KiB, so a client that keeps text is fed it quickly.
+static FAT_TEXT: [u8; 51 * CYCLE.len()] = {
+    let cycle = CYCLE.as_bytes();
+    let mut b = [0u8; 51 * CYCLE.len()];
+    let mut i = 0;
+    while i < b.len() {
+        b[i] = cycle[i % cycle.len()];
+        i += 1;
+    }
+    b
+};
 
 /// Bytes an endless body is made of, a block at a time.
 static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
@@ -199,6 +213,8 @@ struct Response {
     /// Send nothing more from token `next == stall_at` on (streams), or
     /// instead of the body (`Some(0)`, non-streamed).
     stall_at: Option<u32>,
+    /// A stream that never ends, each event carrying `FAT_TEXT`.
+    endless: bool,
 }
 
 impl Response {
@@ -1056,6 +1072,7 @@ impl Conn {
             reset_at,
             inband_at,
             stall_at,
+            endless,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -1136,6 +1153,7 @@ impl Conn {
             reset_at: None,
             inband_at: None,
             stall_at: None,
+            endless: false,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -1213,7 +1231,12 @@ impl Conn {
                         return Step::Finished;
                     }
                     if r.next < r.reply.n {
-                        formats::token(&r.reply, &self.prefix, r.next, &mut ev);
+                        if r.endless && r.next > r.reply.reasoning {
+                            let (reply, k) = (&r.reply, r.next);
+                            formats::text_event(reply, &self.prefix, k, &FAT_TEXT, &mut ev);
+                        } else {
+                            formats::token(&r.reply, &self.prefix, r.next, &mut ev);
+                        }
                         r.next += 1;
                         if r.next < r.reply.n {
                             self.resp = Some(r);

@@ -239,6 +239,19 @@ pub fn token(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     }
 }
 
+/// An output event carrying `text` (JSON-safe, such as whole vocabulary
+/// cycles) in place of token `k`'s word, for streams that test how much
+/// text a client keeps. SGLang's events repeat the whole text so far, so
+/// there it stays token `k`'s event.
+pub fn text_event(r: &Reply, prefix: &[u8], k: u32, text: &[u8], ev: &mut Events<'_>) {
+    match r.format {
+        Format::Chat => chat::text_event(prefix, text, ev),
+        Format::Completions => completions::text_event(prefix, text, ev),
+        Format::Generate => sglang::token_event(r, prefix, k, ev),
+        Format::Messages => anthropic::text_event(r, text, ev),
+    }
+}
+
 /// The events that end a stream, due with its last token.
 pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     match r.format {
@@ -407,6 +420,39 @@ pub(super) mod tests {
         text.strip_prefix("data: ")
             .and_then(|t| t.strip_suffix("\n\n"))
             .unwrap_or_else(|| panic!("not one data event: {text:?}"))
+    }
+
+    #[test]
+    fn text_events_are_valid_and_carry_the_text() {
+        for format in [Format::Chat, Format::Completions, Format::Messages] {
+            let r = reply(format, 10, 1);
+            let (mut out, mut scratch, mut prefix) = (Vec::new(), Vec::new(), Vec::new());
+            start(
+                &r,
+                &ident("m"),
+                &mut prefix,
+                &mut Events::new(&mut out, &mut scratch, true),
+            );
+            out.clear();
+            text_event(
+                &r,
+                &prefix,
+                3,
+                b" many words at once",
+                &mut Events::new(&mut out, &mut scratch, true),
+            );
+            let events = unchunk(&out);
+            assert_eq!(events.len(), 1, "{format:?}");
+            let text = std::str::from_utf8(&events[0]).unwrap();
+            let data = text.split_once("data: ").unwrap().1.trim_end();
+            let v: Value = serde_json::from_str(data).unwrap();
+            let got = match format {
+                Format::Chat => &v["choices"][0]["delta"]["content"],
+                Format::Completions => &v["choices"][0]["text"],
+                _ => &v["delta"]["text"],
+            };
+            assert_eq!(got, " many words at once", "{format:?}");
+        }
     }
 
     #[test]
