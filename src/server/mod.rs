@@ -4,8 +4,16 @@
 //! /v1/completions`), SGLang's `POST /generate`, Anthropic's `POST
 //! /v1/messages` — each streamed or not — and `GET /v1/models`, with exact
 //! token timing, deterministic fault injection (error statuses, malformed
-//! bytes, resets, in-band errors), reasoning tokens, an optional API key and
+//! responses of several kinds, resets, stalls, endless streams, in-band
+//! errors, dripped bytes), reasoning tokens, an optional API key and
 //! an optional list of served models.
+//!
+//! It is also a peer that must survive its own clients: a connection that
+//! waits on its client past the idle timeout is closed, connections over a
+//! per-worker cap are answered 503, large request bodies share a per-worker
+//! input budget (503 when taken, 413 over the cap, 431 for a head over 64
+//! KiB), a non-streamed reply is capped (it is built whole), and a worker
+//! out of descriptors retries `accept` on a timer.
 //!
 //! Each of `workers` forked processes runs one mio event loop on its own
 //! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
