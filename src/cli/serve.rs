@@ -90,8 +90,8 @@ pub(crate) struct ServeArgs {
     pub stall_rate: f64,
 
     /// test fault: share of generation requests answered with a stream that
-    /// never ends (valid token events, paced by --tpot), even when no stream
-    /// was asked for (0..1)
+    /// never ends: valid events paced by --tpot, each after the first
+    /// carrying about 4 KiB of text, even when no stream was asked for (0..1)
     #[argh(option, default = "0.0")]
     pub endless_rate: f64,
 

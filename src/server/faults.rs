@@ -90,7 +90,7 @@ impl MalformedKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = MalformedKind::ALL.iter().map(|k| k.name()).collect();
-                format!("--malformed-kind {s:?} is not one of {}", names.join(", "))
+                format!("'{s}' is not one of {}", names.join(", "))
             })
     }
 }
