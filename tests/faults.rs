@@ -108,6 +108,7 @@ fn worker_peak_kib(s: &Value, sampled: u64) -> u64 {
 
 fn assert_peak_under(s: &Value, sampled: u64, limit_mib: u64) {
     let kib = worker_peak_kib(s, sampled);
+    eprintln!("worker peak RSS {kib} KiB (limit {limit_mib} MiB)");
     assert!(kib > 0, "no worker RSS was seen");
     assert!(
         kib < limit_mib * 1024,

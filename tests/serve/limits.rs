@@ -148,6 +148,44 @@ fn a_stream_outlasting_the_idle_timeout_is_not_cut() {
 }
 
 #[test]
+fn a_slow_reader_is_kept_and_a_stopped_one_is_closed() {
+    let timeout = Duration::from_millis(400);
+    let f = Fixture::new(ServerConfig {
+        idle_timeout: timeout,
+        ..cfg()
+    });
+    // Streams far larger than the sockets' buffers, sent as fast as read.
+    // The server sees a reader's progress only as its socket drains by a
+    // good part of its buffer (a few MB on loopback), so the reader keeps
+    // up a few MB/s.
+    let req = chat(&chat_body(true, 200_000, false));
+    let mut slow = f.client();
+    slow.send(&req);
+    let mut stopped = f.client();
+    stopped.send(&req);
+    let start = Instant::now();
+    let mut tmp = vec![0u8; 64 * 1024];
+    let mut got = 0;
+    while start.elapsed() < timeout * 4 {
+        let n = slow.s.read(&mut tmp).unwrap();
+        assert!(n > 0, "the slow reader was closed after {got} bytes");
+        got += n;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(slow);
+    // The reader that stopped has been closed (the end of what the
+    // sockets held, then FIN).
+    stopped
+        .s
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (_, held) = read_to_close(&mut stopped.s);
+    assert!(!held.is_empty());
+    let s = f.stop();
+    assert_eq!(s.timed_out, 1, "{s:?}");
+}
+
+#[test]
 fn idle_sockets_and_a_slowloris_do_not_delay_a_stream() {
     let limit = raise_nofile();
     let idle_n = 2000.min(limit.saturating_sub(200) as usize);

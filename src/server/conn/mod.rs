@@ -467,7 +467,11 @@ impl Conn {
         while self.out_pos < self.out.len() {
             match self.sock.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.out_pos += n,
+                Ok(n) => {
+                    self.out_pos += n;
+                    // The client is reading: whatever it owes starts anew.
+                    self.waiting_since = 0;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if self.out_pos > HIGH_WATER {
                         self.out.drain(..self.out_pos);
