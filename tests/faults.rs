@@ -392,6 +392,7 @@ fn the_server_killed_mid_run_gives_refusals_and_a_summary() {
     // Streams cut by the kill end as resets (or, cut at a clean close, as
     // truncated); everything after is refused.
     let e = assert_classes_within(&s, &["connect_refused", "reset", "truncated"]);
+    eprintln!("after the kill: {e:?}");
     assert!(e.get("connect_refused").copied().unwrap_or(0) > 0, "{e:?}");
 }
 

@@ -286,8 +286,17 @@ impl ServeProcess {
         serde_json::from_str(&line).unwrap_or_else(|_| panic!("counters line: {line:?}"))
     }
 
-    /// SIGKILL and reap: the server dies without a word.
+    /// SIGKILL to its workers and to itself, then reap: the server dies
+    /// without a word (a worker told by its parent's death would close its
+    /// connections in order instead).
     pub(crate) fn kill(&mut self) {
+        let pid = self.child.id() as i32;
+        for w in children(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(w),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
