@@ -9,6 +9,7 @@ mod compare;
 mod crash;
 mod datasets;
 mod failures;
+mod faults;
 mod interrupt;
 mod memory;
 mod probe;

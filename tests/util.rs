@@ -214,3 +214,209 @@ pub(crate) fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
     all.extend_from_slice(args);
     bench(&all, limit)
 }
+
+/// A `llmload serve` started under a command prefix (such as `prlimit
+/// --nofile=64:64`) whose last stdout line, the final counters, is kept:
+/// `stop` returns them. Stopped (SIGTERM, then SIGKILL) on drop.
+pub(crate) struct ServeProcess {
+    child: Child,
+    pub addr: SocketAddr,
+    rest: std::sync::mpsc::Receiver<String>,
+}
+
+impl ServeProcess {
+    pub(crate) fn start(prefix: &[&str], args: &[&str]) -> ServeProcess {
+        let mut cmd = match prefix.split_first() {
+            Some((first, more)) => {
+                let mut c = Command::new(first);
+                c.args(more).arg(bin());
+                c
+            }
+            None => Command::new(bin()),
+        };
+        let mut child = cmd
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn llmload serve");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("serve printed its address within 10 s");
+        let addr = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("serve's first line is an address: {line:?}"));
+        ServeProcess {
+            child,
+            addr,
+            rest: rx,
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// SIGTERM, then the final counters line as JSON (within 10 s).
+    pub(crate) fn stop(mut self) -> serde_json::Value {
+        signal(&self.child, libc::SIGTERM);
+        let line = self
+            .rest
+            .recv_timeout(Duration::from_secs(10))
+            .expect("serve printed its counters after SIGTERM");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("counters line: {line:?}"))
+    }
+
+    /// SIGKILL to its workers and to itself, then reap: the server dies
+    /// without a word (a worker told by its parent's death would close its
+    /// connections in order instead).
+    pub(crate) fn kill(&mut self) {
+        let pid = self.child.id() as i32;
+        for w in children(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(w),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        signal(&self.child, libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether the util-linux `prlimit` binary can run here.
+pub(crate) fn have_prlimit() -> bool {
+    Command::new("prlimit")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Raises this process's descriptor limit to its hard limit; returns it.
+pub(crate) fn raise_nofile() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) => {
+            if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+                hard
+            } else {
+                soft
+            }
+        }
+        Err(_) => 1024,
+    }
+}
+
+/// The children of `pid`, from /proc: each thread's `children` list where
+/// the kernel has them, else every process whose parent is `pid`.
+pub(crate) fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut listed = false;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                listed = true;
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+            }
+        }
+    }
+    if !listed {
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(child) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let stat = read(&e.path().join("stat"));
+            // The parent's pid is the second field after the name.
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if ppid == Some(pid) {
+                out.push(child);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub(crate) fn alive(pid: i32) -> bool {
+    let stat = read(Path::new(&format!("/proc/{pid}/stat")));
+    // The state follows the command name's closing parenthesis.
+    match stat.rfind(')') {
+        Some(i) => !matches!(
+            stat[i + 1..].trim_start().chars().next(),
+            Some('Z' | 'X') | None
+        ),
+        None => false,
+    }
+}
+
+/// A process's peak resident set (`VmHWM`) in KiB, while it lives.
+pub(crate) fn vm_hwm_kib(pid: i32) -> Option<u64> {
+    let status = read(Path::new(&format!("/proc/{pid}/status")));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Starts `llmload bench ARGS --out <fresh dir> --quiet` without waiting;
+/// finish it with `wait_run`.
+pub(crate) fn spawn_bench(args: &[&str]) -> (Child, PathBuf) {
+    let out = temp_dir("bench");
+    let child = Command::new(bin())
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload bench");
+    (child, out)
+}

@@ -7,7 +7,7 @@ use argh::FromArgs;
 
 use crate::cli::errln;
 use crate::config::duration::duration_flag;
-use crate::server::{self, ApiKey, ServerConfig};
+use crate::server::{self, ApiKey, MalformedKind, ServerConfig};
 
 /// Run the built-in mock LLM endpoint with exact timing: OpenAI chat
 /// (/v1/chat/completions) and text completions (/v1/completions), SGLang
@@ -44,27 +44,92 @@ pub(crate) struct ServeArgs {
     #[argh(option, default = "0")]
     pub reasoning_tokens: u32,
 
-    /// share of generation requests answered 503 with a JSON error body
-    /// (0..1); deterministic: exactly floor(n*rate) of a worker's first n
-    /// requests
+    /// share of generation requests answered with an error status and a
+    /// JSON error body (0..1); deterministic: exactly floor(n*rate) of a
+    /// worker's first n requests
     #[argh(option, default = "0.0")]
     pub error_rate: f64,
 
-    /// test fault: share of generation requests answered with bytes that
-    /// are not HTTP, then closed (0..1, deterministic like --error-rate)
+    /// a status of --error-rate: 429, 500, 502, 503 or 504 (repeatable:
+    /// bursts take them in turn; default 503); a 429 carries retry-after: 1
+    #[argh(option, from_str_fn(status_code))]
+    pub error_status: Vec<u16>,
+
+    /// errors come N consecutive requests at a time: blocks of N requests
+    /// are judged by --error-rate as one (default 1)
+    #[argh(option, default = "1")]
+    pub error_burst: u32,
+
+    /// test fault: share of generation requests answered with a malformed
+    /// response (see --malformed-kind), then closed (0..1, deterministic
+    /// like --error-rate)
     #[argh(option, default = "0.0")]
     pub malformed_rate: f64,
 
+    /// what a malformed response is: status-line (an HTTP-looking line that
+    /// is not), garbage (4 KiB of binary), chunk-size (a stream whose second
+    /// chunk size has 17 hex digits), huge-head (a 70 KiB head),
+    /// endless-line (an event line that never ends), huge-length
+    /// (Content-Length 10 GB and a body for as long as it is read), html (a
+    /// 200 text/html page, kept alive) (default status-line)
+    #[argh(
+        option,
+        from_str_fn(malformed_kind),
+        default = "MalformedKind::StatusLine"
+    )]
+    pub malformed_kind: MalformedKind,
+
     /// test fault: share of generation requests whose connection is reset:
-    /// streams after half their tokens, others instead of the body (0..1)
+    /// streams after --fault-after tokens, others instead of the body (0..1)
     #[argh(option, default = "0.0")]
     pub reset_rate: f64,
 
+    /// test fault: share of generation requests that stall: streams stop
+    /// after --fault-after tokens, others never get their body; the
+    /// connection stays open until the client closes it (0..1)
+    #[argh(option, default = "0.0")]
+    pub stall_rate: f64,
+
+    /// test fault: share of generation requests answered with a stream that
+    /// never ends: valid events paced by --tpot, each after the first
+    /// carrying about 4 KiB of text, even when no stream was asked for (0..1)
+    #[argh(option, default = "0.0")]
+    pub endless_rate: f64,
+
     /// test fault: share of generation requests answered 200 with the
-    /// format's error object instead of output: streams after half their
+    /// format's error object instead of output: streams after --fault-after
     /// tokens, then properly ended; others as the body (0..1)
     #[argh(option, default = "0.0")]
     pub inband_error_rate: f64,
+
+    /// output tokens a stream sends before an injected reset, stall or
+    /// in-band error (default: half of them)
+    #[argh(option)]
+    pub fault_after: Option<u32>,
+
+    /// test fault: send every response one byte per this interval, e.g.
+    /// 1s (a slowloris server; default 0: at once)
+    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    pub drip: Duration,
+
+    /// close a connection that has waited this long on its client: for a
+    /// whole request (head and body) since it opened or since its previous
+    /// response, or for it to read a response; 0 never (default 30s)
+    #[argh(option, from_str_fn(duration_flag), default = "server::IDLE_TIMEOUT")]
+    pub idle_timeout: Duration,
+
+    /// connections one worker serves at once; a connection over the cap is
+    /// answered 503 with retry-after and closed (default 10000)
+    #[argh(option, default = "server::MAX_CONNECTIONS")]
+    pub max_connections: usize,
+
+    /// bytes of large request bodies one worker buffers at once, e.g.
+    /// 256MiB: a request over 64 KiB reserves its size first and is
+    /// answered 503 when the rest is taken; bodies over 64 MiB (or over
+    /// this budget, if smaller) are answered 413, heads over 64 KiB 431
+    /// (default 256MiB)
+    #[argh(option, from_str_fn(byte_size), default = "server::INPUT_BUDGET")]
+    pub input_budget: u64,
 
     /// answer every request with one JSON body, even when it asks for a
     /// stream (a server that does not stream)
@@ -117,6 +182,16 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         malformed_rate: args.malformed_rate,
         reset_rate: args.reset_rate,
         inband_error_rate: args.inband_error_rate,
+        stall_rate: args.stall_rate,
+        endless_rate: args.endless_rate,
+        error_statuses: args.error_status,
+        error_burst: args.error_burst,
+        fault_after: args.fault_after,
+        malformed_kind: args.malformed_kind,
+        drip: args.drip,
+        idle_timeout: args.idle_timeout,
+        max_connections: args.max_connections,
+        input_budget: args.input_budget,
         reasoning_tokens: args.reasoning_tokens,
         ignore_stream: args.ignore_stream,
         no_usage: args.no_usage,
@@ -124,4 +199,56 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         api_key: args.api_key.map(ApiKey::new).transpose()?,
         pin: args.pin,
     })
+}
+
+/// argh adapter: a status code (which ones are allowed, `validate` checks).
+fn status_code(text: &str) -> Result<u16, String> {
+    text.trim()
+        .parse::<u16>()
+        .map_err(|_| format!("'{text}' is not a status code; expected e.g. 429 or 503"))
+}
+
+fn malformed_kind(text: &str) -> Result<MalformedKind, String> {
+    MalformedKind::parse(text.trim())
+}
+
+/// argh adapter: a byte count, plain or with a KiB, MiB or GiB suffix
+/// (`K`, `M`, `G` alike, powers of 1024).
+fn byte_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let expected = "expected a byte count such as 1048576, 512KiB, 256MiB or 1GiB";
+    let n: u64 = num.parse().map_err(|_| format!("'{text}': {expected}"))?;
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" | "k" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return Err(format!("'{text}': {expected}")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("'{text}': too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(byte_size("1048576"), Ok(1 << 20));
+        assert_eq!(byte_size("512KiB"), Ok(512 << 10));
+        assert_eq!(byte_size("256MiB"), Ok(256 << 20));
+        assert_eq!(byte_size("2G"), Ok(2 << 30));
+        assert!(byte_size("1.5MiB").is_err());
+        assert!(byte_size("MiB").is_err());
+        assert!(byte_size("99999999999999999999GiB").is_err());
+    }
+
+    #[test]
+    fn status_codes() {
+        assert_eq!(status_code(" 503 "), Ok(503));
+        assert!(status_code("5xx").is_err());
+    }
 }

@@ -179,7 +179,11 @@ pub(crate) enum Status {
     LengthRequired,
     PayloadTooLarge,
     HeadersTooLarge,
+    TooManyRequests,
+    InternalError,
+    BadGateway,
     Unavailable,
+    GatewayTimeout,
 }
 
 impl Status {
@@ -193,7 +197,11 @@ impl Status {
             Status::LengthRequired => 411,
             Status::PayloadTooLarge => 413,
             Status::HeadersTooLarge => 431,
+            Status::TooManyRequests => 429,
+            Status::InternalError => 500,
+            Status::BadGateway => 502,
             Status::Unavailable => 503,
+            Status::GatewayTimeout => 504,
         }
     }
 
@@ -207,7 +215,11 @@ impl Status {
             Status::LengthRequired => b"HTTP/1.1 411 Length Required\r\n",
             Status::PayloadTooLarge => b"HTTP/1.1 413 Payload Too Large\r\n",
             Status::HeadersTooLarge => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
+            Status::TooManyRequests => b"HTTP/1.1 429 Too Many Requests\r\n",
+            Status::InternalError => b"HTTP/1.1 500 Internal Server Error\r\n",
+            Status::BadGateway => b"HTTP/1.1 502 Bad Gateway\r\n",
             Status::Unavailable => b"HTTP/1.1 503 Service Unavailable\r\n",
+            Status::GatewayTimeout => b"HTTP/1.1 504 Gateway Timeout\r\n",
         }
     }
 }

@@ -4,8 +4,16 @@
 //! /v1/completions`), SGLang's `POST /generate`, Anthropic's `POST
 //! /v1/messages` — each streamed or not — and `GET /v1/models`, with exact
 //! token timing, deterministic fault injection (error statuses, malformed
-//! bytes, resets, in-band errors), reasoning tokens, an optional API key and
+//! responses of several kinds, resets, stalls, endless streams, in-band
+//! errors, dripped bytes), reasoning tokens, an optional API key and
 //! an optional list of served models.
+//!
+//! It is also a peer that must survive its own clients: a connection that
+//! waits on its client past the idle timeout is closed, connections over a
+//! per-worker cap are answered 503, large request bodies share a per-worker
+//! input budget (503 when taken, 413 over the cap, 431 for a head over 64
+//! KiB), a non-streamed reply is capped (it is built whole), and a worker
+//! out of descriptors retries `accept` on a timer.
 //!
 //! Each of `workers` forked processes runs one mio event loop on its own
 //! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
@@ -38,11 +46,23 @@ use std::time::Duration;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
 pub use access::ApiKey;
-pub use conn::MALFORMED;
+pub use conn::{HUGE_HEAD, MALFORMED};
+pub use faults::{ERROR_STATUSES, MalformedKind};
 pub use stats::ServerStats;
 
 /// Most worker processes one server may fork.
 pub const MAX_WORKERS: usize = 1024;
+
+/// Default of `--idle-timeout`.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of `--max-connections` (per worker).
+pub const MAX_CONNECTIONS: usize = 10_000;
+/// Default of `--input-budget` (bytes, per worker).
+pub const INPUT_BUDGET: u64 = 256 << 20;
+/// Smallest `--input-budget` accepted.
+pub const MIN_INPUT_BUDGET: u64 = 1 << 20;
+/// Largest request body (413 above); a smaller `--input-budget` lowers it.
+pub const MAX_BODY: u64 = conn::MAX_BODY;
 
 /// Everything the server needs, resolved from flags.
 #[derive(Clone, Debug)]
@@ -57,6 +77,31 @@ pub struct ServerConfig {
     pub reset_rate: f64,
     /// Share of requests answered 200 with an in-band error object.
     pub inband_error_rate: f64,
+    /// Share of requests whose response stops mid-way, the connection held.
+    pub stall_rate: f64,
+    /// Share of requests whose response never ends.
+    pub endless_rate: f64,
+    /// The statuses injected errors cycle through, a burst each (503 when
+    /// empty); each one of `ERROR_STATUSES`.
+    pub error_statuses: Vec<u16>,
+    /// Consecutive requests one error burst takes.
+    pub error_burst: u32,
+    /// Tokens sent before a mid-stream reset, stall or in-band error
+    /// (`None`: half the response).
+    pub fault_after: Option<u32>,
+    /// What a malformed response looks like.
+    pub malformed_kind: MalformedKind,
+    /// Send every response one byte per this interval (zero: at once).
+    pub drip: Duration,
+    /// Close a connection that has waited this long on its client: for a
+    /// whole request after opening or after its previous response, or for
+    /// it to read (zero: never).
+    pub idle_timeout: Duration,
+    /// Connections one worker serves at once; more are answered 503.
+    pub max_connections: usize,
+    /// Bytes of large request input one worker holds at once (requests
+    /// over 64 KiB reserve their size from it; none may exceed it).
+    pub input_budget: u64,
     /// The first this many output tokens are reasoning (chat, Anthropic).
     pub reasoning_tokens: u32,
     /// Answer streaming requests with one JSON body anyway.
@@ -73,7 +118,7 @@ pub struct ServerConfig {
 
 impl Default for ServerConfig {
     /// One worker on an ephemeral loopback port, no delays, no faults, no
-    /// reasoning, no key, any model.
+    /// reasoning, no key, any model, the default limits.
     fn default() -> Self {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -85,6 +130,16 @@ impl Default for ServerConfig {
             malformed_rate: 0.0,
             reset_rate: 0.0,
             inband_error_rate: 0.0,
+            stall_rate: 0.0,
+            endless_rate: 0.0,
+            error_statuses: Vec::new(),
+            error_burst: 1,
+            fault_after: None,
+            malformed_kind: MalformedKind::default(),
+            drip: Duration::ZERO,
+            idle_timeout: IDLE_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+            input_budget: INPUT_BUDGET,
             reasoning_tokens: 0,
             ignore_stream: false,
             no_usage: false,
@@ -112,10 +167,38 @@ impl ServerConfig {
             ("--malformed-rate", self.malformed_rate),
             ("--reset-rate", self.reset_rate),
             ("--inband-error-rate", self.inband_error_rate),
+            ("--stall-rate", self.stall_rate),
+            ("--endless-rate", self.endless_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return Err(format!("{flag} must be between 0 and 1, got {rate}"));
             }
+        }
+        for &code in &self.error_statuses {
+            if !ERROR_STATUSES.contains(&code) {
+                return Err(format!(
+                    "--error-status {code} is not one of {ERROR_STATUSES:?}"
+                ));
+            }
+        }
+        if self.error_statuses.len() > faults::MAX_ERROR_STATUSES {
+            return Err(format!(
+                "--error-status lists {} statuses; at most {} are cycled",
+                self.error_statuses.len(),
+                faults::MAX_ERROR_STATUSES
+            ));
+        }
+        if self.error_burst == 0 {
+            return Err("--error-burst must be at least 1".to_string());
+        }
+        if self.max_connections == 0 {
+            return Err("--max-connections must be at least 1".to_string());
+        }
+        if self.input_budget < MIN_INPUT_BUDGET {
+            return Err(format!(
+                "--input-budget {} is under the minimum of {MIN_INPUT_BUDGET} bytes (1 MiB)",
+                self.input_budget
+            ));
         }
         if let Some(n) = self.output_tokens {
             if n > formats::MAX_OUTPUT_TOKENS {

@@ -49,6 +49,23 @@ pub struct ServerStats {
     pub requests_generate: u64,
     /// `POST /v1/messages`.
     pub requests_messages: u64,
+    /// Responses stopped mid-way on purpose, the connection held open.
+    pub stalls_injected: u64,
+    /// Responses that never end, on purpose.
+    pub endless_injected: u64,
+    /// Connections closed for waiting on their client past the idle
+    /// timeout (an idle keep-alive, a request dribbled in, a client that
+    /// does not read).
+    pub timed_out: u64,
+    /// Connections answered 503 and closed at the per-worker cap.
+    pub over_capacity: u64,
+    /// Requests answered 503 because the worker's input budget was taken.
+    pub over_budget: u64,
+    /// Requests answered 413 (body) or 431 (head) for their size.
+    pub too_large: u64,
+    /// Times `accept` failed for want of descriptors or memory (the worker
+    /// retries shortly after, or as soon as a connection closes).
+    pub accept_failures: u64,
 }
 
 /// The snapshot of a shared counter block and the sum of two snapshots, one
@@ -90,6 +107,13 @@ counters!(
     requests_completions,
     requests_generate,
     requests_messages,
+    stalls_injected,
+    endless_injected,
+    timed_out,
+    over_capacity,
+    over_budget,
+    too_large,
+    accept_failures,
 );
 
 impl WorkerCounters {
@@ -152,7 +176,7 @@ mod tests {
     #[test]
     fn whole_lines_per_worker() {
         assert_eq!(size_of::<WorkerCounters>() % 64, 0);
-        assert_eq!(size_of::<WorkerCounters>(), 128);
+        assert_eq!(size_of::<WorkerCounters>(), 192);
     }
 
     #[test]

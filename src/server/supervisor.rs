@@ -23,10 +23,10 @@ use nix::unistd::pipe2;
 
 use super::ServerConfig;
 use super::access::Access;
-use super::conn::Settings;
+use super::conn::{MAX_BODY, Settings};
 use super::faults::{FaultPlan, FaultRates};
 use super::stats::{CounterBlock, WorkerCounters};
-use super::worker::Worker;
+use super::worker::{Limits, Worker};
 use crate::sys::process::{self, Child, Exit, fork_child_keeping, reap_all};
 use crate::sys::signal::ignore;
 use crate::sys::socket;
@@ -224,7 +224,13 @@ fn prepare<'a>(
         process::pin_to(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     }
 
+    let nanos = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
     let settings = Settings {
+        idle_timeout_ns: nanos(cfg.idle_timeout),
+        body_cap: MAX_BODY.min(cfg.input_budget),
+        drip_ns: nanos(cfg.drip),
+        fault_after: cfg.fault_after,
+        malformed: cfg.malformed_kind,
         ttft_ns: cfg.ttft.as_nanos().min(u64::MAX as u128) as u64,
         tpot_ns: cfg.tpot.as_nanos().min(u64::MAX as u128) as u64,
         output_tokens: cfg.output_tokens,
@@ -234,17 +240,27 @@ fn prepare<'a>(
         worker: k as u32,
         started_unix: crate::clock::wall_ns() / 1_000_000_000,
     };
-    let faults = FaultPlan::new(FaultRates {
-        error: cfg.error_rate,
-        malformed: cfg.malformed_rate,
-        reset: cfg.reset_rate,
-        inband: cfg.inband_error_rate,
-    });
+    let faults = FaultPlan::new(
+        FaultRates {
+            error: cfg.error_rate,
+            malformed: cfg.malformed_rate,
+            reset: cfg.reset_rate,
+            stall: cfg.stall_rate,
+            endless: cfg.endless_rate,
+            inband: cfg.inband_error_rate,
+            error_burst: cfg.error_burst,
+        },
+        &cfg.error_statuses,
+    );
+    let limits = Limits {
+        max_connections: cfg.max_connections,
+        input_budget: cfg.input_budget,
+    };
     let access = Access {
         key: cfg.api_key.clone(),
         models: cfg.served_models.clone(),
     };
-    Worker::new(listener, settings, faults, access, counters)
+    Worker::new(listener, settings, limits, faults, access, counters)
         .map_err(|e| format!("event loop: {e}"))
 }
 

@@ -27,6 +27,13 @@ pub(crate) struct WorkerCounters {
     pub requests_completions: AtomicU64,
     pub requests_generate: AtomicU64,
     pub requests_messages: AtomicU64,
+    pub stalls_injected: AtomicU64,
+    pub endless_injected: AtomicU64,
+    pub timed_out: AtomicU64,
+    pub over_capacity: AtomicU64,
+    pub over_budget: AtomicU64,
+    pub too_large: AtomicU64,
+    pub accept_failures: AtomicU64,
 }
 
 // SAFETY: atomics only: valid as zero, no pointers, changed atomically.

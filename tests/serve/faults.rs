@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use llmload::server::ServerConfig;
 use llmload::server::formats::Format;
+use llmload::server::{MalformedKind, ServerConfig};
 
 use super::{Fixture, body_usage, cfg, chat, chat_body, event_text, gen_req, stream_frame};
 
@@ -229,4 +229,235 @@ fn faults_apply_to_every_format() {
     }
     let s = f.stop();
     assert_eq!(s.resets_injected, 4);
+}
+
+#[test]
+fn error_bursts_cycle_their_statuses() {
+    let f = Fixture::new(ServerConfig {
+        error_rate: 0.5,
+        error_burst: 5,
+        error_statuses: vec![500, 429],
+        ..cfg()
+    });
+    let mut c = f.client();
+    let mut codes = Vec::new();
+    for _ in 0..40 {
+        let r = c.roundtrip(&chat(&chat_body(false, 1, false)));
+        if r.status == 429 {
+            assert_eq!(r.header("retry-after"), Some("1"));
+            assert_eq!(r.json()["error"]["type"], "rate_limit_exceeded");
+        }
+        codes.push(r.status);
+    }
+    let mut want = vec![200u16; 40];
+    for (burst, code) in [(1, 500), (3, 429), (5, 500), (7, 429)] {
+        want[burst * 5..burst * 5 + 5].fill(code);
+    }
+    assert_eq!(codes, want);
+    let s = f.stop();
+    assert_eq!((s.errors_injected, s.completed), (20, 20));
+}
+
+#[test]
+fn stall_stops_after_fault_after_tokens_and_holds_the_connection() {
+    let f = Fixture::new(ServerConfig {
+        stall_rate: 1.0,
+        fault_after: Some(3),
+        ..cfg()
+    });
+    let mut c = f.client();
+    c.send(&chat(&chat_body(true, 10, false)));
+    let (status, _) = c.head();
+    assert_eq!(status, 200);
+    c.s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut tmp = [0u8; 4096];
+    loop {
+        match std::io::Read::read(&mut c.s, &mut tmp) {
+            Ok(0) => panic!("the server closed a stalled stream"),
+            Ok(n) => c.buf.extend_from_slice(&tmp[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&c.buf).into_owned();
+    // The role event and three tokens, then nothing.
+    assert_eq!(text.matches("data: ").count(), 1 + 3, "{text}");
+    // Once the client gives up, the server lets go.
+    c.s.shutdown(std::net::Shutdown::Write).unwrap();
+    c.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(c.closed_cleanly());
+    let s = f.stop();
+    assert_eq!((s.stalls_injected, s.completed), (1, 0));
+}
+
+#[test]
+fn endless_streams_go_past_any_max_tokens() {
+    let f = Fixture::new(ServerConfig {
+        endless_rate: 1.0,
+        ..cfg()
+    });
+    let mut c = f.client();
+    // Even a request for a body gets the stream.
+    c.send(&chat(&chat_body(false, 2, false)));
+    let (status, headers) = c.head();
+    assert_eq!(status, 200);
+    assert!(
+        headers
+            .iter()
+            .any(|(n, v)| n == "content-type" && v == "text/event-stream")
+    );
+    let mut tmp = vec![0u8; 65536];
+    while c.buf.len() < 4 << 20 {
+        let n = std::io::Read::read(&mut c.s, &mut tmp).unwrap();
+        assert!(n > 0, "the endless stream ended");
+        c.buf.extend_from_slice(&tmp[..n]);
+    }
+    // Each event after the first token carries about 4 KiB of whole
+    // vocabulary cycles, so a client keeping text is fed it quickly.
+    let text = String::from_utf8_lossy(&c.buf);
+    assert!(text.matches("data: ").count() > 500);
+    let cycle = llmload::server::formats::text::VOCAB.concat();
+    assert!(text.contains(&format!("\"content\":\"{}", cycle.repeat(50))));
+    assert!(!text.contains("[DONE]") && !text.contains("finish_reason\":\"length"));
+    drop(c);
+    let s = f.stop();
+    assert_eq!((s.endless_injected, s.completed), (1, 0));
+}
+
+/// The bytes a malformed response of `kind` starts with, read until the
+/// server closes or `limit` bytes have come.
+fn malformed_bytes(kind: MalformedKind, limit: usize) -> (Vec<u8>, bool) {
+    let f = Fixture::new(ServerConfig {
+        malformed_rate: 1.0,
+        malformed_kind: kind,
+        ..cfg()
+    });
+    let mut c = f.client();
+    c.send(&chat(&chat_body(true, 4, false)));
+    let mut tmp = vec![0u8; 65536];
+    let mut closed = false;
+    while c.buf.len() < limit {
+        match std::io::Read::read(&mut c.s, &mut tmp) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(n) => c.buf.extend_from_slice(&tmp[..n]),
+            Err(e) => panic!("{kind:?}: {e}"),
+        }
+    }
+    let got = std::mem::take(&mut c.buf);
+    drop(c);
+    assert_eq!(f.stop().malformed_injected, 1);
+    (got, closed)
+}
+
+#[test]
+fn malformed_kinds_send_what_they_say() {
+    let (b, closed) = malformed_bytes(MalformedKind::StatusLine, 1 << 20);
+    assert!(closed && b == llmload::server::MALFORMED);
+
+    let (b, closed) = malformed_bytes(MalformedKind::Garbage, 1 << 20);
+    assert!(closed && b.len() == 4096);
+    assert!(b.iter().all(|&x| x >= 0x80), "not one ASCII byte");
+
+    let (b, closed) = malformed_bytes(MalformedKind::ChunkSize, 1 << 20);
+    let text = String::from_utf8_lossy(&b);
+    assert!(closed && text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    let event = "data: {\"choices\":[]}\n\n";
+    let want = format!(
+        "\r\n\r\n{:x}\r\n{event}\r\nfffffffffffffffff\r\n",
+        event.len()
+    );
+    assert!(text.contains(&want), "{text}");
+
+    let (b, closed) = malformed_bytes(MalformedKind::HugeHead, 1 << 20);
+    let head_end = b.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(closed && head_end >= llmload::server::HUGE_HEAD && head_end == b.len());
+    let mut hs = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut hs);
+    assert!(resp.parse(&b).unwrap().is_complete());
+    assert_eq!(resp.code, Some(200));
+
+    let (b, closed) = malformed_bytes(MalformedKind::EndlessLine, 3 << 20);
+    let body = &b[b.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..];
+    assert!(!closed && b.len() >= 3 << 20);
+    // Without the chunk framing, one line that has not ended.
+    let text = String::from_utf8_lossy(body);
+    let (_, payload) = text.split_once("\r\n").unwrap();
+    let payload = payload.replace("\r\n4000\r\n", "");
+    assert!(payload.starts_with("data: {"), "{}", &payload[..100]);
+    assert!(
+        !payload[..payload.len() - 16].contains('\n'),
+        "the line ended"
+    );
+
+    let (b, closed) = malformed_bytes(MalformedKind::HugeLength, 3 << 20);
+    let text = String::from_utf8_lossy(&b[..300]);
+    assert!(
+        !closed && text.contains("content-length: 10737418240\r\n"),
+        "{text}"
+    );
+
+    // A proxy's page: a whole, valid response on a connection kept alive.
+    let f = Fixture::new(ServerConfig {
+        malformed_rate: 0.5,
+        malformed_kind: MalformedKind::Html,
+        ..cfg()
+    });
+    let mut c = f.client();
+    assert_eq!(c.roundtrip(&chat(&chat_body(false, 1, false))).status, 200);
+    let r = c.roundtrip(&chat(&chat_body(true, 1, false)));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(String::from_utf8_lossy(&r.body).contains("<html>"));
+    assert_eq!(c.roundtrip(&chat(&chat_body(false, 1, false))).status, 200);
+    let s = f.stop();
+    assert_eq!((s.malformed_injected, s.completed), (1, 2));
+}
+
+#[test]
+fn drip_sends_one_byte_per_interval() {
+    let f = Fixture::new(ServerConfig {
+        drip: Duration::from_millis(20),
+        ..cfg()
+    });
+    let mut c = f.client();
+    c.send(&chat(&chat_body(false, 1, false)));
+    c.s.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut tmp = [0u8; 4096];
+    let mut reads = 0;
+    while start.elapsed() < Duration::from_millis(300) {
+        if let Ok(n) = std::io::Read::read(&mut c.s, &mut tmp) {
+            assert!(n <= 2, "{n} bytes at once");
+            c.buf.extend_from_slice(&tmp[..n]);
+            reads += 1;
+        }
+    }
+    // About 15 bytes in 300 ms; never the whole response.
+    assert!((5..=20).contains(&c.buf.len()), "{} bytes", c.buf.len());
+    assert!(reads >= 5);
+    assert!(b"HTTP/1.1 200 OK\r\n".starts_with(&c.buf[..c.buf.len().min(17)]));
+    drop(c);
+    f.stop();
+}
+
+#[test]
+fn resets_strike_after_fault_after_tokens() {
+    let f = Fixture::new(ServerConfig {
+        reset_rate: 1.0,
+        fault_after: Some(2),
+        ..cfg()
+    });
+    let mut c = f.client();
+    c.send(&chat(&chat_body(true, 10, false)));
+    let (status, _) = c.head();
+    assert_eq!(status, 200);
+    assert!(!c.closed_cleanly(), "expected RST");
+    let text = String::from_utf8_lossy(&c.buf).into_owned();
+    assert_eq!(text.matches("data: ").count(), 1 + 2, "{text}");
+    assert_eq!(f.stop().resets_injected, 1);
 }

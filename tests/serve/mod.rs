@@ -11,6 +11,7 @@ mod client;
 mod faults;
 mod formats;
 mod http;
+mod limits;
 mod process;
 mod timing;
 

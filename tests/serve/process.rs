@@ -169,6 +169,30 @@ fn bad_config_is_an_error_not_a_panic() {
             served_models: vec![String::new()],
             ..cfg()
         },
+        ServerConfig {
+            error_statuses: vec![503, 418],
+            ..cfg()
+        },
+        ServerConfig {
+            error_burst: 0,
+            ..cfg()
+        },
+        ServerConfig {
+            stall_rate: 2.0,
+            ..cfg()
+        },
+        ServerConfig {
+            endless_rate: -1.0,
+            ..cfg()
+        },
+        ServerConfig {
+            max_connections: 0,
+            ..cfg()
+        },
+        ServerConfig {
+            input_budget: 1000,
+            ..cfg()
+        },
     ];
     for c in bad {
         let e = spawn(&c).unwrap_err();

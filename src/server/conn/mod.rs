@@ -11,7 +11,18 @@
 //! `HIGH_WATER` bytes wait for the socket, and resumes on the writable edge,
 //! so a slow or stalled reader costs memory in proportion to the socket, not
 //! to the response. Input is bounded the same way (`IN_SOFT` bytes of
-//! pipelined requests, or the current request's own size).
+//! pipelined requests, or the current request's own size); a request larger
+//! than `IN_SOFT` must first reserve its size from the worker's input budget
+//! (`InputBudget`), so many large bodies at once are refused with a 503
+//! instead of exhausting memory.
+//!
+//! Time is bounded too: a connection that waits on its client — for a whole
+//! request, or for it to read what was sent — records since when
+//! (`waiting_since`), and the worker closes it once that is older than the
+//! idle timeout. A connection that closes after its response first shuts
+//! down its sending side and reads on to the client's end (a lingering
+//! close, bounded by `LINGER_NS`): closing with unread input would send a
+//! reset that can destroy the response before the client reads it.
 //!
 //! The wire format of a request (chat, text completions, SGLang, Anthropic)
 //! decides only the bytes, through `formats`; the pacing, the fault
@@ -25,12 +36,13 @@ use std::os::fd::AsRawFd;
 use mio::net::TcpStream;
 
 use super::access::Access;
-use super::faults::{Fault, FaultPlan};
-use super::formats::{self, Events, Format, Identity, Problem, Reply, openai};
+use super::faults::{Fault, FaultPlan, MalformedKind};
+use super::formats::text::CYCLE;
+use super::formats::{self, Events, Format, Identity, Problem, Reply, Request, openai};
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
 use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
-use crate::http::chunked::write_last_chunk;
+use crate::http::chunked::{write_chunk, write_last_chunk};
 use crate::sys::socket;
 use refusal::{Failure, NO_KEY, Rejection, output_tokens};
 
@@ -41,8 +53,10 @@ const IN_MIN: usize = 8 * 1024;
 const IN_SOFT: usize = 64 * 1024;
 /// A read buffer grown past this is given back once it is empty.
 const IN_KEEP: usize = 256 * 1024;
-/// Largest request body accepted.
+/// Largest request body accepted (a smaller input budget lowers it).
 pub(crate) const MAX_BODY: u64 = 64 * 1024 * 1024;
+/// How long a closing connection waits for its client's end.
+pub(crate) const LINGER_NS: u64 = 2_000_000_000;
 /// Unsent output at which a stream pauses and request parsing stops.
 const HIGH_WATER: usize = 256 * 1024;
 /// Events one stream may emit in one go before yielding to the others.
@@ -51,9 +65,61 @@ const BATCH: u32 = 256;
 /// What a fault of kind malformed sends: an HTTP-looking line that is not.
 pub const MALFORMED: &[u8] = b"HTXP/1.1 200 OK\r\n\r\ngarbage";
 
+/// The text of each event of an endless stream: whole vocabulary cycles,
+/// about 4 KiB, so a client that keeps text is fed it quickly.
+static FAT_TEXT: [u8; 51 * CYCLE.len()] = {
+    let cycle = CYCLE.as_bytes();
+    let mut b = [0u8; 51 * CYCLE.len()];
+    let mut i = 0;
+    while i < b.len() {
+        b[i] = cycle[i % cycle.len()];
+        i += 1;
+    }
+    b
+};
+
+/// Bytes an endless body is made of, a block at a time.
+static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
+
+/// `--malformed-kind garbage`: binary bytes, none of them a line of HTTP.
+static GARBAGE: [u8; 4096] = {
+    let mut b = [0u8; 4096];
+    let mut i = 0;
+    while i < b.len() {
+        b[i] = (i.wrapping_mul(167).wrapping_add(13) % 256) as u8 | 0x80;
+        i += 1;
+    }
+    b
+};
+
+/// `--malformed-kind html`: what a proxy or captive portal says instead.
+const HTML_PAGE: &[u8] = b"<!DOCTYPE html>\n<html><head><title>Welcome</title></head>\n\
+<body><h1>It works!</h1><p>This page is served instead of the API.</p></body></html>\n";
+
+/// A head's lines before the endless body of `--malformed-kind huge-length`.
+const HUGE_LENGTH_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+content-length: 10737418240\r\nconnection: close\r\n\r\n\
+{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"";
+
+/// The start of the event whose line never ends (`endless-line`).
+const ENDLESS_LINE: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"";
+
+/// Size of the head `--malformed-kind huge-head` sends.
+pub const HUGE_HEAD: usize = 70 * 1024;
+
 /// Server-wide settings a connection reads.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Settings {
+    /// Close a connection waiting on its client this long (0: never).
+    pub idle_timeout_ns: u64,
+    /// Largest request body (413 above).
+    pub body_cap: u64,
+    /// Send every response one byte per this interval (0: at once).
+    pub drip_ns: u64,
+    /// Tokens before a mid-stream fault (reset, stall, in-band error);
+    /// `None`: half the response.
+    pub fault_after: Option<u32>,
+    pub malformed: MalformedKind,
     pub ttft_ns: u64,
     pub tpot_ns: u64,
     /// Fixed output length, overriding the request's.
@@ -77,8 +143,34 @@ pub(crate) struct Ctx<'a> {
     pub faults: FaultPlan,
     pub access: Access,
     pub timers: TimerQueue,
+    pub budget: InputBudget,
     /// Responses started by this worker, for unique ids.
     pub seq: u64,
+}
+
+/// The worker's input budget: bytes of request input its connections may
+/// hold beyond `IN_SOFT` each, together. A connection reserves the size of
+/// a large request before buffering it and gives the reservation back when
+/// its buffer shrinks, so the sum of all input buffers stays below
+/// `connections × IN_SOFT + limit`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InputBudget {
+    pub limit: u64,
+    pub used: u64,
+}
+
+impl InputBudget {
+    fn reserve(&mut self, n: u64) -> bool {
+        if self.used.saturating_add(n) > self.limit {
+            return false;
+        }
+        self.used += n;
+        true
+    }
+
+    pub(crate) fn release(&mut self, n: u64) {
+        self.used = self.used.saturating_sub(n);
+    }
 }
 
 /// What the worker should do with the connection after an event.
@@ -98,6 +190,9 @@ enum Kind {
     Stream { chunked: bool },
     /// One JSON body, prebuilt in `deferred`.
     Full,
+    /// A body of `FILL` that never ends, chunked or not (malformed kinds
+    /// endless-line and huge-length).
+    Filler { chunked: bool },
 }
 
 /// A response under way.
@@ -115,9 +210,19 @@ struct Response {
     /// the stream (streams); the body is the error and comes at that token's
     /// time (non-streamed).
     inband_at: Option<u32>,
+    /// Send nothing more from token `next == stall_at` on (streams), or
+    /// instead of the body (`Some(0)`, non-streamed).
+    stall_at: Option<u32>,
+    /// A stream that never ends, each event carrying `FAT_TEXT`.
+    endless: bool,
 }
 
 impl Response {
+    /// Whether the response has stopped for good (an injected stall).
+    fn stalled(&self) -> bool {
+        self.stall_at == Some(self.next)
+    }
+
     /// When the next action is due.
     fn due(&self, s: &Settings) -> u64 {
         let n = self.reply.n;
@@ -127,6 +232,7 @@ impl Response {
             // token (with no tokens, at the first-token time).
             Kind::Stream { .. } => n.saturating_sub(1),
             Kind::Full => self.inband_at.unwrap_or(n.saturating_sub(1)),
+            Kind::Filler { .. } => 0,
         };
         self.arrival
             .saturating_add(s.ttft_ns)
@@ -178,15 +284,31 @@ pub(crate) struct Conn {
     write_wait: bool,
     /// The deadline of this connection's live timer entry, 0 for none.
     pub timer_at: u64,
+    /// Since when the connection has waited on its client (for a whole
+    /// request, for it to read, or for its end while lingering); 0 while it
+    /// does not.
+    waiting_since: u64,
+    /// The sending side is shut down; input is read and dropped until the
+    /// client's end.
+    lingering: bool,
+    /// Answered 503 at accept for the worker's connection cap.
+    pub refused: bool,
+    /// Bytes of the worker's input budget this connection holds.
+    pub reserved: u64,
+    /// Send one byte per this interval (0: as fast as the socket takes).
+    drip_ns: u64,
+    /// When the next dripped byte may leave.
+    drip_next: u64,
 }
 
 impl Conn {
-    pub(crate) fn new(sock: TcpStream, slot: u32, generation: u32) -> Self {
+    /// A connection accepted at `now`.
+    pub(crate) fn new(sock: TcpStream, slot: u32, generation: u32, now: u64, drip_ns: u64) -> Self {
         Conn {
             sock,
             slot,
             generation,
-            inb: vec![0; IN_MIN],
+            inb: Vec::new(),
             in_start: 0,
             in_end: 0,
             out: Vec::new(),
@@ -203,7 +325,43 @@ impl Conn {
             read_paused: false,
             write_wait: false,
             timer_at: 0,
+            waiting_since: now,
+            lingering: false,
+            refused: false,
+            reserved: 0,
+            drip_ns,
+            drip_next: 0,
         }
+    }
+
+    /// A connection over the worker's cap: `busy` (a whole 503 response)
+    /// goes out as soon as the socket is writable, then the connection
+    /// closes. Nothing it sends is parsed.
+    pub(crate) fn refuse(
+        sock: TcpStream,
+        slot: u32,
+        generation: u32,
+        now: u64,
+        busy: &[u8],
+    ) -> Self {
+        let mut c = Conn::new(sock, slot, generation, now, 0);
+        c.out.extend_from_slice(busy);
+        c.close_after = true;
+        c.refused = true;
+        c
+    }
+
+    /// Whether the connection has waited on its client for longer than it
+    /// may at `now`: `idle_ns` (0: for ever), or `LINGER_NS` when closing.
+    pub(crate) fn expired(&self, now: u64, idle_ns: u64) -> bool {
+        let limit = if self.lingering { LINGER_NS } else { idle_ns };
+        self.waiting_since != 0 && limit != 0 && now.saturating_sub(self.waiting_since) >= limit
+    }
+
+    /// Whether the connection is closing (its response sent, its client's
+    /// end awaited), rather than idle.
+    pub(crate) fn lingering(&self) -> bool {
+        self.lingering
     }
 
     /// Ends the connection with RST when it is dropped.
@@ -234,6 +392,13 @@ impl Conn {
                 }
             }
         }
+        if self.lingering {
+            return if readable && self.discard() {
+                Outcome::Close
+            } else {
+                Outcome::Open
+            };
+        }
         if readable && self.read_some().is_err() {
             return Outcome::Close;
         }
@@ -243,9 +408,33 @@ impl Conn {
         self.settle(ctx, now)
     }
 
+    /// Reads and drops input while lingering; true once the client's end
+    /// (or an error) is seen.
+    fn discard(&mut self) -> bool {
+        if self.inb.len() < IN_MIN {
+            self.inb.resize(IN_MIN, 0);
+        }
+        loop {
+            match self.sock.read(&mut self.inb) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return true,
+            }
+        }
+    }
+
     /// This connection's timer expired at or before `now`.
     pub(crate) fn on_timer(&mut self, ctx: &mut Ctx<'_>, now: u64) -> Outcome {
         self.timer_at = 0;
+        if self.lingering {
+            return Outcome::Open;
+        }
+        if self.write_wait && self.pending_out() == 0 {
+            // Drained by dripping, with no writable edge to say so.
+            self.write_wait = false;
+        }
         if self.resp.is_some() && !self.write_wait {
             match self.step(ctx, now) {
                 Step::End(o) => return o,
@@ -269,12 +458,20 @@ impl Conn {
         self.timer_at = t;
     }
 
-    /// Writes buffered output until done or the socket is full.
+    /// Writes buffered output until done or the socket is full (one byte
+    /// when it is due, when dripping).
     fn flush(&mut self) -> io::Result<()> {
+        if self.drip_ns != 0 {
+            return self.drip();
+        }
         while self.out_pos < self.out.len() {
             match self.sock.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.out_pos += n,
+                Ok(n) => {
+                    self.out_pos += n;
+                    // The client is reading: whatever it owes starts anew.
+                    self.waiting_since = 0;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if self.out_pos > HIGH_WATER {
                         self.out.drain(..self.out_pos);
@@ -294,6 +491,39 @@ impl Conn {
         Ok(())
     }
 
+    /// Writes one byte of output if one is due; the caller arms the timer
+    /// for the next (`settle`).
+    fn drip(&mut self) -> io::Result<()> {
+        if self.out_pos == self.out.len() {
+            return Ok(());
+        }
+        let now = crate::clock::now_ns();
+        if now < self.drip_next {
+            return Ok(());
+        }
+        loop {
+            match self.sock.write(&self.out[self.out_pos..self.out_pos + 1]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.out_pos += n;
+                    self.drip_next = now.saturating_add(self.drip_ns);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        } else if self.out_pos > HIGH_WATER {
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
+        Ok(())
+    }
+
     /// Bytes the request being read needs buffered, once its head is known.
     fn request_len(&self) -> usize {
         match self.head {
@@ -302,6 +532,7 @@ impl Conn {
                 body: Body::Length(n),
                 ..
             }) if n <= MAX_BODY => len + n as usize,
+            // Over the cap: answered 413 before any of it is buffered.
             _ => 0,
         }
     }
@@ -331,6 +562,7 @@ impl Conn {
                 }
                 if self.inb.len() - self.in_end < 2048 {
                     let target = (self.inb.len() * 2)
+                        .max(IN_MIN)
                         .max(self.request_len())
                         .min(budget)
                         .max(self.in_end + 1);
@@ -402,7 +634,43 @@ impl Conn {
             break;
         }
         let quiet = self.pending_out() == 0 && self.resp.is_none();
-        if quiet && (self.close_after || self.peer_eof) {
+        if quiet && self.peer_eof {
+            return Outcome::Close;
+        }
+        if quiet && self.close_after {
+            return self.linger(now);
+        }
+        if self.peer_eof && self.resp.is_some_and(|r| r.stalled()) {
+            // Nothing more will be sent, and the client has gone.
+            return Outcome::Close;
+        }
+        if self.drip_ns != 0 && self.pending_out() > 0 {
+            self.arm(ctx, self.drip_next);
+        }
+        // Waiting on the client: for a request (nothing of ours left to
+        // send, or left in a socket it does not drain), or for it to read a
+        // paused stream. A dripped response is ours to send, not a wait.
+        let waiting = self.write_wait
+            || (self.resp.is_none() && (self.drip_ns == 0 || self.pending_out() == 0));
+        if !waiting {
+            self.waiting_since = 0;
+        } else if self.waiting_since == 0 {
+            self.waiting_since = now;
+        }
+        Outcome::Open
+    }
+
+    /// Ends a connection whose response is out: shuts down the sending side
+    /// and reads on until the client closes its end (or `LINGER_NS`).
+    fn linger(&mut self, now: u64) -> Outcome {
+        if self.sock.shutdown(std::net::Shutdown::Write).is_err() {
+            return Outcome::Close;
+        }
+        self.lingering = true;
+        self.waiting_since = now;
+        self.in_start = 0;
+        self.in_end = 0;
+        if self.discard() {
             Outcome::Close
         } else {
             Outcome::Open
@@ -427,10 +695,15 @@ impl Conn {
                     }
                     Ok(None) if buffered.len() < head::MAX_HEAD => return Next::NeedMore,
                     Ok(None) => {
-                        self.reject_stream(Status::HeadersTooLarge, "request head too large");
+                        WorkerCounters::bump(&ctx.counters.too_large, 1);
+                        let msg = "request head over this server's limit of 64 KiB";
+                        self.reject_stream(Status::HeadersTooLarge, msg);
                         return Next::Handled;
                     }
                     Err(e) => {
+                        if e.status() == Status::HeadersTooLarge {
+                            WorkerCounters::bump(&ctx.counters.too_large, 1);
+                        }
                         self.reject_stream(e.status(), e.message());
                         return Next::Handled;
                     }
@@ -447,14 +720,36 @@ impl Conn {
                 );
                 return Next::Handled;
             }
-            Body::Length(n) if n > MAX_BODY => {
-                self.reject_stream(Status::PayloadTooLarge, "request body over 64 MiB");
+            Body::Length(n) if n > ctx.settings.body_cap => {
+                WorkerCounters::bump(&ctx.counters.too_large, 1);
+                let msg = format!(
+                    "request body of {n} bytes is over this server's limit of {} bytes",
+                    ctx.settings.body_cap
+                );
+                self.reject_stream(Status::PayloadTooLarge, &msg);
                 return Next::Handled;
             }
             Body::Length(n) => n as usize,
             Body::None => 0,
         };
         let total = head.len + body_len;
+        // Buffering a request past `IN_SOFT` takes from the worker's budget
+        // first; without room, the request is refused, not queued, so no
+        // connection waits on another's.
+        let need = (total as u64).saturating_sub(IN_SOFT as u64);
+        if need > self.reserved {
+            if !ctx.budget.reserve(need - self.reserved) {
+                WorkerCounters::bump(&ctx.counters.over_budget, 1);
+                let msg = format!(
+                    "this worker's input budget of {} bytes is taken by other requests; \
+                     retry later",
+                    ctx.budget.limit
+                );
+                self.reject_stream(Status::Unavailable, &msg);
+                return Next::Handled;
+            }
+            self.reserved = need;
+        }
         if buffered.len() < total {
             if head.expect_continue && !self.continue_sent {
                 self.out.extend_from_slice(head::CONTINUE);
@@ -465,6 +760,8 @@ impl Conn {
         let body_start = self.in_start + head.len;
         self.in_start += total;
         self.head = None;
+        // A whole request is in: the client owes nothing until the answer.
+        self.waiting_since = 0;
         // The body is read from the input buffer while the response is built
         // in the others; taking the buffer out for the call keeps the borrows
         // apart without copying.
@@ -475,6 +772,8 @@ impl Conn {
             self.inb = vec![0; IN_MIN];
             self.in_start = 0;
             self.in_end = 0;
+            ctx.budget.release(self.reserved);
+            self.reserved = 0;
         }
         next
     }
@@ -621,7 +920,8 @@ impl Conn {
                         ));
                     }
                 }
-                let n = output_tokens(&ctx.settings, format, req.max_tokens)?;
+                let stream = req.stream && !ctx.settings.ignore_stream;
+                let n = output_tokens(&ctx.settings, format, req.max_tokens, stream)?;
                 Ok((req, n))
             });
         if parsed.as_ref().is_ok_and(|(req, _)| req.stream) {
@@ -633,22 +933,40 @@ impl Conn {
         let fault = ctx.faults.next();
         let messages = parsed.as_ref().map_or(0, |(req, _)| req.messages);
         match fault {
-            Fault::Error => {
+            Fault::Error(status) => {
                 WorkerCounters::bump(&c.errors_injected, 1);
-                let fail = Failure::of(Status::Unavailable, "injected error");
-                self.error(head, Some(format), fail, messages, b"");
+                let fail = Failure::of(status, "injected error");
+                let extra: &[u8] = if status == Status::TooManyRequests {
+                    b"retry-after: 1\r\n"
+                } else {
+                    b""
+                };
+                self.error(head, Some(format), fail, messages, extra);
                 return Next::Handled;
             }
             Fault::Malformed => {
                 WorkerCounters::bump(&c.malformed_injected, 1);
-                self.out.extend_from_slice(MALFORMED);
-                self.close_after = true;
-                return Next::Handled;
+                return self.malformed(ctx, now, head, format);
             }
+            Fault::Stall => WorkerCounters::bump(&c.stalls_injected, 1),
+            Fault::Endless => WorkerCounters::bump(&c.endless_injected, 1),
             Fault::Reset | Fault::Inband | Fault::None => {}
         }
         let (req, n) = match parsed {
             Ok(p) => p,
+            // The fault replaces the refusal: a request of the format's
+            // defaults stands in for the one that could not be read.
+            Err(_) if matches!(fault, Fault::Stall | Fault::Endless) => (
+                Request {
+                    model: None,
+                    messages: 0,
+                    prompt_tokens: 0,
+                    stream: fault == Fault::Endless,
+                    include_usage: false,
+                    max_tokens: None,
+                },
+                0,
+            ),
             Err(_) if fault == Fault::Reset => {
                 WorkerCounters::bump(&c.resets_injected, 1);
                 return Next::End(Outcome::Reset);
@@ -686,6 +1004,10 @@ impl Conn {
                 .as_deref()
                 .unwrap_or_else(|| ctx.access.default_model()),
         };
+        // A response that never ends is a stream of as many tokens as a
+        // count can say, whatever was asked.
+        let endless = fault == Fault::Endless;
+        let n = if endless { u32::MAX } else { n };
         let mut reply = Reply::new(
             format,
             n,
@@ -694,7 +1016,7 @@ impl Conn {
             req.include_usage && !settings.no_usage,
         );
         reply.body_usage = !settings.no_usage;
-        let stream = req.stream && !settings.ignore_stream;
+        let stream = endless || (req.stream && !settings.ignore_stream);
         // Chunked framing does not exist in HTTP/1.0: a stream to such a
         // client ends by closing the connection.
         let keep_alive = head.keep_alive && !(stream && head.http10);
@@ -733,15 +1055,19 @@ impl Conn {
             self.deferred.extend_from_slice(&self.scratch);
             Kind::Full
         };
-        // Both faults strike about halfway through the tokens; a reset
-        // replaces a whole body, while an in-band error body simply comes
-        // when the stream's error event would have.
-        let reset_at = match (fault, kind) {
-            (Fault::Reset, Kind::Stream { .. }) => Some(n / 2),
-            (Fault::Reset, Kind::Full) => Some(0),
-            _ => None,
+        // Mid-stream faults strike after `--fault-after` tokens (half of
+        // them by default); a reset or a stall replaces a whole body, while
+        // an in-band error body simply comes when the stream's error event
+        // would have.
+        let at = settings.fault_after.map_or(n / 2, |k| k.min(n));
+        let mid = |f: Fault| match (fault == f, kind) {
+            (true, Kind::Stream { .. }) => Some(at),
+            (true, _) => Some(0),
+            (false, _) => None,
         };
-        let inband_at = (fault == Fault::Inband).then_some(n / 2);
+        let reset_at = mid(Fault::Reset);
+        let stall_at = mid(Fault::Stall);
+        let inband_at = (fault == Fault::Inband).then_some(at);
         self.resp = Some(Response {
             kind,
             reply,
@@ -749,6 +1075,89 @@ impl Conn {
             next: 0,
             reset_at,
             inband_at,
+            stall_at,
+            endless,
+        });
+        match self.step(ctx, now) {
+            Step::End(o) => Next::End(o),
+            Step::Waiting | Step::Finished => Next::Handled,
+        }
+    }
+
+    /// Answers with what `--malformed-kind` says a malformed response is.
+    fn malformed(&mut self, ctx: &mut Ctx<'_>, now: u64, head: &Head, format: Format) -> Next {
+        self.close_after = true;
+        let filler = match ctx.settings.malformed {
+            MalformedKind::StatusLine => {
+                self.out.extend_from_slice(MALFORMED);
+                return Next::Handled;
+            }
+            MalformedKind::Garbage => {
+                self.out.extend_from_slice(&GARBAGE);
+                return Next::Handled;
+            }
+            MalformedKind::ChunkSize => {
+                // One good event, then a size no 64-bit count can hold.
+                head::write(&mut self.out, &ResponseHead::stream(0, false, false));
+                write_chunk(&mut self.out, b"data: {\"choices\":[]}\n\n");
+                self.out
+                    .extend_from_slice(b"fffffffffffffffff\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+                return Next::Handled;
+            }
+            MalformedKind::HugeHead => {
+                self.out
+                    .extend_from_slice(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n");
+                // 35 headers of 2 KiB: under any header-count limit, so only
+                // the head's size is at fault.
+                let line = HUGE_HEAD / 35;
+                for i in 0..35u8 {
+                    self.out.extend_from_slice(b"x-filler-");
+                    self.out.push(b'a' + i % 26);
+                    self.out.push(b'a' + i / 26);
+                    self.out.extend_from_slice(b": ");
+                    let pad = line - b"x-filler-aa: \r\n".len();
+                    self.out.extend_from_slice(&FILL[..pad]);
+                    self.out.extend_from_slice(b"\r\n");
+                }
+                self.out.extend_from_slice(b"\r\n");
+                return Next::Handled;
+            }
+            MalformedKind::Html => {
+                self.close_after = !head.keep_alive;
+                head::write(
+                    &mut self.out,
+                    &ResponseHead {
+                        status: Status::Ok,
+                        content_type: b"text/html; charset=utf-8",
+                        framing: Framing::Length(HTML_PAGE.len()),
+                        messages: 0,
+                        keep_alive: head.keep_alive,
+                        http10: head.http10,
+                        extra: b"",
+                    },
+                );
+                self.out.extend_from_slice(HTML_PAGE);
+                return Next::Handled;
+            }
+            MalformedKind::EndlessLine => {
+                head::write(&mut self.out, &ResponseHead::stream(0, false, false));
+                write_chunk(&mut self.out, ENDLESS_LINE);
+                Kind::Filler { chunked: true }
+            }
+            MalformedKind::HugeLength => {
+                self.out.extend_from_slice(HUGE_LENGTH_HEAD);
+                Kind::Filler { chunked: false }
+            }
+        };
+        self.resp = Some(Response {
+            kind: filler,
+            reply: Reply::new(format, 0, 0, 0, false),
+            arrival: now,
+            next: 0,
+            reset_at: None,
+            inband_at: None,
+            stall_at: None,
+            endless: false,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -776,6 +1185,10 @@ impl Conn {
                 self.resp = None;
                 return Step::End(Outcome::Reset);
             }
+            if r.stalled() {
+                // Nothing is armed: only the client's end wakes it again.
+                return Step::Waiting;
+            }
             if self.pending_out() >= HIGH_WATER {
                 if self.flush().is_err() {
                     return Step::End(Outcome::Close);
@@ -800,6 +1213,16 @@ impl Conn {
                         return Step::Finished;
                     }
                 }
+                Kind::Filler { chunked } => {
+                    if chunked {
+                        write_chunk(&mut self.out, &FILL);
+                    } else {
+                        self.out.extend_from_slice(&FILL);
+                    }
+                    // The loop flushes at `HIGH_WATER` and yields after a
+                    // batch: the body goes on as fast as the client reads.
+                    continue;
+                }
                 Kind::Stream { chunked } => {
                     let mut ev = Events::new(&mut self.out, &mut self.scratch, chunked);
                     if r.inband_at == Some(r.next) {
@@ -812,7 +1235,12 @@ impl Conn {
                         return Step::Finished;
                     }
                     if r.next < r.reply.n {
-                        formats::token(&r.reply, &self.prefix, r.next, &mut ev);
+                        if r.endless && r.next > r.reply.reasoning {
+                            let (reply, k) = (&r.reply, r.next);
+                            formats::text_event(reply, &self.prefix, k, &FAT_TEXT, &mut ev);
+                        } else {
+                            formats::token(&r.reply, &self.prefix, r.next, &mut ev);
+                        }
                         r.next += 1;
                         if r.next < r.reply.n {
                             self.resp = Some(r);

@@ -4,7 +4,9 @@
 //! that every refusal reads the same in every wire format.
 
 use super::Settings;
-use crate::server::formats::{DEFAULT_OUTPUT_TOKENS, Format, MAX_OUTPUT_TOKENS, Problem};
+use crate::server::formats::{
+    DEFAULT_OUTPUT_TOKENS, Format, MAX_BODY_TOKENS, MAX_OUTPUT_TOKENS, Problem,
+};
 use crate::server::head::Status;
 
 /// What a 401 says, in every format.
@@ -26,7 +28,11 @@ impl<'m> Failure<'m> {
         let problem = match status {
             Status::Unauthorized => Problem::Unauthorized,
             Status::NotFound => Problem::NotFound,
-            Status::Unavailable => Problem::Unavailable,
+            Status::TooManyRequests => Problem::RateLimited,
+            Status::InternalError
+            | Status::BadGateway
+            | Status::Unavailable
+            | Status::GatewayTimeout => Problem::Unavailable,
             _ => Problem::Invalid,
         };
         Failure {
@@ -56,23 +62,43 @@ impl Rejection {
 }
 
 /// Output tokens of a response: the server's fixed number, else the
-/// request's, else the default.
+/// request's, else the default. A response that is not streamed is built
+/// whole before it is sent, so it may hold at most `MAX_BODY_TOKENS`.
 pub(super) fn output_tokens(
     s: &Settings,
     format: Format,
     asked: Option<u64>,
+    stream: bool,
 ) -> Result<u32, Rejection> {
-    match (s.output_tokens, asked) {
-        (Some(n), _) => Ok(n),
-        (None, Some(m)) if m > u64::from(MAX_OUTPUT_TOKENS) => Err(Rejection::new(
+    let n = match (s.output_tokens, asked) {
+        (Some(n), _) => n,
+        (None, Some(m)) if m > u64::from(MAX_OUTPUT_TOKENS) => {
+            return Err(Rejection::new(
+                Status::BadRequest,
+                Problem::Invalid,
+                format!(
+                    "{} is {m}, over this mock's limit of {MAX_OUTPUT_TOKENS}",
+                    format.max_tokens_field()
+                ),
+            ));
+        }
+        (None, Some(m)) => m as u32,
+        (None, None) => DEFAULT_OUTPUT_TOKENS,
+    };
+    if !stream && n > MAX_BODY_TOKENS {
+        let asked_by = if s.output_tokens.is_some() {
+            "--output-tokens"
+        } else {
+            format.max_tokens_field()
+        };
+        return Err(Rejection::new(
             Status::BadRequest,
             Problem::Invalid,
             format!(
-                "{} is {m}, over this mock's limit of {MAX_OUTPUT_TOKENS}",
-                format.max_tokens_field()
+                "{asked_by} is {n}, over this mock's limit of {MAX_BODY_TOKENS} \
+                 for a response that is not streamed; ask for a stream"
             ),
-        )),
-        (None, Some(m)) => Ok(m as u32),
-        (None, None) => Ok(DEFAULT_OUTPUT_TOKENS),
+        ));
     }
+    Ok(n)
 }

@@ -145,6 +145,19 @@ pub(crate) fn token_events(r: &Reply, k: u32, ev: &mut Events<'_>) {
     });
 }
 
+/// A text delta event carrying `text` (JSON-safe), in the text block.
+pub(crate) fn text_event(r: &Reply, text: &[u8], ev: &mut Events<'_>) {
+    let index: &[u8] = if text_index(r) == 1 { b"1" } else { b"0" };
+    let len = DELTA_EVENT.len() + index.len() + TEXT_DELTA.len() + text.len() + DELTA_END.len();
+    ev.push_sized(len, |b| {
+        b.extend_from_slice(DELTA_EVENT);
+        b.extend_from_slice(index);
+        b.extend_from_slice(TEXT_DELTA);
+        b.extend_from_slice(text);
+        b.extend_from_slice(DELTA_END);
+    });
+}
+
 /// Closes the open block (the thinking block when every token was
 /// reasoning) and the message.
 pub(crate) fn finish(r: &Reply, ev: &mut Events<'_>) {

@@ -100,6 +100,18 @@ pub(crate) fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>)
     });
 }
 
+/// An output event carrying `text` (JSON-safe) as content.
+pub(crate) fn text_event(prefix: &[u8], text: &[u8], ev: &mut Events<'_>) {
+    let len = DATA.len() + prefix.len() + CONTENT_DELTA.len() + text.len() + DELTA_END.len();
+    ev.push_sized(len, |b| {
+        b.extend_from_slice(DATA);
+        b.extend_from_slice(prefix);
+        b.extend_from_slice(CONTENT_DELTA);
+        b.extend_from_slice(text);
+        b.extend_from_slice(DELTA_END);
+    });
+}
+
 pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");

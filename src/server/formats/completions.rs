@@ -77,6 +77,18 @@ pub(crate) fn token_event(prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     });
 }
 
+/// An output event carrying `text` (JSON-safe).
+pub(crate) fn text_event(prefix: &[u8], text: &[u8], ev: &mut Events<'_>) {
+    let len = DATA.len() + prefix.len() + TEXT.len() + text.len() + TEXT_END.len();
+    ev.push_sized(len, |b| {
+        b.extend_from_slice(DATA);
+        b.extend_from_slice(prefix);
+        b.extend_from_slice(TEXT);
+        b.extend_from_slice(text);
+        b.extend_from_slice(TEXT_END);
+    });
+}
+
 pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");

@@ -33,9 +33,13 @@ pub const MODEL: &str = "llmload-mock";
 /// Output tokens when neither the server nor the request sets a number.
 pub const DEFAULT_OUTPUT_TOKENS: u32 = 128;
 
-/// Most output tokens one response may ask for: a non-streamed body is built
-/// whole in memory, so the limit keeps one request from exhausting it.
+/// Most output tokens one response may ask for.
 pub const MAX_OUTPUT_TOKENS: u32 = 1 << 20;
+
+/// Most output tokens of a response that is not streamed: such a body is
+/// built whole in memory (about 5 bytes a token, so at most about 700 KB),
+/// while a stream is produced as the client reads it.
+pub const MAX_BODY_TOKENS: u32 = 1 << 17;
 
 /// What every server-sent event's data line starts with.
 const DATA: &[u8] = b"data: ";
@@ -235,6 +239,19 @@ pub fn token(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
     }
 }
 
+/// An output event carrying `text` (JSON-safe, such as whole vocabulary
+/// cycles) in place of token `k`'s word, for streams that test how much
+/// text a client keeps. SGLang's events repeat the whole text so far, so
+/// there it stays token `k`'s event.
+pub fn text_event(r: &Reply, prefix: &[u8], k: u32, text: &[u8], ev: &mut Events<'_>) {
+    match r.format {
+        Format::Chat => chat::text_event(prefix, text, ev),
+        Format::Completions => completions::text_event(prefix, text, ev),
+        Format::Generate => sglang::token_event(r, prefix, k, ev),
+        Format::Messages => anthropic::text_event(r, text, ev),
+    }
+}
+
 /// The events that end a stream, due with its last token.
 pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     match r.format {
@@ -286,8 +303,10 @@ pub enum Problem {
     UnknownModel,
     /// No such path (404).
     NotFound,
-    /// The injected error status (503).
+    /// An injected error status (5xx).
     Unavailable,
+    /// An injected 429.
+    RateLimited,
 }
 
 /// Appends the error body of `format` (OpenAI's when `None`: no format
@@ -308,6 +327,7 @@ pub fn error_body(
                 Problem::UnknownModel => "NotFoundError",
                 Problem::NotFound => "not_found_error",
                 Problem::Unavailable => "server_error",
+                Problem::RateLimited => "rate_limit_exceeded",
             };
             openai::error_body(out, message, kind, status);
         }
@@ -318,6 +338,7 @@ pub fn error_body(
                 Problem::Unauthorized => "authentication_error",
                 Problem::UnknownModel | Problem::NotFound => "not_found_error",
                 Problem::Unavailable => "api_error",
+                Problem::RateLimited => "rate_limit_error",
             };
             anthropic::error_body(out, kind, message);
         }
@@ -402,6 +423,39 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn text_events_are_valid_and_carry_the_text() {
+        for format in [Format::Chat, Format::Completions, Format::Messages] {
+            let r = reply(format, 10, 1);
+            let (mut out, mut scratch, mut prefix) = (Vec::new(), Vec::new(), Vec::new());
+            start(
+                &r,
+                &ident("m"),
+                &mut prefix,
+                &mut Events::new(&mut out, &mut scratch, true),
+            );
+            out.clear();
+            text_event(
+                &r,
+                &prefix,
+                3,
+                b" many words at once",
+                &mut Events::new(&mut out, &mut scratch, true),
+            );
+            let events = unchunk(&out);
+            assert_eq!(events.len(), 1, "{format:?}");
+            let text = std::str::from_utf8(&events[0]).unwrap();
+            let data = text.split_once("data: ").unwrap().1.trim_end();
+            let v: Value = serde_json::from_str(data).unwrap();
+            let got = match format {
+                Format::Chat => &v["choices"][0]["delta"]["content"],
+                Format::Completions => &v["choices"][0]["text"],
+                _ => &v["delta"]["text"],
+            };
+            assert_eq!(got, " many words at once", "{format:?}");
+        }
+    }
+
+    #[test]
     fn reasoning_is_capped_and_dropped_where_unsupported() {
         assert_eq!(Reply::new(Format::Chat, 3, 5, 0, false).reasoning, 3);
         assert_eq!(Reply::new(Format::Messages, 9, 5, 0, false).reasoning, 5);
@@ -443,6 +497,7 @@ pub(super) mod tests {
                 Problem::UnknownModel,
                 Problem::NotFound,
                 Problem::Unavailable,
+                Problem::RateLimited,
             ] {
                 let mut out = Vec::new();
                 error_body(f, &mut out, p, 418, "a \"quoted\" message");

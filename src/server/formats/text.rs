@@ -14,7 +14,7 @@ pub const VOCAB: [&str; 16] = [
 ];
 
 /// `VOCAB` joined: one whole cycle of output text.
-const CYCLE: &str =
+pub(crate) const CYCLE: &str =
     " the quick brown fox jumps over a lazy dog while tokens stream at steady pace now";
 
 /// Output token `k` of any response.

@@ -1,0 +1,638 @@
+//! The fault matrix: `llmload bench` against hostile or broken servers
+//! (`llmload serve`'s fault options), crashed processes and signals. Every
+//! case is bounded twice: a hard deadline after which the bench is killed and
+//! the test fails, and a tighter stated bound on how long the run may take.
+//! Every case then checks the same things: no panic, a summary that says
+//! whether the run is complete, issued = completed + failed, every failure
+//! in the expected class (the whole error map is compared), the exit code,
+//! and, where memory is the point, the workers' peak RSS.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Kill the bench and fail after this, whatever the case's own bound.
+const HARD_LIMIT: Duration = Duration::from_secs(30);
+
+/// The checks every case makes; returns the summary.
+fn checked(run: &Run, bound: Duration) -> Value {
+    assert_ne!(run.status.code(), Some(101), "panic exit\n{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(
+        run.elapsed < bound,
+        "took {:?}, over the bound of {bound:?}\n{}",
+        run.elapsed,
+        run.stderr
+    );
+    let s = run.summary();
+    assert!(s["complete"].is_boolean(), "{s}");
+    assert_accounted(&s["requests"]);
+    s
+}
+
+/// The summary's error counts.
+fn errors(s: &Value) -> BTreeMap<String, u64> {
+    s["requests"]["errors"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), u(v)))
+        .collect()
+}
+
+/// Exactly these failures, no others.
+fn assert_errors(s: &Value, want: &[(&str, u64)]) {
+    let want: BTreeMap<String, u64> = want.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    assert_eq!(errors(s), want, "{}", s["requests"]);
+}
+
+/// Every failure is of one of `classes`; returns how many of each.
+fn assert_classes_within(s: &Value, classes: &[&str]) -> BTreeMap<String, u64> {
+    let e = errors(s);
+    for k in e.keys() {
+        assert!(
+            classes.contains(&k.as_str()),
+            "unexpected {k}: {}",
+            s["requests"]
+        );
+    }
+    e
+}
+
+fn exit(run: &Run) -> Option<i32> {
+    run.status.code()
+}
+
+/// Runs bench against `server`, sampling its workers' peak RSS (`VmHWM`
+/// of every child) while it runs.
+fn bench_watched(server: &str, args: &[&str], limit: Duration) -> (Run, u64) {
+    let mut all = vec!["--endpoint", server, "--model", "m"];
+    all.extend_from_slice(args);
+    let (child, out) = spawn_bench(&all);
+    let pid = child.id() as i32;
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (done, peak) = (done.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                for c in children(pid) {
+                    if let Some(kib) = vm_hwm_kib(c) {
+                        peak.fetch_max(kib, Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let run = wait_run(child, out, limit);
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let sampled = peak.load(Ordering::Relaxed);
+    (run, sampled)
+}
+
+/// The workers' peak RSS in KiB: the summary's `generator.worker_max_rss_kib`
+/// when the run reports it, else what was sampled from /proc.
+fn worker_peak_kib(s: &Value, sampled: u64) -> u64 {
+    match s["generator"]["worker_max_rss_kib"].as_array() {
+        Some(per_worker) => per_worker.iter().map(u).max().unwrap_or(0),
+        None => sampled,
+    }
+}
+
+fn assert_peak_under(s: &Value, sampled: u64, limit_mib: u64) {
+    let kib = worker_peak_kib(s, sampled);
+    eprintln!("worker peak RSS {kib} KiB (limit {limit_mib} MiB)");
+    assert!(kib > 0, "no worker RSS was seen");
+    assert!(
+        kib < limit_mib * 1024,
+        "worker peak RSS {} MiB, over the limit of {limit_mib} MiB",
+        kib / 1024
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Hostile servers
+
+#[test]
+fn reset_mid_stream_is_reset() {
+    let server = Server::start(&["--reset-rate", "0.5", "--fault-after", "3", "--tpot", "1ms"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "10",
+            "--max-tokens",
+            "8",
+        ],
+        HARD_LIMIT,
+    );
+    let s = checked(&run, Duration::from_secs(10));
+    assert_eq!(exit(&run), Some(0), "{}", run.stderr);
+    assert_eq!(s["complete"], true);
+    assert_eq!(u(&s["requests"]["issued"]), 10);
+    assert_errors(&s, &[("reset", 5)]);
+}
+
+#[test]
+fn a_stall_past_the_timeout_is_request_timeout() {
+    let server = Server::start(&["--stall-rate", "1", "--fault-after", "2"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "--timeout",
+            "500ms",
+        ],
+        HARD_LIMIT,
+    );
+    let s = checked(&run, Duration::from_secs(10));
+    assert!(
+        run.elapsed >= Duration::from_millis(1000),
+        "{:?}",
+        run.elapsed
+    );
+    assert_eq!(exit(&run), Some(1), "no request succeeded\n{}", run.stderr);
+    assert_eq!(s["complete"], true);
+    assert_errors(&s, &[("request_timeout", 4)]);
+}
+
+#[test]
+fn error_and_rate_limit_bursts_are_counted_exactly() {
+    let server = Server::start(&[
+        "--error-rate",
+        "0.5",
+        "--error-burst",
+        "5",
+        "--error-status",
+        "500",
+        "--error-status",
+        "429",
+    ]);
+    let run = bench_at(
+        &server,
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "40",
+            "--max-tokens",
+            "2",
+        ],
+        HARD_LIMIT,
+    );
+    let s = checked(&run, Duration::from_secs(10));
+    assert_eq!(exit(&run), Some(0), "{}", run.stderr);
+    assert_errors(&s, &[("http_429", 10), ("http_500", 10)]);
+    assert_eq!(u(&s["requests"]["completed"]), 20);
+}
+
+/// A server whose every response is malformed in the way `kind` says.
+fn malformed_run(kind: &str, bench_args: &[&str]) -> (Run, Value, u64) {
+    let server = Server::start(&["--malformed-rate", "1", "--malformed-kind", kind]);
+    let (run, sampled) = bench_watched(&server.url(), bench_args, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(15));
+    assert_eq!(exit(&run), Some(1), "no request succeeded\n{}", run.stderr);
+    assert_eq!(s["complete"], true);
+    (run, s, sampled)
+}
+
+#[test]
+fn malformed_chunk_sizes_are_malformed_response() {
+    let (_, s, _) = malformed_run("chunk-size", &["--concurrency", "2", "--requests", "4"]);
+    assert_errors(&s, &[("malformed_response", 4)]);
+}
+
+#[test]
+fn a_70_kib_response_head_is_malformed_response() {
+    let (_, s, _) = malformed_run("huge-head", &["--concurrency", "2", "--requests", "4"]);
+    assert_errors(&s, &[("malformed_response", 4)]);
+}
+
+#[test]
+fn garbage_instead_of_http_is_malformed_response() {
+    let (_, s, _) = malformed_run("garbage", &["--concurrency", "2", "--requests", "4"]);
+    assert_errors(&s, &[("malformed_response", 4)]);
+}
+
+#[test]
+fn an_endless_sse_line_is_malformed_response_at_1_mib() {
+    // The timeout is far off: the line cap ends each request.
+    let (run, s, sampled) = malformed_run(
+        "endless-line",
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "4",
+            "--workers",
+            "1",
+            "--timeout",
+            "20s",
+        ],
+    );
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    assert_errors(&s, &[("malformed_response", 4)]);
+    assert_peak_under(&s, sampled, 64);
+}
+
+#[test]
+fn a_10_gb_content_length_is_malformed_response_in_bounded_memory() {
+    let (run, s, sampled) = malformed_run(
+        "huge-length",
+        &[
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+            "--workers",
+            "1",
+            "--timeout",
+            "20s",
+        ],
+    );
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    assert_errors(&s, &[("malformed_response", 2)]);
+    // One body, cut at the body cap (64 MiB at most), and nothing kept.
+    assert_peak_under(&s, sampled, 100);
+}
+
+/// A server streaming valid token events for ever, as fast as read.
+fn endless_run(extra: &[&str]) -> (Run, Value, u64) {
+    let server = Server::start(&["--endless-rate", "1"]);
+    let mut args = vec![
+        "--concurrency",
+        "2",
+        "--requests",
+        "2",
+        "--workers",
+        "1",
+        "--timeout",
+        "2s",
+    ];
+    args.extend_from_slice(extra);
+    let (run, sampled) = bench_watched(&server.url(), &args, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(10));
+    assert!(run.elapsed >= Duration::from_secs(2), "{:?}", run.elapsed);
+    assert_eq!(exit(&run), Some(1), "no request succeeded\n{}", run.stderr);
+    assert_errors(&s, &[("request_timeout", 2)]);
+    (run, s, sampled)
+}
+
+#[test]
+fn a_never_ending_stream_times_out_in_bounded_memory() {
+    let (_, s, sampled) = endless_run(&[]);
+    assert_peak_under(&s, sampled, 64);
+}
+
+#[test]
+fn a_never_ending_stream_recorded_times_out_in_bounded_memory() {
+    // Kept text is capped (4 MiB a response by default), so recording the
+    // output costs a few MiB, not the stream's length.
+    let (run, s, sampled) = endless_run(&["--record-output"]);
+    assert_peak_under(&s, sampled, 64);
+    let events = read(&run.out.join("events.jsonl"));
+    assert_eq!(events.lines().count(), 2);
+    for line in events.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["output_truncated"],
+            true,
+            "{}",
+            &line[..line.len().min(300)]
+        );
+    }
+}
+
+#[test]
+fn a_slowloris_server_times_out_at_the_timeout() {
+    // One byte every 100 ms: the head alone would take seconds.
+    let server = Server::start(&["--drip", "100ms"]);
+    let run = bench_at(
+        &server,
+        &["--concurrency", "2", "--requests", "2", "--timeout", "1s"],
+        HARD_LIMIT,
+    );
+    let s = checked(&run, Duration::from_secs(6));
+    assert!(run.elapsed >= Duration::from_secs(1), "{:?}", run.elapsed);
+    assert_eq!(exit(&run), Some(1), "no request succeeded\n{}", run.stderr);
+    assert_errors(&s, &[("request_timeout", 2)]);
+}
+
+#[test]
+fn a_200_html_page_is_no_output() {
+    let (_, s, _) = malformed_run("html", &["--concurrency", "2", "--requests", "4"]);
+    assert_errors(&s, &[("no_output", 4)]);
+}
+
+#[test]
+fn an_unreachable_endpoint_gives_a_complete_report() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--requests",
+            "10",
+            "--concurrency",
+            "2",
+        ],
+        HARD_LIMIT,
+    );
+    let s = checked(&run, Duration::from_secs(10));
+    assert_eq!(exit(&run), Some(1), "{}", run.stderr);
+    assert_eq!(s["complete"], true);
+    assert_errors(&s, &[("connect_refused", 10)]);
+    assert!(run.out.join("report.txt").exists());
+}
+
+// ---------------------------------------------------------------------------
+// Crashed processes
+
+#[test]
+fn the_server_killed_mid_run_gives_refusals_and_a_summary() {
+    let mut server = ServeProcess::start(&[], &["--ttft", "5ms", "--tpot", "2ms"]);
+    let url = server.url();
+    let (child, out) = spawn_bench(&[
+        "--endpoint",
+        &url,
+        "--model",
+        "m",
+        "--concurrency",
+        "4",
+        "--duration",
+        "2s",
+        "--max-tokens",
+        "16",
+    ]);
+    std::thread::sleep(Duration::from_millis(800));
+    server.kill();
+    let run = wait_run(child, out, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(8));
+    assert_eq!(exit(&run), Some(0), "{}", run.stderr);
+    assert_eq!(s["complete"], true);
+    assert!(u(&s["requests"]["completed"]) > 0);
+    // Streams cut by the kill end as resets (or, cut at a clean close, as
+    // truncated); everything after is refused.
+    let e = assert_classes_within(&s, &["connect_refused", "reset", "truncated"]);
+    eprintln!("after the kill: {e:?}");
+    assert!(e.get("connect_refused").copied().unwrap_or(0) > 0, "{e:?}");
+}
+
+/// Starts a bench against `server` and waits until its workers exist.
+fn started_bench(
+    server: &Server,
+    args: &[&str],
+    workers: usize,
+) -> (std::process::Child, std::path::PathBuf, Vec<i32>) {
+    let url = server.url();
+    let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
+    all.extend_from_slice(args);
+    let (child, out) = spawn_bench(&all);
+    let pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kids = loop {
+        let kids = children(pid);
+        if kids.len() >= workers {
+            break kids;
+        }
+        assert!(Instant::now() < deadline, "bench's workers never appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    (child, out, kids)
+}
+
+fn sigkill(pid: i32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL a process this test started");
+}
+
+/// The live lines' in-flight counts printed at or after `from_s` seconds.
+fn inflight_after(stderr: &str, from_s: f64) -> Vec<u64> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let t: f64 = l
+                .strip_prefix('[')?
+                .split('s')
+                .next()?
+                .trim()
+                .parse()
+                .ok()?;
+            let n = l
+                .split("in-flight")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            (t >= from_s).then_some(n)
+        })
+        .collect()
+}
+
+#[test]
+fn a_worker_killed_in_a_closed_loop_is_worker_lost_exit_3() {
+    let server = Server::start(&["--ttft", "20ms", "--tpot", "2ms"]);
+    let (child, out, workers) = started_bench(
+        &server,
+        &[
+            "--workers",
+            "2",
+            "--concurrency",
+            "8",
+            "--duration",
+            "3s",
+            "--max-tokens",
+            "16",
+            "--live-interval",
+            "250ms",
+        ],
+        2,
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    sigkill(workers[0]);
+    let run = wait_run(child, out, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(10));
+    assert_eq!(
+        exit(&run),
+        Some(3),
+        "incomplete, not by a signal\n{}",
+        run.stderr
+    );
+    assert_eq!(s["complete"], false);
+    assert_eq!(s["interrupted"], false);
+    assert!(
+        !s["incomplete_reasons"].as_array().unwrap().is_empty(),
+        "{s}"
+    );
+    let e = assert_classes_within(&s, &["worker_lost"]);
+    assert!(e.get("worker_lost").copied().unwrap_or(0) > 0, "{e:?}");
+    assert!(u(&s["requests"]["completed"]) > 0);
+    // Only the dead worker's requests were written off: the survivor never
+    // carries more than the concurrency.
+    let after = inflight_after(&run.stderr, 1.6);
+    assert!(
+        !after.is_empty(),
+        "no live lines after the kill\n{}",
+        run.stderr
+    );
+    assert!(
+        after.iter().all(|&n| n <= 8),
+        "in flight after the kill: {after:?}"
+    );
+}
+
+#[test]
+fn a_worker_killed_in_an_open_loop_is_worker_lost_exit_3() {
+    let server = Server::start(&["--ttft", "50ms", "--tpot", "2ms"]);
+    let (child, out, workers) = started_bench(
+        &server,
+        &[
+            "--workers",
+            "2",
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--max-tokens",
+            "16",
+        ],
+        2,
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    sigkill(workers[1]);
+    let run = wait_run(child, out, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(10));
+    assert_eq!(
+        exit(&run),
+        Some(3),
+        "incomplete, not by a signal\n{}",
+        run.stderr
+    );
+    assert_eq!(s["complete"], false);
+    assert!(
+        !s["incomplete_reasons"].as_array().unwrap().is_empty(),
+        "{s}"
+    );
+    let e = assert_classes_within(&s, &["worker_lost"]);
+    assert!(e.get("worker_lost").copied().unwrap_or(0) > 0, "{e:?}");
+    assert!(u(&s["requests"]["completed"]) > 0);
+}
+
+#[test]
+fn the_parent_killed_leaves_no_worker_or_server_process() {
+    // No endpoint: the built-in server's workers are the bench's children
+    // too, beside the engine's.
+    let out = temp_dir("parent-kill");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "bench",
+            "--duration",
+            "30s",
+            "--concurrency",
+            "4",
+            "--workers",
+            "1",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kids = loop {
+        let kids = children(pid);
+        if kids.len() >= 2 {
+            break kids;
+        }
+        assert!(Instant::now() < deadline, "bench's children never appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let kids: Vec<i32> = children(pid).into_iter().chain(kids).collect();
+    sigkill(pid);
+    let _ = child.wait();
+    let killed = Instant::now();
+    loop {
+        let left: Vec<i32> = kids.iter().copied().filter(|&k| alive(k)).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(1),
+            "still running 1 s after the parent died: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Signals
+
+fn interrupted_by(sig: i32) {
+    let server = Server::start(&["--ttft", "5ms", "--tpot", "1ms"]);
+    let url = server.url();
+    let (child, out) = spawn_bench(&[
+        "--endpoint",
+        &url,
+        "--model",
+        "m",
+        "--duration",
+        "30s",
+        "--concurrency",
+        "4",
+        "--max-tokens",
+        "8",
+        "--drain-timeout",
+        "2s",
+    ]);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&child, sig);
+    let run = wait_run(child, out, HARD_LIMIT);
+    let s = checked(&run, Duration::from_secs(6));
+    assert_eq!(exit(&run), Some(130), "{}", run.stderr);
+    assert_eq!(s["interrupted"], true);
+    assert_eq!(s["complete"], false);
+    assert!(u(&s["requests"]["completed"]) > 0);
+    assert_classes_within(&s, &["aborted"]);
+    assert!(run.out.join("report.txt").exists());
+}
+
+#[test]
+fn sigint_gives_an_interrupted_summary_and_130() {
+    interrupted_by(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_gives_an_interrupted_summary_and_130() {
+    interrupted_by(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_gives_an_interrupted_summary_and_130() {
+    interrupted_by(libc::SIGHUP);
+}
