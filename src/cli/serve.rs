@@ -6,6 +6,7 @@ use std::time::Duration;
 use argh::FromArgs;
 
 use crate::cli::errln;
+use crate::config::bytes::bytes_flag;
 use crate::config::duration::duration_flag;
 use crate::server::{self, ApiKey, MalformedKind, ServerConfig};
 
@@ -128,7 +129,7 @@ pub(crate) struct ServeArgs {
     /// answered 503 when the rest is taken; bodies over 64 MiB (or over
     /// this budget, if smaller) are answered 413, heads over 64 KiB 431
     /// (default 256MiB)
-    #[argh(option, from_str_fn(byte_size), default = "server::INPUT_BUDGET")]
+    #[argh(option, from_str_fn(bytes_flag), default = "server::INPUT_BUDGET")]
     pub input_budget: u64,
 
     /// answer every request with one JSON body, even when it asks for a
@@ -212,39 +213,9 @@ fn malformed_kind(text: &str) -> Result<MalformedKind, String> {
     MalformedKind::parse(text.trim())
 }
 
-/// argh adapter: a byte count, plain or with a KiB, MiB or GiB suffix
-/// (`K`, `M`, `G` alike, powers of 1024).
-fn byte_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let expected = "expected a byte count such as 1048576, 512KiB, 256MiB or 1GiB";
-    let n: u64 = num.parse().map_err(|_| format!("'{text}': {expected}"))?;
-    let shift = match unit.trim() {
-        "" | "B" => 0,
-        "K" | "KiB" | "k" => 10,
-        "M" | "MiB" => 20,
-        "G" | "GiB" => 30,
-        _ => return Err(format!("'{text}': {expected}")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("'{text}': too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_sizes() {
-        assert_eq!(byte_size("1048576"), Ok(1 << 20));
-        assert_eq!(byte_size("512KiB"), Ok(512 << 10));
-        assert_eq!(byte_size("256MiB"), Ok(256 << 20));
-        assert_eq!(byte_size("2G"), Ok(2 << 30));
-        assert!(byte_size("1.5MiB").is_err());
-        assert!(byte_size("MiB").is_err());
-        assert!(byte_size("99999999999999999999GiB").is_err());
-    }
 
     #[test]
     fn status_codes() {

@@ -144,6 +144,9 @@ pub(super) fn builtin_server() -> ServerConfig {
         workers: 1,
         ttft: Duration::from_millis(20),
         tpot: Duration::from_millis(2),
+        // The run's own connections may sit idle between stages or think
+        // times; the built-in endpoint must not close them under it.
+        idle_timeout: Duration::ZERO,
         ..ServerConfig::default()
     }
 }
