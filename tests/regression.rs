@@ -5,6 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::failures::{RawServer, Then};
 use crate::util::*;
 
 /// A panic in a bench worker unwound out of the worker into the bench
@@ -56,4 +57,60 @@ fn a_panicking_worker_does_not_stop_the_builtin_endpoint() {
         "served {served}, completed {completed}"
     );
     run.assert_success();
+}
+
+/// `--ttft-timeout` failed every non-streamed request slower than it: such
+/// a body has no first token, so the clock never stopped (review F10).
+#[test]
+fn ttft_timeout_no_longer_fails_non_streamed_responses() {
+    let server = Server::start(&["--ttft", "300ms"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--no-stream",
+            "--ttft-timeout",
+            "150ms",
+            "--timeout",
+            "2s",
+            "--concurrency",
+            "2",
+            "--requests",
+            "2",
+            "--max-tokens",
+            "4",
+        ],
+        Duration::from_secs(60),
+    );
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 2, "{}", s["requests"]);
+    run.assert_success();
+}
+
+/// A 200 HTML page (a proxy's login page) counted as a completed request
+/// with no tokens, so throughput described the proxy (review F11).
+#[test]
+fn an_html_page_with_200_is_not_a_completed_request() {
+    use std::io::Write;
+    let server = RawServer::start(|s, _| {
+        let page = "<html><title>Proxy</title></html>";
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{page}",
+            page.len()
+        );
+        Then::Next
+    });
+    let url = server.url();
+    let run = bench(
+        &["--endpoint", &url, "--model", "m", "--requests", "3"],
+        Duration::from_secs(60),
+    );
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 0, "{}", s["requests"]);
+    assert_eq!(u(&s["requests"]["errors"]["no_output"]), 3);
+    assert_eq!(
+        s["error_messages"]["no_output"][0],
+        "<html><title>Proxy</title></html>"
+    );
+    assert_eq!(run.status.code(), Some(1), "no request succeeded");
 }

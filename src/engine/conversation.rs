@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::engine::requests::asks_stream;
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Message, Protocol, Sampling};
 use crate::rng::Rng;
@@ -126,6 +127,11 @@ impl Conv {
 }
 
 impl ConversationTemplate {
+    /// Whether the turns ask for a streamed response.
+    pub(crate) fn streamed(&self) -> bool {
+        asks_stream(self.stream, self.extra_body.as_ref())
+    }
+
     /// Appends turn `conv.turn`'s user message to the history and writes the
     /// whole request into `out`; false when the source has no such turn.
     pub(crate) fn next_request(

@@ -39,6 +39,8 @@ pub(crate) struct Tally {
     pub keep_text: bool,
     /// In-band error message (first `MAX_MESSAGE` bytes), if one arrived.
     pub error: Option<([u8; MAX_MESSAGE], usize)>,
+    /// The stream's `[DONE]` marker arrived.
+    pub done: bool,
     pub state: StreamState,
 }
 
@@ -57,6 +59,7 @@ impl Tally {
             text: Vec::new(),
             keep_text,
             error: None,
+            done: false,
             state: StreamState::default(),
         }
     }
@@ -73,7 +76,21 @@ impl Tally {
         self.gaps_truncated = false;
         self.text.clear();
         self.error = None;
+        self.done = false;
         self.state = StreamState::default();
+    }
+
+    /// Something of the API's response shape arrived: output, a finish
+    /// reason or a usage count. A response with none of them (an HTML page,
+    /// an empty body, JSON without the API's fields) measured nothing, even
+    /// with a success status; one with zero output tokens still has a finish
+    /// reason or usage.
+    fn recognized(&self) -> bool {
+        self.text_events > 0
+            || self.text_bytes > 0
+            || self.finish != Finish::None
+            || self.prompt_tokens.is_some()
+            || self.completion_tokens.is_some()
     }
 
     fn on_event(&mut self, info: EventInfo<'_>, t: u64) {
@@ -146,6 +163,10 @@ pub(crate) struct Rx {
     /// The body is a successful non-streamed response, kept for parsing.
     keep_body: bool,
     pub body: Vec<u8>,
+    /// The first bytes of an event stream's body: the message when nothing
+    /// in it is recognized (a proxy's page sent as an event stream).
+    sniff: [u8; MAX_MESSAGE],
+    sniff_len: usize,
     pub t_send: u64,
     pub t_first_byte: u64,
     pub tally: Tally,
@@ -171,6 +192,8 @@ impl Rx {
             sse_mode: false,
             keep_body: false,
             body: Vec::new(),
+            sniff: [0; MAX_MESSAGE],
+            sniff_len: 0,
             t_send: 0,
             t_first_byte: 0,
             tally: Tally::new(max_gaps, keep_text),
@@ -188,6 +211,7 @@ impl Rx {
         self.sse_mode = false;
         self.keep_body = false;
         self.body.clear();
+        self.sniff_len = 0;
         self.t_send = t_send;
         self.t_first_byte = 0;
         self.tally.reset();
@@ -239,7 +263,12 @@ impl Rx {
     }
 
     /// Takes a parsed head. Returns the first step for an empty body.
-    fn begin(&mut self, head: Head) -> Step {
+    fn begin(&mut self, mut head: Head) -> Step {
+        // After 101 Switching Protocols the connection no longer speaks
+        // HTTP/1.1: it is never reused.
+        if head.status == 101 {
+            head.keep_alive = false;
+        }
         let ok = (200..300).contains(&head.status);
         self.sse_mode = ok && head.event_stream;
         self.keep_body = ok && !head.event_stream;
@@ -323,9 +352,17 @@ impl Rx {
             return Ok(());
         }
         if self.sse_mode {
+            if self.sniff_len < MAX_MESSAGE {
+                let take = data.len().min(MAX_MESSAGE - self.sniff_len);
+                self.sniff[self.sniff_len..self.sniff_len + take].copy_from_slice(&data[..take]);
+                self.sniff_len += take;
+            }
             let tally = &mut self.tally;
             let sse = self.sse.as_mut().expect("created in begin");
             sse.feed(data, |ev| {
+                if ev.data == b"[DONE]" {
+                    tally.done = true;
+                }
                 let info = proto.parse_event(&ev, &mut tally.state);
                 tally.on_event(info, t)
             })
@@ -350,17 +387,63 @@ impl Rx {
     }
 
     /// The response is complete: reads a kept body into the tally and says
-    /// how the request went (an error status, an in-band error, or well).
+    /// how the request went: an error status, an in-band error, a success
+    /// status with nothing of the API's shape in it (`NoOutput`, its first
+    /// bytes kept as the message), a close-delimited stream the server ended
+    /// before `[DONE]` or a finish reason (`Truncated`: with no framing, the
+    /// close is all there is to tell a finished stream from a crashed
+    /// server), or well. A framed stream that ends without either is
+    /// complete: its server said where it ends.
     #[inline]
     pub(crate) fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
         if !(200..300).contains(&self.status()) {
             return ErrorClass::HttpStatus;
         }
         self.finish_body(proto);
-        if self.tally.error.is_some() {
+        let t = &self.tally;
+        if t.error.is_some() {
             ErrorClass::InBandError
+        } else if !t.recognized() {
+            self.keep_unrecognized();
+            ErrorClass::NoOutput
+        } else if self.sse_mode
+            && !t.done
+            && t.finish == Finish::None
+            && self.head.is_some_and(|h| h.body == BodyKind::UntilClose)
+        {
+            ErrorClass::Truncated
         } else {
             ErrorClass::None
+        }
+    }
+
+    /// Whether a first token is still awaited in the `ttft_timeout` sense:
+    /// only a stream has one. Before the head that is whether the request
+    /// asked for a stream (`streamed`); after it, whether a success status
+    /// opened an event stream: a non-streamed body, or an error status, has
+    /// no first token to wait for, only the request timeout.
+    #[inline]
+    pub(crate) fn awaits_first_token(&self, streamed: bool) -> bool {
+        self.tally.t_first_token == 0
+            && match self.head {
+                None => streamed,
+                Some(_) => self.sse_mode,
+            }
+    }
+
+    /// Keeps the first bytes of a success body that was not recognized as
+    /// the request's message, so the report shows what came instead.
+    #[cold]
+    fn keep_unrecognized(&mut self) {
+        let first = if self.keep_body {
+            &self.body[..self.body.len().min(MAX_MESSAGE)]
+        } else {
+            &self.sniff[..self.sniff_len]
+        };
+        if first.is_empty() {
+            self.tally.set_error(b"empty body");
+        } else {
+            self.tally.set_error(first);
         }
     }
 
