@@ -162,11 +162,10 @@ pub(crate) struct Rx {
     pub sse_mode: bool,
     /// The body is a successful non-streamed response, kept for parsing.
     keep_body: bool,
+    /// The kept body; for an event stream, its first piece (at most
+    /// `MAX_MESSAGE` bytes of its first read or chunk), the message when
+    /// nothing in the stream is recognized (a proxy's page sent as one).
     pub body: Vec<u8>,
-    /// The first bytes of an event stream's body: the message when nothing
-    /// in it is recognized (a proxy's page sent as an event stream).
-    sniff: [u8; MAX_MESSAGE],
-    sniff_len: usize,
     pub t_send: u64,
     pub t_first_byte: u64,
     pub tally: Tally,
@@ -192,8 +191,6 @@ impl Rx {
             sse_mode: false,
             keep_body: false,
             body: Vec::new(),
-            sniff: [0; MAX_MESSAGE],
-            sniff_len: 0,
             t_send: 0,
             t_first_byte: 0,
             tally: Tally::new(max_gaps, keep_text),
@@ -211,7 +208,6 @@ impl Rx {
         self.sse_mode = false;
         self.keep_body = false;
         self.body.clear();
-        self.sniff_len = 0;
         self.t_send = t_send;
         self.t_first_byte = 0;
         self.tally.reset();
@@ -352,10 +348,8 @@ impl Rx {
             return Ok(());
         }
         if self.sse_mode {
-            if self.sniff_len < MAX_MESSAGE {
-                let take = data.len().min(MAX_MESSAGE - self.sniff_len);
-                self.sniff[self.sniff_len..self.sniff_len + take].copy_from_slice(&data[..take]);
-                self.sniff_len += take;
+            if self.body.is_empty() {
+                self.sniff(data);
             }
             let tally = &mut self.tally;
             let sse = self.sse.as_mut().expect("created in begin");
@@ -378,6 +372,15 @@ impl Rx {
             self.tally.append_error(data);
             Ok(())
         }
+    }
+
+    /// Keeps the first piece of an event stream's body (out of line: once
+    /// per response, and it would crowd the per-piece path).
+    #[cold]
+    #[inline(never)]
+    fn sniff(&mut self, data: &[u8]) {
+        self.body
+            .extend_from_slice(&data[..data.len().min(MAX_MESSAGE)]);
     }
 
     /// The response's status; 0 before its head.
@@ -435,11 +438,7 @@ impl Rx {
     /// the request's message, so the report shows what came instead.
     #[cold]
     fn keep_unrecognized(&mut self) {
-        let first = if self.keep_body {
-            &self.body[..self.body.len().min(MAX_MESSAGE)]
-        } else {
-            &self.sniff[..self.sniff_len]
-        };
+        let first = &self.body[..self.body.len().min(MAX_MESSAGE)];
         if first.is_empty() {
             self.tally.set_error(b"empty body");
         } else {
