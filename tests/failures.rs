@@ -453,29 +453,41 @@ fn a_success_without_the_apis_shape_is_no_output() {
 #[test]
 fn a_close_delimited_stream_cut_short_is_truncated() {
     use std::io::Write;
-    // Every connection carries one stream and is then closed: the odd
-    // ones after `[DONE]`, the even ones after two tokens, as a server
-    // that crashed would.
+    // Every connection carries one stream and is then closed. Connection k
+    // by k % 3: a close-delimited stream cut after two tokens, as by a
+    // server that crashed; the same ended by `[DONE]`; a chunked stream cut
+    // before its last chunk, which is a broken connection like any framed
+    // body cut short.
     let server = RawServer::start(|s, req| {
+        let chunked = req.conn % 3 == 2;
         let _ = write!(
             s,
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{}\r\n",
+            if chunked {
+                "Transfer-Encoding: chunked\r\n"
+            } else {
+                "Connection: close\r\n"
+            }
         );
         for word in ["one", "two"] {
-            let _ = write!(
-                s,
-                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{word} \"}}}}]}}\n\n"
-            );
+            let event =
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{word} \"}}}}]}}\n\n");
+            let _ = if chunked {
+                write!(s, "{:x}\r\n{event}\r\n", event.len())
+            } else {
+                s.write_all(event.as_bytes())
+            };
         }
-        if req.conn % 2 == 1 {
+        if req.conn % 3 == 1 {
             let _ = write!(s, "data: [DONE]\n\n");
         }
         Then::Close
     });
     let (_, s) = bench_raw(&server, &["--concurrency", "1", "--requests", "6"]);
     let r = &s["requests"];
-    assert_eq!(u(&r["errors"]["truncated"]), 3, "{r}");
-    assert_eq!(u(&r["completed"]), 3, "{r}");
+    assert_eq!(u(&r["errors"]["truncated"]), 2, "{r}");
+    assert_eq!(u(&r["errors"]["reset"]), 2, "{r}");
+    assert_eq!(u(&r["completed"]), 2, "{r}");
     assert_eq!(server.received().len(), 6);
 }
 
