@@ -280,3 +280,274 @@ fn stale_keepalive_connections_are_retried_once() {
     // Every request after the first met a connection that had served one.
     assert_eq!(u(&s["generator"]["stale_connection_retries"]), 19);
 }
+
+/// One request as a `RawServer` received it.
+#[derive(Clone, Debug)]
+pub(crate) struct Received {
+    /// Connection number, from 0 in accept order.
+    pub conn: usize,
+    /// Request number on its connection, from 0.
+    pub nth: usize,
+    /// Head and body.
+    pub text: String,
+}
+
+impl Received {
+    pub(crate) fn body(&self) -> serde_json::Value {
+        let at = self.text.find("\r\n\r\n").expect("a head") + 4;
+        serde_json::from_str(&self.text[at..]).expect("a JSON body")
+    }
+}
+
+/// What a `RawServer`'s handler does after a request.
+pub(crate) enum Then {
+    /// Read the next request on the connection.
+    Next,
+    /// Close the connection.
+    Close,
+}
+
+/// A scripted HTTP/1.1 server on 127.0.0.1 for responses `llmload serve`
+/// has no option for: each complete request (head and Content-Length body)
+/// is kept and handed to `answer`, which writes whatever it likes.
+pub(crate) struct RawServer {
+    pub port: u16,
+    pub received: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+}
+
+type Answer = dyn Fn(&mut std::net::TcpStream, &Received) -> Then + Send + Sync;
+
+impl RawServer {
+    pub(crate) fn start(
+        answer: impl Fn(&mut std::net::TcpStream, &Received) -> Then + Send + Sync + 'static,
+    ) -> RawServer {
+        use std::io::Read;
+        use std::sync::{Arc, Mutex};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let received: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let answer: Arc<Answer> = Arc::new(answer);
+        let kept = received.clone();
+        std::thread::spawn(move || {
+            for (conn, s) in l.incoming().enumerate() {
+                let Ok(mut s) = s else { return };
+                let (kept, answer) = (kept.clone(), answer.clone());
+                s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    for nth in 0.. {
+                        let len = loop {
+                            if let Some(len) = request_len(&buf) {
+                                break len;
+                            }
+                            match s.read(&mut chunk) {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let req = Received {
+                            conn,
+                            nth,
+                            text: String::from_utf8_lossy(&buf[..len]).into_owned(),
+                        };
+                        buf.drain(..len);
+                        kept.lock().unwrap().push(req.clone());
+                        if let Then::Close = answer(&mut s, &req) {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        RawServer { port, received }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub(crate) fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+/// Length of the complete request at the front of `buf`, if it is all there.
+fn request_len(buf: &[u8]) -> Option<usize> {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let body: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    (buf.len() >= end + body).then_some(end + body)
+}
+
+/// A 200 JSON response carrying `body`, kept alive.
+pub(crate) fn json_200(s: &mut std::net::TcpStream, body: &str) {
+    use std::io::Write;
+    let _ = write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// A chat completion body with one word of output.
+pub(crate) const CHAT_BODY: &str = r#"{"choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#;
+
+/// Runs bench against `server` with model `m` and `args`; no panic, and
+/// every request accounted for.
+fn bench_raw(server: &RawServer, args: &[&str]) -> (Run, serde_json::Value) {
+    let url = server.url();
+    let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
+    all.extend_from_slice(args);
+    let run = bench(&all, Duration::from_secs(60));
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    let s = run.summary();
+    assert_accounted(&s["requests"]);
+    (run, s)
+}
+
+#[test]
+fn a_success_without_the_apis_shape_is_no_output() {
+    use std::io::Write;
+    // Request k gets answer k % 4: an HTML page, an empty body, JSON
+    // without choices, and (streamed) an event stream of foreign events.
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    let server = RawServer::start(move |s, _| {
+        let html = "<html><body>Sign in to continue</body></html>";
+        let sse = "data: {\"status\":\"queued\"}\n\n";
+        let _ = match n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4 {
+            0 => write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{html}",
+                html.len()
+            ),
+            1 => write!(s, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+            2 => {
+                json_200(s, r#"{"object":"list","data":[]}"#);
+                Ok(())
+            }
+            _ => write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{sse}",
+                sse.len()
+            ),
+        };
+        Then::Next
+    });
+    let (_, s) = bench_raw(&server, &["--concurrency", "1", "--requests", "8"]);
+    let r = &s["requests"];
+    assert_eq!(u(&r["completed"]), 0, "{r}");
+    assert_eq!(u(&r["errors"]["no_output"]), 8, "{r}");
+    let messages = s["error_messages"]["no_output"].to_string();
+    assert!(
+        messages.contains("<html><body>Sign in to continue</body></html>")
+            && messages.contains("empty body")
+            && messages.contains("{\\\"object\\\":\\\"list\\\",\\\"data\\\":[]}"),
+        "{messages}"
+    );
+}
+
+#[test]
+fn a_close_delimited_stream_cut_short_is_truncated() {
+    use std::io::Write;
+    // Every connection carries one stream and is then closed. Connection k
+    // by k % 3: a close-delimited stream cut after two tokens, as by a
+    // server that crashed; the same ended by `[DONE]`; a chunked stream cut
+    // before its last chunk, which is a broken connection like any framed
+    // body cut short.
+    let server = RawServer::start(|s, req| {
+        let chunked = req.conn % 3 == 2;
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{}\r\n",
+            if chunked {
+                "Transfer-Encoding: chunked\r\n"
+            } else {
+                "Connection: close\r\n"
+            }
+        );
+        for word in ["one", "two"] {
+            let event =
+                format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{word} \"}}}}]}}\n\n");
+            let _ = if chunked {
+                write!(s, "{:x}\r\n{event}\r\n", event.len())
+            } else {
+                s.write_all(event.as_bytes())
+            };
+        }
+        if req.conn % 3 == 1 {
+            let _ = write!(s, "data: [DONE]\n\n");
+        }
+        Then::Close
+    });
+    let (_, s) = bench_raw(&server, &["--concurrency", "1", "--requests", "6"]);
+    let r = &s["requests"];
+    assert_eq!(u(&r["errors"]["truncated"]), 2, "{r}");
+    assert_eq!(u(&r["errors"]["reset"]), 2, "{r}");
+    assert_eq!(u(&r["completed"]), 2, "{r}");
+    assert_eq!(server.received().len(), 6);
+}
+
+#[test]
+fn switching_protocols_closes_the_connection() {
+    use std::io::Write;
+    // The server would go on reading HTTP on a switched connection; the
+    // client must not send it any.
+    let server = RawServer::start(|s, _| {
+        let _ = write!(
+            s,
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        );
+        Then::Next
+    });
+    let (_, s) = bench_raw(&server, &["--concurrency", "1", "--requests", "3"]);
+    assert_eq!(
+        u(&s["requests"]["errors"]["http_101"]),
+        3,
+        "{}",
+        s["requests"]
+    );
+    let got = server.received();
+    assert_eq!(got.len(), 3);
+    assert!(
+        got.iter().all(|r| r.nth == 0),
+        "a switched connection was reused: {got:?}"
+    );
+}
+
+#[test]
+fn a_slow_error_body_is_its_status_not_a_ttft_timeout() {
+    use std::io::Write;
+    // The 503's head comes at once; its body after the TTFT limit.
+    let server = RawServer::start(|s, _| {
+        let body = r#"{"error":{"message":"overloaded"}}"#;
+        let _ = write!(
+            s,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let _ = s.flush();
+        std::thread::sleep(Duration::from_millis(400));
+        let _ = s.write_all(body.as_bytes());
+        Then::Next
+    });
+    let (_, s) = bench_raw(
+        &server,
+        &[
+            "--concurrency",
+            "2",
+            "--requests",
+            "2",
+            "--ttft-timeout",
+            "150ms",
+            "--timeout",
+            "5s",
+        ],
+    );
+    let r = &s["requests"];
+    assert_eq!(u(&r["errors"]["http_503"]), 2, "{r}");
+    assert_eq!(s["error_messages"]["http_503"][0], "overloaded");
+}

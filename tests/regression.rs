@@ -5,6 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::failures::{CHAT_BODY, RawServer, Then, json_200};
 use crate::util::*;
 
 /// A panic in a bench worker unwound out of the worker into the bench
@@ -151,4 +152,145 @@ fn workers_are_forked_from_a_single_threaded_process_even_with_a_padding_tokeniz
     run.assert_success();
     assert!(!run.stderr.contains("threads"), "{}", run.stderr);
     assert_eq!(run.summary()["tokens"]["input_source"], "tokenizer");
+}
+
+/// `--ttft-timeout` failed every non-streamed request slower than it: such
+/// a body has no first token, so the clock never stopped (review F10).
+#[test]
+fn ttft_timeout_no_longer_fails_non_streamed_responses() {
+    let server = Server::start(&["--ttft", "300ms"]);
+    let run = bench_at(
+        &server,
+        &[
+            "--no-stream",
+            "--ttft-timeout",
+            "150ms",
+            "--timeout",
+            "2s",
+            "--concurrency",
+            "2",
+            "--requests",
+            "2",
+            "--max-tokens",
+            "4",
+        ],
+        Duration::from_secs(60),
+    );
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 2, "{}", s["requests"]);
+    run.assert_success();
+}
+
+/// A 200 HTML page (a proxy's login page) counted as a completed request
+/// with no tokens, so throughput described the proxy (review F11).
+#[test]
+fn an_html_page_with_200_is_not_a_completed_request() {
+    use std::io::Write;
+    let server = RawServer::start(|s, _| {
+        let page = "<html><title>Proxy</title></html>";
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{page}",
+            page.len()
+        );
+        Then::Next
+    });
+    let url = server.url();
+    let run = bench(
+        &["--endpoint", &url, "--model", "m", "--requests", "3"],
+        Duration::from_secs(60),
+    );
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 0, "{}", s["requests"]);
+    assert_eq!(u(&s["requests"]["errors"]["no_output"]), 3);
+    assert_eq!(
+        s["error_messages"]["no_output"][0],
+        "<html><title>Proxy</title></html>"
+    );
+    assert_eq!(run.status.code(), Some(1), "no request succeeded");
+}
+
+/// A reused connection closed after the request was fully written (here
+/// 300 ms later, no response byte) had its POST re-sent on a new
+/// connection: the server generated twice, and its drop was hidden as a
+/// stale retry (review F15).
+#[test]
+fn a_fully_written_request_is_not_resent_when_its_connection_closes_later() {
+    let server = RawServer::start(|s, req| {
+        if req.nth == 0 {
+            json_200(s, CHAT_BODY);
+            return Then::Next;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        Then::Close
+    });
+    let url = server.url();
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--no-stream",
+            "--concurrency",
+            "1",
+            "--requests",
+            "2",
+        ],
+        Duration::from_secs(60),
+    );
+    let s = run.summary();
+    let r = &s["requests"];
+    assert_eq!(u(&r["completed"]), 1, "{r}");
+    assert_eq!(u(&r["errors"]["reset"]), 1, "{r}");
+    assert_eq!(u(&s["generator"]["stale_connection_retries"]), 0);
+    assert_eq!(server.received().len(), 2, "each request was sent once");
+}
+
+/// A multi-turn turn retried on a new connection (its reused one was
+/// closed by the server as the turn went out) was built again on a history
+/// that already held its user message: the retry sent it twice (review
+/// F15).
+#[test]
+fn a_retried_turn_does_not_repeat_its_user_message() {
+    // The first request on each connection is answered; a second one is
+    // read and the connection closed at once, as an idle close that
+    // crossed the request.
+    let server = RawServer::start(|s, req| {
+        if req.nth == 0 {
+            json_200(s, CHAT_BODY);
+            return Then::Next;
+        }
+        Then::Close
+    });
+    let dir = temp_dir("retry-turn");
+    let profile = dir.join("run.json");
+    let json = serde_json::json!({
+        "endpoint": format!("{}/v1/chat/completions", server.url()),
+        "model": "m", "stream": false, "live_interval": "0", "cache_mode": "natural",
+        "stages": [{"concurrency": 1, "requests": 1}],
+        "scenarios": [{"name": "s", "turns": 2,
+            "content": {"mode": "scripted", "script": ["first", "second"]}}]
+    });
+    std::fs::write(&profile, json.to_string()).unwrap();
+    let run = bench(
+        &["--profile", profile.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 2, "{}", s["requests"]);
+    assert_eq!(u(&s["generator"]["stale_connection_retries"]), 1);
+    let got = server.received();
+    assert_eq!(got.len(), 3, "turn 1, turn 2, turn 2 again");
+    let contents = |i: usize| -> Vec<String> {
+        got[i].body()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(contents(1), ["first", "ok", "second"]);
+    assert_eq!(contents(2), contents(1), "the retry is the same request");
 }

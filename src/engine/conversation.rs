@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::engine::requests::asks_stream;
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Message, Protocol, Sampling};
 use crate::rng::Rng;
@@ -29,12 +30,9 @@ pub(crate) enum TurnSource {
 impl TurnSource {
     /// The user message of turn `turn` (from 0) of a conversation started
     /// from `sample`; `None` when a dataset conversation has no more turns.
-    pub(crate) fn user_turn<'s>(
-        &'s self,
-        sample: u32,
-        turn: u16,
-        rng: &mut Rng,
-    ) -> Option<&'s str> {
+    /// `draw` seeds a pool's random draw: the same value gives the same
+    /// message, so a turn built again (a retry) asks the same question.
+    pub(crate) fn user_turn(&self, sample: u32, turn: u16, draw: u64) -> Option<&str> {
         match self {
             TurnSource::Scripted(script) => {
                 Some(&script[(sample as usize + turn as usize) % script.len()])
@@ -43,7 +41,7 @@ impl TurnSource {
                 let i = if turn == 0 {
                     sample as usize % pool.len()
                 } else {
-                    rng.below(pool.len() as u64) as usize
+                    Rng::seeded(draw).below(pool.len() as u64) as usize
                 };
                 Some(&pool[i])
             }
@@ -113,6 +111,13 @@ pub(crate) struct Conv {
 }
 
 impl Conv {
+    /// Seed of turn `self.turn`'s draw from a pool: the conversation's
+    /// random id mixed with the turn (`Rng::seeded` scrambles it further).
+    fn draw(&self) -> u64 {
+        let id = u64::from_le_bytes(self.id[..8].try_into().expect("8 bytes"));
+        id ^ u64::from(self.turn).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
     /// The issue a turn of this conversation stands for, due at `t_sched`.
     pub(crate) fn slot(&self, t_sched: u64) -> IssueSlot {
         IssueSlot {
@@ -126,17 +131,24 @@ impl Conv {
 }
 
 impl ConversationTemplate {
+    /// Whether the turns ask for a streamed response.
+    pub(crate) fn streamed(&self) -> bool {
+        asks_stream(self.stream, self.extra_body.as_ref())
+    }
+
     /// Appends turn `conv.turn`'s user message to the history and writes the
     /// whole request into `out`; false when the source has no such turn.
+    /// Building a turn again (a retry) gives the same request: the history
+    /// is first cut back to the turns before it (a user message and a reply
+    /// each), and a pool's draw depends only on the conversation and turn.
     pub(crate) fn next_request(
         &self,
         protocol: &dyn Protocol,
         conv: &mut Conv,
-        rng: &mut Rng,
         body: &mut Vec<u8>,
         out: &mut Vec<u8>,
     ) -> bool {
-        let Some(text) = self.turns.user_turn(conv.sample, conv.turn, rng) else {
+        let Some(text) = self.turns.user_turn(conv.sample, conv.turn, conv.draw()) else {
             return false;
         };
         let content = if conv.turn == 0 && self.bust {
@@ -144,6 +156,7 @@ impl ConversationTemplate {
         } else {
             text.to_string()
         };
+        conv.history.truncate(2 * conv.turn as usize);
         conv.history.push(Message::user(content));
         body.clear();
         protocol.build_body(
@@ -203,7 +216,7 @@ mod tests {
             ..Conv::default()
         };
         let (mut body, mut out) = (Vec::new(), Vec::new());
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut rng, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
         let id = uuid_text(&conv.id);
         let text = String::from_utf8(out.clone()).unwrap();
         assert!(text.contains(&format!("x-request-id: {id}\r\n")), "{text}");
@@ -213,11 +226,62 @@ mod tests {
             role: "assistant".into(),
             content: "Hello!".into(),
         });
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut rng, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
         let v: Value = serde_json::from_slice(&body).unwrap();
         let msgs = v["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[1]["content"], "Hello!");
         assert_eq!(msgs[2]["content"], "more");
+    }
+
+    #[test]
+    fn a_turn_built_again_is_the_same_request() {
+        let mut rng = Rng::seeded(7);
+        let pool: Vec<String> = (0..50).map(|i| format!("prompt {i}")).collect();
+        let t = ConversationTemplate {
+            host: "h".into(),
+            path: "/v1/chat/completions".into(),
+            model: "m".into(),
+            system: None,
+            max_tokens: Some(4),
+            stream: true,
+            sampling: Sampling::default(),
+            extra_body: None,
+            headers: vec![],
+            correlation_header: None,
+            bust: false,
+            turns: TurnSource::Pool(pool),
+        };
+        let mut conv = Conv {
+            id: new_uuid(&mut rng),
+            turns: 3,
+            ..Conv::default()
+        };
+        let (mut body, mut out) = (Vec::new(), Vec::new());
+        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        conv.history.push(Message {
+            role: "assistant".into(),
+            content: "Hello!".into(),
+        });
+        conv.turn = 1;
+        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        let first = out.clone();
+        // The turn is sent again (a retry on a new connection): the same
+        // user message, once.
+        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert_eq!(out, first);
+        assert_eq!(conv.history.len(), 3);
+        // Another conversation draws its own pool prompts.
+        let drawn = |id: [u8; 16]| {
+            let c = Conv {
+                id,
+                turn: 1,
+                ..Conv::default()
+            };
+            t.turns.user_turn(0, 1, c.draw()).unwrap().to_string()
+        };
+        let picks: std::collections::HashSet<String> =
+            (0..20).map(|_| drawn(new_uuid(&mut rng))).collect();
+        assert!(picks.len() > 5, "{picks:?}");
     }
 }

@@ -36,6 +36,21 @@ pub(crate) struct RequestSet {
     id_slots: Vec<[u32; 2]>,
     /// Input tokens per sample when known before sending, and from where.
     isl: Vec<(u32, InputSource)>,
+    /// The requests ask for a streamed response.
+    streamed: bool,
+}
+
+/// Whether a body built with `stream` and `extra_body` asks for a stream:
+/// an extra `"stream"` overrides the run's setting, as it does in the body.
+/// A `null` reads as the servers' default (no stream); any other value that
+/// is not a boolean counts as asking, since a server may read it so.
+pub(crate) fn asks_stream(stream: bool, extra_body: Option<&Map<String, Value>>) -> bool {
+    match extra_body.and_then(|e| e.get("stream")) {
+        None => stream,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Null) => false,
+        Some(_) => true,
+    }
 }
 
 /// What every request of a run shares.
@@ -144,6 +159,13 @@ impl RequestSet {
             (None, None) => (0, InputSource::Usage),
         };
         self.isl.push((isl, source));
+        self.streamed = asks_stream(t.stream, t.extra_body);
+    }
+
+    /// Whether the requests ask for a streamed response.
+    #[inline]
+    pub(crate) fn streamed(&self) -> bool {
+        self.streamed
     }
 
     /// The bytes of request `i`.
@@ -179,5 +201,22 @@ impl RequestSet {
 
     pub(crate) fn len(&self) -> usize {
         self.spans.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_extra_stream_key_decides_whether_a_stream_is_asked_for() {
+        let extra = |json: &str| serde_json::from_str::<Map<String, Value>>(json).unwrap();
+        assert!(asks_stream(true, None));
+        assert!(!asks_stream(false, None));
+        assert!(asks_stream(true, Some(&extra(r#"{"top_k": 5}"#))));
+        assert!(!asks_stream(true, Some(&extra(r#"{"stream": false}"#))));
+        assert!(asks_stream(false, Some(&extra(r#"{"stream": true}"#))));
+        assert!(!asks_stream(true, Some(&extra(r#"{"stream": null}"#))));
+        assert!(asks_stream(false, Some(&extra(r#"{"stream": "yes"}"#))));
     }
 }

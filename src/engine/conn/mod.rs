@@ -140,6 +140,8 @@ pub(crate) struct Tally {
     budget: Budget,
     /// In-band error message (first `MAX_MESSAGE` bytes), if one arrived.
     pub error: Option<([u8; MAX_MESSAGE], usize)>,
+    /// The stream's `[DONE]` marker arrived.
+    pub done: bool,
     pub state: StreamState,
 }
 
@@ -162,6 +164,7 @@ impl Tally {
             max_text,
             budget,
             error: None,
+            done: false,
             state: StreamState::default(),
         }
     }
@@ -179,7 +182,21 @@ impl Tally {
         self.text.clear();
         self.text_truncated = false;
         self.error = None;
+        self.done = false;
         self.state = StreamState::default();
+    }
+
+    /// Something of the API's response shape arrived: output, a finish
+    /// reason or a usage count. A response with none of them (an HTML page,
+    /// an empty body, JSON without the API's fields) measured nothing, even
+    /// with a success status; one with zero output tokens still has a finish
+    /// reason or usage.
+    fn recognized(&self) -> bool {
+        self.text_events > 0
+            || self.text_bytes > 0
+            || self.finish != Finish::None
+            || self.prompt_tokens.is_some()
+            || self.completion_tokens.is_some()
     }
 
     #[inline]
@@ -270,6 +287,9 @@ pub(crate) struct Rx {
     pub sse_mode: bool,
     /// The body is a successful non-streamed response, kept for parsing.
     keep_body: bool,
+    /// The kept body; for an event stream, its first piece (at most
+    /// `MAX_MESSAGE` bytes of its first read or chunk), the message when
+    /// nothing in the stream is recognized (a proxy's page sent as one).
     pub body: Vec<u8>,
     pub t_send: u64,
     pub t_first_byte: u64,
@@ -382,7 +402,12 @@ impl Rx {
     }
 
     /// Takes a parsed head. Returns the first step for an empty body.
-    fn begin(&mut self, head: Head) -> Step {
+    fn begin(&mut self, mut head: Head) -> Step {
+        // After 101 Switching Protocols the connection no longer speaks
+        // HTTP/1.1: it is never reused.
+        if head.status == 101 {
+            head.keep_alive = false;
+        }
         let ok = (200..300).contains(&head.status);
         self.sse_mode = ok && head.event_stream;
         self.keep_body = ok && !head.event_stream;
@@ -466,9 +491,15 @@ impl Rx {
             return Ok(());
         }
         if self.sse_mode {
+            if self.body.is_empty() {
+                self.sniff(data);
+            }
             let tally = &mut self.tally;
             let sse = self.sse.as_mut().expect("created in begin");
             sse.feed(data, |ev| {
+                if ev.data == b"[DONE]" {
+                    tally.done = true;
+                }
                 let info = proto.parse_event(&ev, &mut tally.state);
                 tally.on_event(info, t)
             })
@@ -503,6 +534,15 @@ impl Rx {
         Ok(())
     }
 
+    /// Keeps the first piece of an event stream's body (out of line: once
+    /// per response, and it would crowd the per-piece path).
+    #[cold]
+    #[inline(never)]
+    fn sniff(&mut self, data: &[u8]) {
+        self.body
+            .extend_from_slice(&data[..data.len().min(MAX_MESSAGE)]);
+    }
+
     /// The response's status; 0 before its head.
     #[inline]
     pub(crate) fn status(&self) -> u16 {
@@ -510,19 +550,61 @@ impl Rx {
     }
 
     /// The response is complete: reads a kept body into the tally and says
-    /// how the request went (an error status, an in-band error, or well).
+    /// how the request went: an error status, an in-band error, a success
+    /// status with nothing of the API's shape in it (`NoOutput`, its first
+    /// bytes kept as the message), a close-delimited stream the server ended
+    /// before `[DONE]` or a finish reason (`Truncated`: with no framing, the
+    /// close is all there is to tell a finished stream from a crashed
+    /// server), or well. A framed stream that ends without either is
+    /// complete: its server said where it ends.
     #[inline]
     pub(crate) fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
         if !(200..300).contains(&self.status()) {
             return ErrorClass::HttpStatus;
         }
         self.finish_body(proto);
-        if self.tally.error.is_some() {
+        let t = &self.tally;
+        if t.error.is_some() {
             ErrorClass::InBandError
-        } else if self.tally.over_cap() {
+        } else if t.over_cap() {
             ErrorClass::OutputOverCap
+        } else if !t.recognized() {
+            self.keep_unrecognized();
+            ErrorClass::NoOutput
+        } else if self.sse_mode
+            && !t.done
+            && t.finish == Finish::None
+            && self.head.is_some_and(|h| h.body == BodyKind::UntilClose)
+        {
+            ErrorClass::Truncated
         } else {
             ErrorClass::None
+        }
+    }
+
+    /// Whether a first token is still awaited in the `ttft_timeout` sense:
+    /// only a stream has one. Before the head that is whether the request
+    /// asked for a stream (`streamed`); after it, whether a success status
+    /// opened an event stream: a non-streamed body, or an error status, has
+    /// no first token to wait for, only the request timeout.
+    #[inline]
+    pub(crate) fn awaits_first_token(&self, streamed: bool) -> bool {
+        self.tally.t_first_token == 0
+            && match self.head {
+                None => streamed,
+                Some(_) => self.sse_mode,
+            }
+    }
+
+    /// Keeps the first bytes of a success body that was not recognized as
+    /// the request's message, so the report shows what came instead.
+    #[cold]
+    fn keep_unrecognized(&mut self) {
+        let first = &self.body[..self.body.len().min(MAX_MESSAGE)];
+        if first.is_empty() {
+            self.tally.set_error(b"empty body");
+        } else {
+            self.tally.set_error(first);
         }
     }
 

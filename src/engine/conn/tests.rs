@@ -839,3 +839,173 @@ fn a_body_over_max_body_is_malformed() {
     rx.shrink();
     assert_eq!(rx.body.capacity(), 0);
 }
+
+/// Feeds `bytes` whole to a fresh receiver; the server closes after them
+/// when `closes`. Returns how the response ended and its kept message.
+fn verdict_of(bytes: &[u8], closes: bool, proto: &dyn Protocol) -> (End, String) {
+    let mut rx = Rx::new(GAPS, true, 1 << 20, Budget::new(usize::MAX / 2));
+    rx.reset(T_SEND);
+    let end = drive(&mut rx, &[bytes], closes, proto, &mut Vec::new());
+    let msg = String::from_utf8_lossy(rx.tally.error_message()).into_owned();
+    (end, msg)
+}
+
+fn done(verdict: ErrorClass) -> End {
+    End::Done {
+        keep_alive: true,
+        verdict,
+    }
+}
+
+#[test]
+fn a_success_without_the_apis_shape_is_no_output() {
+    let html = "<html><body>Please log in</body></html>";
+    let cases: [(String, &str); 5] = [
+        (
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{html}",
+                html.len()
+            ),
+            html,
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".into(),
+            "empty body",
+        ),
+        (
+            "HTTP/1.1 204 No Content\r\n\r\n".into(),
+            "empty body",
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
+                .into(),
+            "{\"ok\":true}",
+        ),
+        // An event stream whose events are none of the API's.
+        (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 33\r\n\r\ndata: {\"hello\":1}\n\ndata: [DONE]\n\n"
+                .into(),
+            "data: {\"hello\":1}\n\ndata: [DONE]\n\n",
+        ),
+    ];
+    for format in Format::ALL {
+        for (bytes, msg) in &cases {
+            let got = verdict_of(bytes.as_bytes(), false, protocol(format));
+            assert_eq!(
+                got,
+                (done(ErrorClass::NoOutput), msg.to_string()),
+                "{format:?} {bytes:?}"
+            );
+        }
+    }
+    // The kept message is the body's first bytes only.
+    let long = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4096\r\n\r\n{}",
+        "<".repeat(4096)
+    );
+    let (_, msg) = verdict_of(long.as_bytes(), false, &OpenAiChat);
+    assert_eq!(msg.len(), MAX_MESSAGE);
+}
+
+#[test]
+fn zero_output_with_a_finish_reason_or_usage_is_a_success() {
+    let bodies = [
+        r#"{"choices":[{"message":{"content":""},"finish_reason":"length"}]}"#,
+        r#"{"choices":[{"message":{"content":null}}],"usage":{"prompt_tokens":3,"completion_tokens":0}}"#,
+    ];
+    for body in bodies {
+        let bytes = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let got = verdict_of(bytes.as_bytes(), false, &OpenAiChat);
+        assert_eq!(got, (done(ErrorClass::None), String::new()), "{body}");
+    }
+    // A plain JSON response where a stream was asked for is read as a body.
+    let r = Reply::new(Format::Chat, 3, 0, PROMPT, true);
+    let w = whole(&r, Shape::Whole);
+    assert_eq!(
+        verdict_of(&w.bytes, false, &OpenAiChat).0,
+        done(ErrorClass::None)
+    );
+}
+
+#[test]
+fn a_close_delimited_stream_cut_short_is_truncated() {
+    for format in Format::ALL {
+        let r = Reply::new(format, 6, 0, PROMPT, true);
+        // The server closes the connection where token 3 would be.
+        let mut w = stream(&r, Shape::Reset, true);
+        w.end = End::Done {
+            keep_alive: false,
+            verdict: ErrorClass::Truncated,
+        };
+        check(&w, protocol(format), GAPS, true, &format!("{format:?}"));
+    }
+    // `[DONE]` ends a stream even without a finish reason; a framed stream
+    // that ends without either is complete too (its server said where it
+    // ends).
+    let events = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n";
+    let close = format!("{head}Connection: close\r\n\r\n{events}");
+    let cases = [
+        (close.clone(), ErrorClass::Truncated),
+        (format!("{close}data: [DONE]\n\n"), ErrorClass::None),
+    ];
+    for (bytes, verdict) in cases {
+        let got = verdict_of(bytes.as_bytes(), true, &OpenAiChat).0;
+        let want = End::Done {
+            keep_alive: false,
+            verdict,
+        };
+        assert_eq!(got, want, "{bytes:?}");
+    }
+    let framed = format!("{head}Content-Length: {}\r\n\r\n{events}", events.len());
+    let got = verdict_of(framed.as_bytes(), false, &OpenAiChat).0;
+    assert_eq!(got, done(ErrorClass::None));
+}
+
+#[test]
+fn switching_protocols_ends_the_connection() {
+    let bytes =
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+    let got = verdict_of(bytes, false, &OpenAiChat).0;
+    let want = End::Done {
+        keep_alive: false,
+        verdict: ErrorClass::HttpStatus,
+    };
+    assert_eq!(got, want);
+}
+
+#[test]
+fn only_a_stream_awaits_a_first_token() {
+    let mut rx = Rx::new(GAPS, true, 1 << 20, Budget::new(usize::MAX / 2));
+    rx.reset(T_SEND);
+    // Before the head: whether the request asked for a stream.
+    assert!(rx.awaits_first_token(true));
+    assert!(!rx.awaits_first_token(false));
+    let mut buf = vec![0u8; READ_BUF];
+    let mut feed = |rx: &mut Rx, bytes: &[u8]| {
+        buf[..bytes.len()].copy_from_slice(bytes);
+        let mut filled = bytes.len();
+        rx.receive(&mut buf, &mut filled, T0, &OpenAiChat)
+    };
+    // An error status, or a body that is not a stream, stops the clock.
+    for head in [
+        &b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 10\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n",
+    ] {
+        rx.reset(T_SEND);
+        assert_eq!(feed(&mut rx, head), Ok(Step::More));
+        assert!(!rx.awaits_first_token(true));
+    }
+    // An event stream awaits its first output event.
+    rx.reset(T_SEND);
+    let head =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(feed(&mut rx, head), Ok(Step::More));
+    assert!(rx.awaits_first_token(true));
+    let chunk = b"30\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n\r\n";
+    assert_eq!(feed(&mut rx, chunk), Ok(Step::More));
+    assert!(!rx.awaits_first_token(true));
+}

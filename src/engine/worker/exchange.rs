@@ -14,6 +14,11 @@ use crate::engine::conn::Step;
 use crate::metrics::errors::ErrorClass;
 use crate::uuid::write_uuid;
 
+/// How soon after a request was sent a reused connection's close or reset
+/// still counts as the server's idle close crossing the request: a round
+/// trip on a local network, plus the event loop's own delay under load.
+const STALE_WINDOW_NS: u64 = 10_000_000;
+
 impl Worker<'_> {
     /// Sends `job` on connected, idle connection `i`.
     pub(super) fn start(&mut self, i: usize, job: Job) {
@@ -152,13 +157,19 @@ impl Worker<'_> {
         }
     }
 
-    /// The connection broke mid-request. A reused keep-alive connection that
-    /// broke before any response byte was most likely closed by the server
-    /// while idle; the request is re-sent once on a new connection instead of
-    /// being charged to the endpoint.
+    /// The connection broke mid-request. A reused keep-alive connection
+    /// that broke before any response byte, while the request was still
+    /// being written or within `STALE_WINDOW_NS` of sending it, was most
+    /// likely closed by the server while idle (its close crossed the
+    /// request): the request is re-sent once on a new connection instead of
+    /// being charged to the endpoint. Later than that, the server may have
+    /// read the whole request and started on it, and a POST is not re-sent
+    /// blind: the request fails.
     fn lost(&mut self, i: usize, class: ErrorClass) {
         let c = &mut self.conns[i];
-        if c.served > 0 && c.rx.t_first_byte == 0 && !c.job.retried {
+        let racing = c.state == ConnState::Sending
+            || now_ns().saturating_sub(c.rx.t_send) <= STALE_WINDOW_NS;
+        if c.served > 0 && c.rx.t_first_byte == 0 && !c.job.retried && racing {
             let mut job = c.job;
             job.retried = true;
             self.counters.stale_retries.fetch_add(1, Ordering::Relaxed);

@@ -92,6 +92,14 @@ impl Ready {
     }
 }
 
+/// Whether a scenario's requests ask for a streamed response (the only kind
+/// `ttft_timeout` applies to).
+fn streamed(sc: &ScenarioPlan<'_>) -> bool {
+    sc.conversation
+        .as_ref()
+        .map_or_else(|| sc.requests.streamed(), |t| t.streamed())
+}
+
 /// `Job::conv` of a request that is not part of a multi-turn conversation.
 const NO_CONV: u32 = u32::MAX;
 
@@ -398,9 +406,11 @@ impl<'a> Worker<'a> {
                     self.fail(i, ErrorClass::RequestTimeout, now);
                 }
                 ConnState::Sending | ConnState::Receiving
-                    if c.rx.tally.t_first_token == 0
-                        && now.saturating_sub(c.rx.t_send)
-                            > self.s.limits.ttft_ns.unwrap_or(u64::MAX) =>
+                    if now.saturating_sub(c.rx.t_send)
+                        > self.s.limits.ttft_ns.unwrap_or(u64::MAX)
+                        && c.rx.awaits_first_token(streamed(
+                            &self.s.scenarios[c.job.slot.scenario as usize],
+                        )) =>
                 {
                     self.fail(i, ErrorClass::TtftTimeout, now);
                 }
