@@ -195,7 +195,8 @@ pub(crate) struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag))]
     pub timeout: Option<Duration>,
 
-    /// fail a request with no first token within this time (default: --timeout)
+    /// fail a streamed request with no first token within this time (default:
+    /// --timeout; a non-streamed or non-2xx response is held to --timeout only)
     #[argh(option, from_str_fn(duration_flag))]
     pub ttft_timeout: Option<Duration>,
 
