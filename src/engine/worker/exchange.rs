@@ -15,9 +15,22 @@ use crate::metrics::errors::ErrorClass;
 use crate::uuid::write_uuid;
 
 /// How soon after a request was sent a reused connection's close or reset
-/// still counts as the server's idle close crossing the request: a round
-/// trip on a local network, plus the event loop's own delay under load.
+/// still counts as the server's idle close crossing the request, on a local
+/// network: a round trip plus the event loop's own delay under load.
 const STALE_WINDOW_NS: u64 = 10_000_000;
+
+/// The widest window, however slow the connect was.
+const STALE_WINDOW_MAX_NS: u64 = 500_000_000;
+
+/// The window for a connection whose TCP handshake took `handshake_ns`. A
+/// close the server sent before our request arrives at most half a round
+/// trip after we sent it; a far endpoint's round trip can exceed the local
+/// window, so it widens to twice the handshake (about two round trips).
+fn stale_window(handshake_ns: u64) -> u64 {
+    handshake_ns
+        .saturating_mul(2)
+        .clamp(STALE_WINDOW_NS, STALE_WINDOW_MAX_NS)
+}
 
 impl Worker<'_> {
     /// Sends `job` on connected, idle connection `i`.
@@ -159,7 +172,7 @@ impl Worker<'_> {
 
     /// The connection broke mid-request. A reused keep-alive connection
     /// that broke before any response byte, while the request was still
-    /// being written or within `STALE_WINDOW_NS` of sending it, was most
+    /// being written or within `stale_window` of sending it, was most
     /// likely closed by the server while idle (its close crossed the
     /// request): the request is re-sent once on a new connection instead of
     /// being charged to the endpoint. Later than that, the server may have
@@ -168,7 +181,7 @@ impl Worker<'_> {
     fn lost(&mut self, i: usize, class: ErrorClass) {
         let c = &mut self.conns[i];
         let racing = c.state == ConnState::Sending
-            || now_ns().saturating_sub(c.rx.t_send) <= STALE_WINDOW_NS;
+            || now_ns().saturating_sub(c.rx.t_send) <= stale_window(c.handshake_ns);
         if c.served > 0 && c.rx.t_first_byte == 0 && !c.job.retried && racing {
             let mut job = c.job;
             job.retried = true;
@@ -218,5 +231,18 @@ fn io_error(e: &io::Error) -> ErrorClass {
         Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => ErrorClass::Reset,
         Some(libc::ETIMEDOUT) => ErrorClass::RequestTimeout,
         _ => ErrorClass::Io,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stale_window_widens_with_the_round_trip_within_bounds() {
+        assert_eq!(stale_window(0), STALE_WINDOW_NS);
+        assert_eq!(stale_window(100_000), STALE_WINDOW_NS);
+        assert_eq!(stale_window(40_000_000), 80_000_000);
+        assert_eq!(stale_window(u64::MAX), STALE_WINDOW_MAX_NS);
     }
 }

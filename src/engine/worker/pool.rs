@@ -52,6 +52,8 @@ pub(super) struct Conn {
     pub(super) job: Job,
     pub(super) written: usize,
     pub(super) t_connect: u64,
+    /// How long the TCP handshake took: about one round trip.
+    pub(super) handshake_ns: u64,
     pub(super) buf: Vec<u8>,
     pub(super) filled: usize,
     pub(super) rx: Rx,
@@ -72,6 +74,7 @@ impl Conn {
             job: Job::default(),
             written: 0,
             t_connect: 0,
+            handshake_ns: 0,
             buf: Vec::new(),
             filled: 0,
             rx: Rx::new(0, false, 0, budget.clone()),
@@ -189,6 +192,7 @@ impl Worker<'_> {
                 budget,
             );
         }
+        c.handshake_ns = now_ns().saturating_sub(c.t_connect);
         self.counters
             .connections_opened
             .fetch_add(1, Ordering::Relaxed);
