@@ -72,31 +72,32 @@ impl Protocol for OpenAiChat {
         // short tail is walked for what can share a chunk with text (vLLM
         // puts the last token and the finish reason together; a reasoning
         // parser can split one delta into reasoning and content; usage may
-        // follow).
+        // follow). One pass, each key's first value only, as the searches
+        // below read them.
         if let Some(V::Str(text)) = scan::find(data, &CONTENT)
             && !text.is_empty()
         {
             info.text = text;
             let tail = scan::after(data, text);
-            scan::for_each_key(tail.get(1..).unwrap_or_default(), |key, v| match key {
-                b"reasoning_content" | b"reasoning" => {
-                    if let Some(V::Str(r)) = v.value() {
-                        info.reasoning = r;
-                    }
-                }
-                b"finish_reason" => {
-                    if let Some(V::Str(r)) = v.value() {
-                        info.finish = Some(Finish::from_reason(r));
-                    }
-                }
-                b"usage" => {
-                    if let Some(V::Object(u)) = v.value() {
-                        info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
-                        info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
-                    }
-                }
-                _ => {}
-            });
+            let [reasoning_content, reasoning, finish, usage] = scan::find_each(
+                tail.get(1..).unwrap_or_default(),
+                [
+                    b"reasoning_content",
+                    b"reasoning",
+                    b"finish_reason",
+                    b"usage",
+                ],
+            );
+            if let Some(V::Str(r)) = reasoning_content.or(reasoning) {
+                info.reasoning = r;
+            }
+            if let Some(V::Str(r)) = finish {
+                info.finish = Some(Finish::from_reason(r));
+            }
+            if let Some(V::Object(u)) = usage {
+                info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
+                info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
+            }
             return info;
         }
         // Chunks without text (role, reasoning, tool calls, finish, usage,

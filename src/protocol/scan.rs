@@ -5,6 +5,12 @@
 //! string values are skipped correctly, so text that mentions a key name
 //! cannot be mistaken for it. Keys are `Key` statics whose substring
 //! searchers are built once, not per event.
+//!
+//! Every function here costs time linear in its input, whatever the bytes:
+//! a value is read only for the first occurrence of a key, never once per
+//! occurrence, because a server can nest a key inside itself
+//! (`"usage":{"usage":{…`) and reading each would scan the rest of the
+//! event again for every one.
 
 use std::sync::LazyLock;
 
@@ -25,7 +31,7 @@ macro_rules! json_key {
 
 /// A JSON value as far as the scanner reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Value<'a> {
+pub enum Value<'a> {
     /// The raw bytes between the quotes (escapes left as they are).
     Str(&'a [u8]),
     /// The raw bytes of a number.
@@ -38,11 +44,11 @@ pub(crate) enum Value<'a> {
     Bool(bool),
 }
 
-/// The value of the first occurrence of `key` in `json` that is followed by a
-/// colon, or `None`.
-pub(crate) fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
+/// The value of the first occurrence of `key` (a `Key`, or any searcher for
+/// a quoted name) in `json` that is followed by a colon, or `None`.
+pub(crate) fn find<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
     let mut from = 0;
-    let finder: &Finder<'static> = key;
+    let finder = key;
     let key_len = finder.needle().len();
     while let Some(pos) = finder.find(&json[from..]) {
         let start = from + pos;
@@ -62,54 +68,48 @@ pub(crate) fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
     None
 }
 
-/// Calls `f(key, value)` for every key in `json` whose value is a string,
-/// an object or an array — the keys that carry something — skipping those
-/// whose value is a number, `null` or a boolean without looking at them.
-/// Meant for the short tail of an event after its text, where most values
-/// are `null`: it visits colons, not every byte or quote. A key is the quoted
-/// string just before its colon; text quoted inside a string value is
-/// escaped, so it is never taken for a key.
-pub(crate) fn for_each_key<'a>(json: &'a [u8], mut f: impl FnMut(&'a [u8], At<'a>)) {
-    for colon in memchr::memchr_iter(b':', json) {
-        let v = skip_ws(json, colon + 1);
-        if !matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
+/// For each name in `names` (without quotes), the value of its first
+/// occurrence as a key in `json`, read in one pass: what `find` gives for
+/// each name in a well-formed document, with the document read once rather
+/// than once per name (a name listed twice gets its value at its first
+/// place only). Meant for the short tail of an event after its text.
+///
+/// The walk goes from string to string (a string followed by a colon is a
+/// key), so text inside a string value is never taken for a key, and each
+/// name's value is read at most once, so a name repeated or nested in its own
+/// value costs nothing more. `json` must start outside a string.
+pub(crate) fn find_each<'a, const N: usize>(
+    json: &'a [u8],
+    names: [&[u8]; N],
+) -> [Option<Value<'a>>; N] {
+    let mut values = [None; N];
+    let mut unread = [true; N];
+    let mut left = N;
+    let mut i = 0;
+    while left > 0 {
+        let Some(open) = memchr::memchr(b'"', &json[i..]).map(|at| i + at) else {
+            break;
+        };
+        let Some(close) = string_end(json, open + 1) else {
+            break;
+        };
+        let colon = skip_ws(json, close + 1);
+        if json.get(colon) != Some(&b':') {
+            i = close + 1;
             continue;
         }
-        let Some(key) = key_before(json, colon) else {
-            continue;
-        };
-        f(key, At { json, i: v });
+        let name = &json[open + 1..close];
+        if let Some(k) = names.iter().position(|&n| n == name)
+            && unread[k]
+        {
+            unread[k] = false;
+            left -= 1;
+            values[k] = value_at(json, skip_ws(json, colon + 1));
+        }
+        // The value is walked like the rest, so keys nested in it count.
+        i = colon + 1;
     }
-}
-
-/// The key whose colon is at `colon`: `"key"` right before it (whitespace
-/// allowed), not escaped.
-fn key_before(json: &[u8], colon: usize) -> Option<&[u8]> {
-    let mut end = colon;
-    while end > 0 && matches!(json[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
-        end -= 1;
-    }
-    if end < 2 || json[end - 1] != b'"' || json[end - 2] == b'\\' {
-        return None;
-    }
-    let open = memchr::memrchr(b'"', &json[..end - 1])?;
-    if open > 0 && json[open - 1] == b'\\' {
-        return None;
-    }
-    Some(&json[open + 1..end - 1])
-}
-
-/// Where a key's value starts; `value()` reads it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct At<'a> {
-    json: &'a [u8],
-    i: usize,
-}
-
-impl<'a> At<'a> {
-    pub(crate) fn value(self) -> Option<Value<'a>> {
-        value_at(self.json, self.i)
-    }
+    values
 }
 
 /// The part of `json` after `inner`, a slice of it (a value `find` returned).
@@ -119,7 +119,7 @@ pub(crate) fn after<'a>(json: &'a [u8], inner: &[u8]) -> &'a [u8] {
 }
 
 /// Parses the value of `key` as an unsigned integer.
-pub(crate) fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
+pub(crate) fn find_u32(json: &[u8], key: &Finder<'_>) -> Option<u32> {
     match find(json, key)? {
         Value::Num(n) => parse_u32(n),
         _ => None,
@@ -248,25 +248,69 @@ mod tests {
     }
 
     #[test]
-    fn walks_every_key_once() {
-        let j = br#"{"a": "x:\"y\"", "o": {"b": 2, "c": [1, {"d": null}]}, "e": true}"#;
-        let mut keys = Vec::new();
-        for_each_key(j, |k, v| {
-            keys.push((String::from_utf8_lossy(k).into_owned(), v.value().is_some()))
-        });
-        let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
-        // Keys of strings, objects and arrays; `b`, `d` and `e` hold a
-        // number, null and a boolean.
-        assert_eq!(names, ["a", "o", "c"]);
-        assert!(keys.iter().all(|(_, v)| *v));
-        let mut n = 0;
-        for_each_key(br#"{"a": "unterminated"#, |_, _| n += 1);
-        assert_eq!(n, 1);
-        let mut seen = Vec::new();
-        for_each_key(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, |k, _| {
-            seen.push(k.to_vec())
-        });
-        assert_eq!(seen, vec![b"t".to_vec(), b"k2".to_vec()]);
+    fn find_each_reads_the_first_value_of_each_name() {
+        let j = br#"{"a": "x:\"y\"", "o": {"b": 2, "c": [1, {"d": null}]}, "e": true, "a": 3}"#;
+        let [a, b, c, d, e, missing] = find_each(j, [b"a", b"b", b"c", b"d", b"e", b"missing"]);
+        assert_eq!(a, Some(Value::Str(br#"x:\"y\""#)));
+        assert_eq!(b, Some(Value::Num(b"2")));
+        assert_eq!(c, Some(Value::Array(br#"[1, {"d": null}]"#)));
+        assert_eq!(
+            (d, e, missing),
+            (Some(Value::Null), Some(Value::Bool(true)), None)
+        );
+        // Text that looks like keys inside a string value is not a key.
+        let [k, k2] = find_each(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, [b"k", b"k2"]);
+        assert_eq!((k, k2), (None, Some(Value::Str(b"x"))));
+        // Nor is a string value that starts with a colon and a bracket,
+        // which a walk from colon to colon took for the value of a key
+        // named by the bytes between the quotes before it (`, `).
+        let [a, phantom] = find_each(br#"["a", ":[1]", "b"]"#, [b"a", b", "]);
+        assert_eq!((a, phantom), (None, None));
+        let [a, phantom] = find_each(br#"{"a":":{\"b\":1}"}"#, [b"a", b":"]);
+        assert_eq!((a, phantom), (Some(Value::Str(br#":{\"b\":1}"#)), None));
+        // A truncated value is read once, as `find` reads it.
+        let [a] = find_each(br#"{"a": "unterminated"#, [b"a"]);
+        assert_eq!(a, None);
+        let [a] = find_each(br#"{"a": {"a": 1}, "a": 2"#, [b"a"]);
+        assert_eq!(a, Some(Value::Object(br#"{"a": 1}"#)));
+        let [a] = find_each(br#"{"a": {"a": 1"#, [b"a"]);
+        assert_eq!(a, None);
+        // A name asked twice is answered once, at its first place.
+        let [a, again] = find_each(br#"{"a": 1, "a": 2}"#, [b"a", b"a"]);
+        assert_eq!((a, again), (Some(Value::Num(b"1")), None));
+    }
+
+    /// A name nested in its own value, 1 MiB deep or repeated 100,000
+    /// times, costs one read: with a read per occurrence it took about a
+    /// minute. The bound is a sanity check far above the linear cost (a few
+    /// milliseconds in release) and far below the quadratic one.
+    #[test]
+    fn nested_and_repeated_names_cost_linear_time() {
+        let mut nested = b"{".to_vec();
+        let mut repeated = b"{".to_vec();
+        while nested.len() < 1 << 20 {
+            nested.extend_from_slice(br#""usage":{"#);
+            repeated.extend_from_slice(br#""usage":{"usage":0},"#);
+        }
+        let closed: Vec<u8> = [&nested[..], &vec![b'}'; nested.len() / 9 + 1][..]].concat();
+        for (json, read) in [(&nested, false), (&closed, true), (&repeated, true)] {
+            let fastest = (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    let [usage, other] = find_each(json, [b"usage", b"other"]);
+                    assert_eq!(other, None);
+                    assert_eq!(usage.is_some(), read);
+                    start.elapsed()
+                })
+                .min()
+                .unwrap();
+            let bound = if cfg!(debug_assertions) { 2000 } else { 50 };
+            assert!(
+                fastest.as_millis() < bound,
+                "{fastest:?} for {} bytes",
+                json.len()
+            );
+        }
     }
 
     #[test]
@@ -395,23 +439,6 @@ mod tests {
             }
         }
 
-        /// Every key whose value is a string, object or array, with its
-        /// value, in document order.
-        fn carrying(v: &J, out: &mut Vec<(String, J)>) {
-            match v {
-                J::Object(m) => {
-                    for (k, x) in m {
-                        if matches!(x, J::String(_) | J::Object(_) | J::Array(_)) {
-                            out.push((k.clone(), x.clone()));
-                        }
-                        carrying(x, out);
-                    }
-                }
-                J::Array(a) => a.iter().for_each(|x| carrying(x, out)),
-                _ => {}
-            }
-        }
-
         /// What the scanner's raw value means, decoded by serde_json; the
         /// kind must agree with the bytes it returned.
         fn decode(v: Option<Value<'_>>) -> Option<J> {
@@ -467,51 +494,40 @@ mod tests {
             assert!(present > 5_000 && absent > 5_000, "{present} {absent}");
         }
 
+        /// `find_each` on a whole document gives what serde_json says
+        /// for every name at once, and on the tail after any string value
+        /// (as the chat parser walks the tail after its text) what `find`
+        /// gives for each name alone.
         #[test]
-        fn for_each_key_agrees_with_serde_json() {
+        fn find_each_agrees_with_serde_json_and_find() {
+            let names = KEYS.map(|(name, _)| name.as_bytes());
             let mut rng = Rng::seeded(12);
-            let (mut visits, mut phantoms) = (0, 0);
+            let (mut present, mut tails) = (0, 0);
             for _ in 0..4000 {
                 let (doc, texts) = document(&mut rng);
-                let mut want = Vec::new();
-                carrying(&doc, &mut want);
-                let odd: Vec<String> = want
-                    .iter()
-                    .filter(|(k, _)| ODD_KEYS.contains(&k.as_str()))
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                want.retain(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
                 for text in &texts {
-                    let mut got = Vec::new();
-                    for_each_key(text, |k, v| {
-                        got.push((String::from_utf8(k.to_vec()).unwrap(), v.value()))
-                    });
-                    // Odd keys may be visited or not (one ending in a
-                    // backslash is not); what matters is the keys callers
-                    // ask for. A string value that opens with a colon and a
-                    // bracket (`": [1]"`) is visited too, as if it were a
-                    // key's value, under the name of the bytes between the
-                    // quote before it and its opening quote. Those bytes are
-                    // JSON structure (`:`, `,`, `:[1,`), never a name a
-                    // caller asks for, so the visit is harmless; it is set
-                    // aside here after checking that it is such a name.
-                    let (got, other): (Vec<_>, Vec<_>) = got
-                        .into_iter()
-                        .partition(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
-                    let phantom = other.iter().filter(|(k, _)| !odd.contains(k));
-                    for (k, _) in phantom {
-                        assert!(k.bytes().any(|b| b":,[{".contains(&b)), "{k:?}");
-                        phantoms += 1;
+                    let shown = String::from_utf8_lossy(text);
+                    let got = find_each(text, names);
+                    for ((name, _), got) in KEYS.iter().zip(got) {
+                        let want = first(&doc, name);
+                        assert_eq!(decode(got), want.cloned(), "{name} in {shown}");
+                        present += usize::from(want.is_some());
                     }
-                    let got: Vec<(String, J)> = got
-                        .into_iter()
-                        .map(|(k, v)| (k, decode(v).expect("a whole value")))
-                        .collect();
-                    assert_eq!(got, want, "{}", String::from_utf8_lossy(text));
-                    visits += got.len();
+                    for (_, key) in &KEYS {
+                        let Some(Value::Str(s)) = find(text, key) else {
+                            continue;
+                        };
+                        let tail = &after(text, s)[1..];
+                        let got = find_each(tail, names);
+                        for ((name, key), got) in KEYS.iter().zip(got) {
+                            let shown = String::from_utf8_lossy(tail);
+                            assert_eq!(got, find(tail, key), "{name} in tail {shown}");
+                        }
+                        tails += 1;
+                    }
                 }
             }
-            assert!(visits > 5_000 && phantoms > 0, "{visits} {phantoms}");
+            assert!(present > 5_000 && tails > 2_000, "{present} {tails}");
         }
     }
 }
