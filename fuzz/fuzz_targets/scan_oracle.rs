@@ -1,11 +1,12 @@
 //! The in-place JSON key scanner (`find`, `find_u32`, `find_each`) against
 //! serde_json. On any bytes: no panic, every value lies within the input,
 //! and the time stays linear (libFuzzer's `-timeout` with 1 MiB inputs
-//! catches a quadratic walk). On valid JSON: for every name asked, the
-//! scanner's value is the first key of that name in document order, as
-//! serde_json reads the document, and `find_each` agrees with `find`, on the
-//! whole document and on the tail after any string value (where the chat
-//! parser walks).
+//! catches a quadratic walk). On valid JSON, for every name asked: `find`
+//! gives the value of the first key of that name in document order, as
+//! serde_json reads the document, and `find_u32` that value as a `u32`;
+//! `find_each` gives the first such key whose value is a string, an object
+//! or an array, and agrees with a naive search for it on the tail after any
+//! string value too (where the chat parser walks).
 //!
 //! The first byte picks the mode: the rest of the input taken as it is (bit
 //! 0 clear), or read as choices for a generator that always writes valid
@@ -174,12 +175,63 @@ fn first<'n>(node: &'n Node, name: &str) -> Option<&'n Node> {
     }
 }
 
-/// Plain key names in the document, first seen first.
+/// The value of the first plain key `name` in document order that is a
+/// string, an array or an object.
+fn first_carrying<'n>(node: &'n Node, name: &str) -> Option<&'n Node> {
+    match node {
+        Node::Obj(entries) => entries.iter().find_map(|(k, v)| {
+            if k.plain && k.text == name && matches!(v, Node::Str(_) | Node::Arr(_) | Node::Obj(_))
+            {
+                Some(v)
+            } else {
+                first_carrying(v, name)
+            }
+        }),
+        Node::Arr(items) => items.iter().find_map(|v| first_carrying(v, name)),
+        _ => None,
+    }
+}
+
+fn skip_ws(json: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = json.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// `find_each` for one name the naive way: `find`'s search for `"name"`
+/// followed by a colon, going on past keys whose value does not open with a
+/// quote or a bracket.
+fn naive_each<'a>(json: &'a [u8], name: &[u8]) -> Option<Value<'a>> {
+    let needle = [b"\"", name, b"\""].concat();
+    let mut from = 0;
+    while let Some(pos) = memchr::memmem::find(&json[from..], &needle) {
+        let start = from + pos;
+        from = start + needle.len();
+        if start > 0 && json[start - 1] == b'\\' {
+            continue;
+        }
+        let colon = skip_ws(json, from);
+        if json.get(colon) != Some(&b':') {
+            continue;
+        }
+        if matches!(json.get(skip_ws(json, colon + 1)), Some(b'"' | b'{' | b'[')) {
+            return find(&json[start..], name);
+        }
+    }
+    None
+}
+
+/// Plain key names in the document, first seen first. Names holding a
+/// comma or a colon are left out: the scanner trusts that a quoted name
+/// before a colon is a key, and the bytes between two strings (`", "`,
+/// `":["`) read like one; no parser asks for such a name.
 fn plain_keys<'n>(node: &'n Node, out: &mut Vec<&'n str>) {
     match node {
         Node::Obj(entries) => {
             for (k, v) in entries {
-                if k.plain && !out.contains(&k.text.as_str()) {
+                let punctuated = k.text.contains([',', ':']);
+                if k.plain && !punctuated && !out.contains(&k.text.as_str()) {
                     out.push(&k.text);
                 }
                 plain_keys(v, out);
@@ -238,16 +290,21 @@ fn names<'a>(pick: u8, own: &[&'a str]) -> [&'a [u8]; 8] {
     out
 }
 
-/// Expected `find_each` answer: `find`'s, except that a name listed twice
-/// gets its value at its first place only.
+/// Expected `find_each` answer: `naive_each`'s for every name, except that
+/// a name listed twice gets its value at its first place only.
 fn expected_each<'a>(json: &'a [u8], names: &[&[u8]; 8]) -> [Option<Value<'a>>; 8] {
     let mut out = [None; 8];
     for (k, name) in names.iter().enumerate() {
         if !names[..k].contains(name) {
-            out[k] = find(json, name);
+            out[k] = naive_each(json, name);
         }
     }
     out
+}
+
+/// The start of `json`, for a failure message.
+fn shown(json: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(&json[..json.len().min(2000)])
 }
 
 /// Runs the scanner over `json` for `names`, checks what holds for any
@@ -264,36 +321,48 @@ fn check(json: &[u8], names: &[&[u8]; 8], doc: Option<&Node>) {
         };
         let name_str = std::str::from_utf8(name).expect("names are text");
         let want = first(doc, name_str);
-        let shown = String::from_utf8_lossy(&json[..json.len().min(2000)]);
         assert_eq!(
             got.as_ref().map(decode).as_ref(),
             want,
-            "find {name_str} in {shown}"
+            "find {name_str} in {}",
+            shown(json)
         );
         let want_u32 = match want {
             Some(Node::Num(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
             _ => None,
         };
-        assert_eq!(got_u32, want_u32, "find_u32 {name_str} in {shown}");
+        assert_eq!(got_u32, want_u32, "find_u32 {name_str} in {}", shown(json));
     }
-    if doc.is_some() {
-        let shown = String::from_utf8_lossy(&json[..json.len().min(2000)]);
+    let Some(doc) = doc else {
+        return;
+    };
+    for (k, (name, got)) in names.iter().zip(&each).enumerate() {
+        let name_str = std::str::from_utf8(name).expect("names are text");
+        let want = first_carrying(doc, name_str).filter(|_| !names[..k].contains(name));
         assert_eq!(
-            each,
-            expected_each(json, names),
-            "find_each {names:?} in {shown}"
+            got.as_ref().map(decode).as_ref(),
+            want,
+            "find_each {name_str} in {}",
+            shown(json)
         );
-        // Tails after string values start outside a string, as the chat
-        // parser's does.
-        for name in names {
-            if let Some(Value::Str(s)) = find(json, name) {
-                let tail = &after(json, s)[1..];
-                assert_eq!(
-                    find_each(tail, *names),
-                    expected_each(tail, names),
-                    "find_each {names:?} on the tail after {s:?} in {shown}"
-                );
-            }
+    }
+    assert_eq!(
+        each,
+        expected_each(json, names),
+        "find_each {names:?} in {}",
+        shown(json)
+    );
+    // Tails after string values start outside a string, as the chat
+    // parser's does.
+    for name in names {
+        if let Some(Value::Str(s)) = find(json, name) {
+            let tail = &after(json, s)[1..];
+            assert_eq!(
+                find_each(tail, *names),
+                expected_each(tail, names),
+                "find_each {names:?} on the tail after {s:?} in {}",
+                shown(json)
+            );
         }
     }
 }

@@ -24,10 +24,13 @@ pub fn find_u32(json: &[u8], name: &[u8]) -> Option<u32> {
     scan::find_u32(json, &quoted(name))
 }
 
-/// The value of the first key of each of `names`, in one pass (the chat
-/// parser's walk over the tail of a text event).
+/// For each of `names`, the value of its first key holding a string, an
+/// object or an array, in one pass (the chat parser's walk over the tail of
+/// a text event); `None` for a name listed again.
 pub fn find_each<'a, const N: usize>(json: &'a [u8], names: [&[u8]; N]) -> [Option<Value<'a>>; N] {
-    scan::find_each(json, names)
+    let mut values = [None; N];
+    scan::find_each(json, names, |k, v| values[k] = v);
+    values
 }
 
 /// The part of `json` after `inner`, a slice of it.

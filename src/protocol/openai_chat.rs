@@ -72,14 +72,14 @@ impl Protocol for OpenAiChat {
         // short tail is walked for what can share a chunk with text (vLLM
         // puts the last token and the finish reason together; a reasoning
         // parser can split one delta into reasoning and content; usage may
-        // follow). One pass, each key's first value only, as the searches
-        // below read them.
+        // follow). One pass, reading each key's first value only.
         if let Some(V::Str(text)) = scan::find(data, &CONTENT)
             && !text.is_empty()
         {
             info.text = text;
             let tail = scan::after(data, text);
-            let [reasoning_content, reasoning, finish, usage] = scan::find_each(
+            let mut reasoning_content = false;
+            scan::find_each(
                 tail.get(1..).unwrap_or_default(),
                 [
                     b"reasoning_content",
@@ -87,17 +87,20 @@ impl Protocol for OpenAiChat {
                     b"finish_reason",
                     b"usage",
                 ],
+                |k, v| match (k, v) {
+                    (0, Some(V::Str(r))) => {
+                        info.reasoning = r;
+                        reasoning_content = true;
+                    }
+                    (1, Some(V::Str(r))) if !reasoning_content => info.reasoning = r,
+                    (2, Some(V::Str(r))) => info.finish = Some(Finish::from_reason(r)),
+                    (3, Some(V::Object(u))) => {
+                        info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
+                        info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
+                    }
+                    _ => {}
+                },
             );
-            if let Some(V::Str(r)) = reasoning_content.or(reasoning) {
-                info.reasoning = r;
-            }
-            if let Some(V::Str(r)) = finish {
-                info.finish = Some(Finish::from_reason(r));
-            }
-            if let Some(V::Object(u)) = usage {
-                info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
-                info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
-            }
             return info;
         }
         // Chunks without text (role, reasoning, tool calls, finish, usage,

@@ -68,48 +68,85 @@ pub(crate) fn find<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
     None
 }
 
-/// For each name in `names` (without quotes), the value of its first
-/// occurrence as a key in `json`, read in one pass: what `find` gives for
-/// each name in a well-formed document, with the document read once rather
-/// than once per name (a name listed twice gets its value at its first
-/// place only). Meant for the short tail of an event after its text.
+/// Calls `f(k, value)` once for each name `names[k]` (without quotes) that
+/// is a key in `json` with a value that is a string, an object or an array:
+/// with the value of its first such occurrence, in document order, in one
+/// pass (a name listed twice is answered at its first place only). Keys
+/// holding `null`, a number or a boolean are passed over without reading
+/// their names: the walk visits colons, not every byte or quote, which keeps
+/// the usual tail of an event after its text (`"logprobs":null,
+/// "finish_reason":null}]}`) nearly free.
 ///
-/// The walk goes from string to string (a string followed by a colon is a
-/// key), so text inside a string value is never taken for a key, and each
-/// name's value is read at most once, so a name repeated or nested in its own
-/// value costs nothing more. `json` must start outside a string.
+/// A key is the quoted string just before a colon. That it is a key and not
+/// text inside a string value is checked only for a name asked for, by
+/// walking the strings from the start (a walk that only moves forward), so
+/// each byte is looked at a bounded number of times; each name's value is
+/// read at most once, so a name repeated or nested in its own value
+/// (`"usage":{"usage":{…`) costs nothing more. `json` must start outside a
+/// string; `N` is at most 32.
 pub(crate) fn find_each<'a, const N: usize>(
     json: &'a [u8],
     names: [&[u8]; N],
-) -> [Option<Value<'a>>; N] {
-    let mut values = [None; N];
-    let mut unread = [true; N];
-    let mut left = N;
-    let mut i = 0;
-    while left > 0 {
-        let Some(open) = memchr::memchr(b'"', &json[i..]).map(|at| i + at) else {
-            break;
-        };
-        let Some(close) = string_end(json, open + 1) else {
-            break;
-        };
-        let colon = skip_ws(json, close + 1);
-        if json.get(colon) != Some(&b':') {
-            i = close + 1;
+    mut f: impl FnMut(usize, Option<Value<'a>>),
+) {
+    const { assert!(N <= 32) };
+    let mut unread: u32 = if N == 32 { u32::MAX } else { (1 << N) - 1 };
+    let mut walked = 0;
+    for colon in memchr::memchr_iter(b':', json) {
+        let v = skip_ws(json, colon + 1);
+        if !matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
             continue;
         }
+        let Some((open, close)) = key_before(json, colon) else {
+            continue;
+        };
         let name = &json[open + 1..close];
-        if let Some(k) = names.iter().position(|&n| n == name)
-            && unread[k]
-        {
-            unread[k] = false;
-            left -= 1;
-            values[k] = value_at(json, skip_ws(json, colon + 1));
+        let Some(k) = names.iter().position(|&n| n == name) else {
+            continue;
+        };
+        if unread & (1 << k) == 0 || !opens_string(json, &mut walked, open) {
+            continue;
         }
-        // The value is walked like the rest, so keys nested in it count.
-        i = colon + 1;
+        f(k, value_at(json, v));
+        unread &= !(1 << k);
+        if unread == 0 {
+            break;
+        }
     }
-    values
+}
+
+/// The quotes around the key whose colon is at `colon`: `"key"` right
+/// before it (white space allowed). Finding the opening quote looks back
+/// only to the quote before the closing one, so the colons of a walk look
+/// at disjoint stretches.
+fn key_before(json: &[u8], colon: usize) -> Option<(usize, usize)> {
+    let mut end = colon;
+    while end > 0 && matches!(json[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
+        end -= 1;
+    }
+    let close = end.checked_sub(1).filter(|&c| json[c] == b'"')?;
+    Some((memchr::memrchr(b'"', &json[..close])?, close))
+}
+
+/// Whether the quote at `open` starts a string: walks from string to string,
+/// from `*walked` (outside any string) to `open`, and leaves `*walked` at the
+/// first quote it has not walked past.
+fn opens_string(json: &[u8], walked: &mut usize, open: usize) -> bool {
+    while *walked <= open {
+        let Some(quote) = memchr::memchr(b'"', &json[*walked..=open]) else {
+            return false;
+        };
+        let quote = *walked + quote;
+        if quote == open {
+            *walked = open;
+            return true;
+        }
+        *walked = match string_end(json, quote + 1) {
+            Some(end) => end + 1,
+            None => json.len(),
+        };
+    }
+    false
 }
 
 /// The part of `json` after `inner`, a slice of it (a value `find` returned).
@@ -247,37 +284,64 @@ mod tests {
         assert_eq!(find(j, &CONTENT), Some(Value::Str(b"yes")));
     }
 
+    /// `find_each`'s answers as an array.
+    fn each<'a, const N: usize>(json: &'a [u8], names: [&[u8]; N]) -> [Option<Value<'a>>; N] {
+        let mut values = [None; N];
+        find_each(json, names, |k, v| values[k] = v);
+        values
+    }
+
+    /// `find_each` for one name the naive way: `find`'s search, going on
+    /// past keys whose value is not a string, an object or an array.
+    fn first_carrying<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
+        let mut from = 0;
+        while let Some(pos) = key.find(&json[from..]) {
+            let start = from + pos;
+            from = start + key.needle().len();
+            if start > 0 && json[start - 1] == b'\\' {
+                continue;
+            }
+            let colon = skip_ws(json, from);
+            if json.get(colon) != Some(&b':') {
+                continue;
+            }
+            let v = skip_ws(json, colon + 1);
+            if matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
+                return value_at(json, v);
+            }
+        }
+        None
+    }
+
     #[test]
-    fn find_each_reads_the_first_value_of_each_name() {
-        let j = br#"{"a": "x:\"y\"", "o": {"b": 2, "c": [1, {"d": null}]}, "e": true, "a": 3}"#;
-        let [a, b, c, d, e, missing] = find_each(j, [b"a", b"b", b"c", b"d", b"e", b"missing"]);
+    fn find_each_reads_the_first_carrying_value_of_each_name() {
+        let j = br#"{"a": 0, "b": null, "o": {"a": "x:\"y\"", "c": [1, {"d": null}]}, "e": true, "a": 3}"#;
+        let [a, b, c, d, e, o, missing] = each(j, [b"a", b"b", b"c", b"d", b"e", b"o", b"missing"]);
+        // The first `a` holds a number: passed over for the string.
         assert_eq!(a, Some(Value::Str(br#"x:\"y\""#)));
-        assert_eq!(b, Some(Value::Num(b"2")));
         assert_eq!(c, Some(Value::Array(br#"[1, {"d": null}]"#)));
-        assert_eq!(
-            (d, e, missing),
-            (Some(Value::Null), Some(Value::Bool(true)), None)
-        );
+        assert_eq!((b, d, e, missing), (None, None, None, None));
+        assert!(matches!(o, Some(Value::Object(o)) if o.len() == 39));
         // Text that looks like keys inside a string value is not a key.
-        let [k, k2] = find_each(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, [b"k", b"k2"]);
+        let [k, k2] = each(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, [b"k", b"k2"]);
         assert_eq!((k, k2), (None, Some(Value::Str(b"x"))));
         // Nor is a string value that starts with a colon and a bracket,
-        // which a walk from colon to colon took for the value of a key
-        // named by the bytes between the quotes before it (`, `).
-        let [a, phantom] = find_each(br#"["a", ":[1]", "b"]"#, [b"a", b", "]);
-        assert_eq!((a, phantom), (None, None));
-        let [a, phantom] = find_each(br#"{"a":":{\"b\":1}"}"#, [b"a", b":"]);
+        // which a walk from colon to colon could take for the value of a
+        // key named by the bytes between the quotes before it.
+        let [phantom, b] = each(br#"["a,", ":[1]", {"b": "x"}]"#, [b", ", b"b"]);
+        assert_eq!((phantom, b), (None, Some(Value::Str(b"x"))));
+        let [a, phantom] = each(br#"{"a":":{\"b\":1}"}"#, [b"a", b":"]);
         assert_eq!((a, phantom), (Some(Value::Str(br#":{\"b\":1}"#)), None));
         // A truncated value is read once, as `find` reads it.
-        let [a] = find_each(br#"{"a": "unterminated"#, [b"a"]);
+        let [a] = each(br#"{"a": "unterminated"#, [b"a"]);
         assert_eq!(a, None);
-        let [a] = find_each(br#"{"a": {"a": 1}, "a": 2"#, [b"a"]);
-        assert_eq!(a, Some(Value::Object(br#"{"a": 1}"#)));
-        let [a] = find_each(br#"{"a": {"a": 1"#, [b"a"]);
+        let [a] = each(br#"{"a": {"a": [1]}, "a": [2]"#, [b"a"]);
+        assert_eq!(a, Some(Value::Object(br#"{"a": [1]}"#)));
+        let [a] = each(br#"{"a": {"a": "x""#, [b"a"]);
         assert_eq!(a, None);
         // A name asked twice is answered once, at its first place.
-        let [a, again] = find_each(br#"{"a": 1, "a": 2}"#, [b"a", b"a"]);
-        assert_eq!((a, again), (Some(Value::Num(b"1")), None));
+        let [a, again] = each(br#"{"a": "1", "a": "2"}"#, [b"a", b"a"]);
+        assert_eq!((a, again), (Some(Value::Str(b"1")), None));
     }
 
     /// A name nested in its own value, 1 MiB deep or repeated 100,000
@@ -297,7 +361,7 @@ mod tests {
             let fastest = (0..3)
                 .map(|_| {
                     let start = std::time::Instant::now();
-                    let [usage, other] = find_each(json, [b"usage", b"other"]);
+                    let [usage, other] = each(json, [b"usage", b"other"]);
                     assert_eq!(other, None);
                     assert_eq!(usage.is_some(), read);
                     start.elapsed()
@@ -494,12 +558,29 @@ mod tests {
             assert!(present > 5_000 && absent > 5_000, "{present} {absent}");
         }
 
-        /// `find_each` on a whole document gives what serde_json says
-        /// for every name at once, and on the tail after any string value
-        /// (as the chat parser walks the tail after its text) what `find`
-        /// gives for each name alone.
+        /// The value of the first `key` in document order that is a
+        /// string, an object or an array.
+        fn first_carrying_in<'v>(v: &'v J, key: &str) -> Option<&'v J> {
+            let carries = |x: &J| matches!(x, J::String(_) | J::Object(_) | J::Array(_));
+            match v {
+                J::Object(m) => m.iter().find_map(|(k, x)| {
+                    if k == key && carries(x) {
+                        Some(x)
+                    } else {
+                        first_carrying_in(x, key)
+                    }
+                }),
+                J::Array(a) => a.iter().find_map(|x| first_carrying_in(x, key)),
+                _ => None,
+            }
+        }
+
+        /// `find_each` on a whole document gives what serde_json says for
+        /// every name at once, and on the tail after any string value (as
+        /// the chat parser walks the tail after its text) what the naive
+        /// search gives for each name alone.
         #[test]
-        fn find_each_agrees_with_serde_json_and_find() {
+        fn find_each_agrees_with_serde_json_and_a_naive_search() {
             let names = KEYS.map(|(name, _)| name.as_bytes());
             let mut rng = Rng::seeded(12);
             let (mut present, mut tails) = (0, 0);
@@ -507,10 +588,11 @@ mod tests {
                 let (doc, texts) = document(&mut rng);
                 for text in &texts {
                     let shown = String::from_utf8_lossy(text);
-                    let got = find_each(text, names);
-                    for ((name, _), got) in KEYS.iter().zip(got) {
-                        let want = first(&doc, name);
+                    let got = each(text, names);
+                    for ((name, key), got) in KEYS.iter().zip(got) {
+                        let want = first_carrying_in(&doc, name);
                         assert_eq!(decode(got), want.cloned(), "{name} in {shown}");
+                        assert_eq!(got, first_carrying(text, key), "{name} in {shown}");
                         present += usize::from(want.is_some());
                     }
                     for (_, key) in &KEYS {
@@ -518,10 +600,10 @@ mod tests {
                             continue;
                         };
                         let tail = &after(text, s)[1..];
-                        let got = find_each(tail, names);
+                        let got = each(tail, names);
                         for ((name, key), got) in KEYS.iter().zip(got) {
                             let shown = String::from_utf8_lossy(tail);
-                            assert_eq!(got, find(tail, key), "{name} in tail {shown}");
+                            assert_eq!(got, first_carrying(tail, key), "{name} in tail {shown}");
                         }
                         tails += 1;
                     }
