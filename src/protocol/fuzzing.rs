@@ -29,7 +29,7 @@ pub fn find_u32(json: &[u8], name: &[u8]) -> Option<u32> {
 /// a text event); `None` for a name listed again.
 pub fn find_each<'a, const N: usize>(json: &'a [u8], names: [&[u8]; N]) -> [Option<Value<'a>>; N] {
     let mut values = [None; N];
-    scan::find_each(json, names, |k, v| values[k] = v);
+    scan::find_each(json, &names, |k, v| values[k] = v);
     values
 }
 

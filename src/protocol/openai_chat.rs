@@ -24,6 +24,15 @@ json_key!(USAGE = "usage");
 json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
 
+/// What the tail of a text chunk is read for, in the order `parse_event`
+/// numbers them.
+static TAIL_KEYS: [&[u8]; 4] = [
+    b"reasoning_content",
+    b"reasoning",
+    b"finish_reason",
+    b"usage",
+];
+
 /// The `openai-chat` wire format.
 pub(crate) struct OpenAiChat;
 
@@ -81,12 +90,7 @@ impl Protocol for OpenAiChat {
             let mut reasoning_content = false;
             scan::find_each(
                 tail.get(1..).unwrap_or_default(),
-                [
-                    b"reasoning_content",
-                    b"reasoning",
-                    b"finish_reason",
-                    b"usage",
-                ],
+                &TAIL_KEYS,
                 |k, v| match (k, v) {
                     (0, Some(V::Str(r))) => {
                         info.reasoning = r;

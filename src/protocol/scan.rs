@@ -86,32 +86,59 @@ pub(crate) fn find<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
 /// string; `N` is at most 32.
 pub(crate) fn find_each<'a, const N: usize>(
     json: &'a [u8],
-    names: [&[u8]; N],
+    names: &[&[u8]; N],
     mut f: impl FnMut(usize, Option<Value<'a>>),
 ) {
     const { assert!(N <= 32) };
-    let mut unread: u32 = if N == 32 { u32::MAX } else { (1 << N) - 1 };
-    let mut walked = 0;
+    let mut walk = Walk {
+        unread: if N == 32 { u32::MAX } else { (1 << N) - 1 },
+        walked: 0,
+    };
     for colon in memchr::memchr_iter(b':', json) {
         let v = skip_ws(json, colon + 1);
-        if !matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
-            continue;
+        if matches!(json.get(v), Some(b'"' | b'{' | b'['))
+            && walk.key(json, colon, v, names, &mut f)
+        {
+            break;
         }
+    }
+}
+
+/// The state of a `find_each` walk.
+struct Walk {
+    /// Bit `k`: `names[k]` has not been answered yet.
+    unread: u32,
+    /// How far the walk of strings has come (outside any string).
+    walked: usize,
+}
+
+impl Walk {
+    /// The key (if it is one) whose colon is at `colon` and whose value
+    /// starts at `v`: answers its name if asked for and not yet answered.
+    /// Returns whether every name is answered. Kept out of the loop, which
+    /// nearly always skips `null` values without coming here.
+    #[inline(never)]
+    fn key<'a, const N: usize>(
+        &mut self,
+        json: &'a [u8],
+        colon: usize,
+        v: usize,
+        names: &[&[u8]; N],
+        f: &mut impl FnMut(usize, Option<Value<'a>>),
+    ) -> bool {
         let Some((open, close)) = key_before(json, colon) else {
-            continue;
+            return false;
         };
         let name = &json[open + 1..close];
         let Some(k) = names.iter().position(|&n| n == name) else {
-            continue;
+            return false;
         };
-        if unread & (1 << k) == 0 || !opens_string(json, &mut walked, open) {
-            continue;
+        if self.unread & (1 << k) == 0 || !opens_string(json, &mut self.walked, open) {
+            return false;
         }
         f(k, value_at(json, v));
-        unread &= !(1 << k);
-        if unread == 0 {
-            break;
-        }
+        self.unread &= !(1 << k);
+        self.unread == 0
     }
 }
 
@@ -287,7 +314,7 @@ mod tests {
     /// `find_each`'s answers as an array.
     fn each<'a, const N: usize>(json: &'a [u8], names: [&[u8]; N]) -> [Option<Value<'a>>; N] {
         let mut values = [None; N];
-        find_each(json, names, |k, v| values[k] = v);
+        find_each(json, &names, |k, v| values[k] = v);
         values
     }
 
