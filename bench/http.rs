@@ -1,7 +1,8 @@
 //! Micro-benchmarks of the response-side parsers: SSE scanning, chunked
 //! decoding feeding the SSE splitter, response head parsing, and the
-//! openai-chat event parser on ordinary token events and on 1 MiB events,
-//! plain and of the worst shape for its key scan. Each one checks its answer
+//! openai-chat event parser on ordinary token events and on large events:
+//! all text, a benign tail of logprobs, and the worst shape for its key
+//! scan. Each one checks its answer
 //! on every pass (event count, data bytes, text, status and framing) and
 //! panics if it is wrong, so a fast wrong parser cannot post a number. Run
 //! with `cargo bench --bench http`; each measurement runs for about one
@@ -236,41 +237,64 @@ fn parse(chat: &dyn Protocol, data: &[u8]) -> (usize, Option<u32>) {
     (info.text.len(), info.completion_tokens)
 }
 
-/// One event of about `size` bytes: `plain` carries its size as text;
-/// otherwise a one-character text, then a `usage` object whose last entry is
-/// `usage` objects nested in each other down to an empty one, all closed (the shape that
-/// made the key scan quadratic).
-fn big_event(size: usize, plain: bool) -> Vec<u8> {
-    const HEAD: &[u8] = br#"{"choices":[{"delta":{"content":""#;
-    let mut e = HEAD.to_vec();
-    if plain {
-        e.resize(size - 5, b'x');
-        e.extend_from_slice(br#""}}]}"#);
-    } else {
-        e.extend_from_slice(br#"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"#);
-        let depth = (size - e.len() - 2) / 10;
-        for _ in 0..depth {
-            e.extend_from_slice(br#""usage":{"#);
-        }
-        e.resize(e.len() + depth, b'}');
-        e.extend_from_slice(b"}}");
-    }
-    e
+/// The shapes of a large openai-chat event.
+#[derive(Clone, Copy)]
+enum Big {
+    /// All of it text: the parser's fast path.
+    Text,
+    /// One character of text, then vLLM-style `logprobs` for many tokens:
+    /// a benign tail the parser walks key by key.
+    Logprobs,
+    /// One character of text, then a `usage` object whose last entry is
+    /// `usage` objects nested in each other down to an empty one, all
+    /// closed: the shape that made the key scan quadratic.
+    NestedUsage,
 }
 
-fn chat_big_event(size: usize, plain: bool) {
+/// One event of about `size` bytes of the shape `big`, and the text length
+/// and completion tokens it reads as.
+fn big_event(size: usize, big: Big) -> (Vec<u8>, (usize, Option<u32>)) {
+    const HEAD: &[u8] = br#"{"choices":[{"delta":{"content":""#;
+    let mut e = HEAD.to_vec();
+    match big {
+        Big::Text => {
+            e.resize(size - 5, b'x');
+            e.extend_from_slice(br#""}}]}"#);
+            let text = e.len() - HEAD.len() - 5;
+            (e, (text, None))
+        }
+        Big::Logprobs => {
+            e.extend_from_slice(br#"x"},"logprobs":{"content":["#);
+            const ENTRY: &[u8] =
+                br#"{"token":" the","logprob":-0.25,"bytes":[32,116,104,101],"top_logprobs":[]},"#;
+            while e.len() + ENTRY.len() + 8 <= size {
+                e.extend_from_slice(ENTRY);
+            }
+            e.pop();
+            e.extend_from_slice(br#"]}}]}"#);
+            (e, (1, None))
+        }
+        Big::NestedUsage => {
+            e.extend_from_slice(br#"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"#);
+            let depth = (size - e.len() - 2) / 10;
+            for _ in 0..depth {
+                e.extend_from_slice(br#""usage":{"#);
+            }
+            e.resize(e.len() + depth, b'}');
+            e.extend_from_slice(b"}}");
+            (e, (1, Some(2)))
+        }
+    }
+}
+
+fn chat_big_event(size: usize, big: Big) {
     let chat = chat();
-    let event = big_event(size, plain);
-    let want = if plain {
-        (event.len() - 38, None)
-    } else {
-        (1, Some(2))
-    };
+    let (event, want) = big_event(size, big);
     let (passes, secs) = measure(|| assert_eq!(parse(chat, &event), want));
-    let name = if plain {
-        "openai-chat plain event"
-    } else {
-        "openai-chat nested-usage event"
+    let name = match big {
+        Big::Text => "openai-chat text event",
+        Big::Logprobs => "openai-chat logprobs event",
+        Big::NestedUsage => "openai-chat nested-usage event",
     };
     row(
         name,
@@ -321,7 +345,8 @@ fn main() {
     );
     chat_events(&stream);
     for size in [64 << 10, 1 << 20] {
-        chat_big_event(size, true);
-        chat_big_event(size, false);
+        for big in [Big::Text, Big::Logprobs, Big::NestedUsage] {
+            chat_big_event(size, big);
+        }
     }
 }
