@@ -91,7 +91,7 @@ pub(crate) fn find_each<'a, const N: usize>(
 ) {
     const { assert!(N <= 32) };
     let mut walk = Walk {
-        unread: if N == 32 { u32::MAX } else { (1 << N) - 1 },
+        unread: ((1u64 << N) - 1) as u32,
         walked: 0,
     };
     for colon in memchr::memchr_iter(b':', json) {
