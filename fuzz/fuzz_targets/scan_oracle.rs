@@ -477,7 +477,7 @@ impl Gen<'_> {
                     self.space();
                     let b = self.byte();
                     self.push("\"");
-                    let key = if b % 4 == 0 {
+                    let key = if b.is_multiple_of(4) {
                         ODD_KEYS[usize::from(b / 4) % ODD_KEYS.len()]
                     } else {
                         NAMES[usize::from(b / 4) % NAMES.len()]
