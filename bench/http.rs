@@ -1,16 +1,20 @@
 //! Micro-benchmarks of the response-side parsers: SSE scanning, chunked
-//! decoding feeding the SSE splitter, and response head parsing. Each one
-//! checks its answer on every pass (event count, data bytes, status and
-//! framing) and panics if it is wrong, so a fast wrong parser cannot post a
-//! number. Run with `cargo bench --bench http`; each measurement runs for
-//! about one second.
+//! decoding feeding the SSE splitter, response head parsing, and the
+//! openai-chat event parser on ordinary token events and on large events:
+//! all text, a benign tail of logprobs, and the worst shape for its key
+//! scan. Each one checks its answer
+//! on every pass (event count, data bytes, text, status and framing) and
+//! panics if it is wrong, so a fast wrong parser cannot post a number. Run
+//! with `cargo bench --bench http`; each measurement runs for about one
+//! second.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use llmload::http::chunked::{ChunkedDecoder, write_chunk, write_last_chunk};
 use llmload::http::response::{BodyKind, parse_head};
-use llmload::http::sse::SseSplitter;
+use llmload::http::sse::{SseEvent, SseSplitter};
+use llmload::protocol::{self, Protocol, StreamState};
 
 const RUN_FOR: Duration = Duration::from_secs(1);
 /// Size of the synthetic SSE stream scanned per pass.
@@ -189,6 +193,118 @@ fn head_parse(name: &str, head: &[u8], want: BodyKind, event_stream: bool) {
     row(name, "-", None, per, "ns/head");
 }
 
+/// The openai-chat parser on every event of the stream, as a worker reads
+/// them: the text of each content chunk is checked against the total.
+fn chat_events(stream: &Stream) {
+    let chat = chat();
+    let events: Vec<&[u8]> = stream
+        .events
+        .iter()
+        .map(|&(start, end)| &stream.sse[start + 6..end - 2])
+        .collect();
+    let expected: usize = events.iter().map(|d| parse(chat, d).0).sum();
+    let (passes, secs) = measure(|| {
+        let mut text = 0;
+        for &data in black_box(&events) {
+            text += parse(chat, data).0;
+        }
+        assert_eq!(text, expected);
+    });
+    let total = passes as f64 * stream.data_bytes as f64;
+    let per_event = secs * 1e9 / (passes as f64 * events.len() as f64);
+    row(
+        "openai-chat parse_event",
+        "-",
+        Some(total / secs / 1e9),
+        per_event,
+        "ns/event",
+    );
+}
+
+fn chat() -> &'static dyn Protocol {
+    protocol::find("openai-chat").expect("registered")
+}
+
+/// Text bytes and completion tokens of one event.
+fn parse(chat: &dyn Protocol, data: &[u8]) -> (usize, Option<u32>) {
+    let info = chat.parse_event(
+        &SseEvent {
+            event: b"",
+            data: black_box(data),
+        },
+        &mut StreamState::default(),
+    );
+    (info.text.len(), info.completion_tokens)
+}
+
+/// The shapes of a large openai-chat event.
+#[derive(Clone, Copy)]
+enum Big {
+    /// All of it text: the parser's fast path.
+    Text,
+    /// One character of text, then vLLM-style `logprobs` for many tokens:
+    /// a benign tail the parser walks key by key.
+    Logprobs,
+    /// One character of text, then a `usage` object whose last entry is
+    /// `usage` objects nested in each other down to an empty one, all
+    /// closed: the shape that made the key scan quadratic.
+    NestedUsage,
+}
+
+/// One event of about `size` bytes of the shape `big`, and the text length
+/// and completion tokens it reads as.
+fn big_event(size: usize, big: Big) -> (Vec<u8>, (usize, Option<u32>)) {
+    const HEAD: &[u8] = br#"{"choices":[{"delta":{"content":""#;
+    let mut e = HEAD.to_vec();
+    match big {
+        Big::Text => {
+            e.resize(size - 5, b'x');
+            e.extend_from_slice(br#""}}]}"#);
+            let text = e.len() - HEAD.len() - 5;
+            (e, (text, None))
+        }
+        Big::Logprobs => {
+            e.extend_from_slice(br#"x"},"logprobs":{"content":["#);
+            const ENTRY: &[u8] =
+                br#"{"token":" the","logprob":-0.25,"bytes":[32,116,104,101],"top_logprobs":[]},"#;
+            while e.len() + ENTRY.len() + 8 <= size {
+                e.extend_from_slice(ENTRY);
+            }
+            e.pop();
+            e.extend_from_slice(br#"]}}]}"#);
+            (e, (1, None))
+        }
+        Big::NestedUsage => {
+            e.extend_from_slice(br#"x"}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"#);
+            let depth = (size - e.len() - 2) / 10;
+            for _ in 0..depth {
+                e.extend_from_slice(br#""usage":{"#);
+            }
+            e.resize(e.len() + depth, b'}');
+            e.extend_from_slice(b"}}");
+            (e, (1, Some(2)))
+        }
+    }
+}
+
+fn chat_big_event(size: usize, big: Big) {
+    let chat = chat();
+    let (event, want) = big_event(size, big);
+    let (passes, secs) = measure(|| assert_eq!(parse(chat, &event), want));
+    let name = match big {
+        Big::Text => "openai-chat text event",
+        Big::Logprobs => "openai-chat logprobs event",
+        Big::NestedUsage => "openai-chat nested-usage event",
+    };
+    row(
+        name,
+        &kib(size),
+        Some(passes as f64 * event.len() as f64 / secs / 1e9),
+        secs * 1e6 / passes as f64,
+        "µs/event",
+    );
+}
+
 fn kib(n: usize) -> String {
     format!("{} KiB", n / 1024)
 }
@@ -227,4 +343,10 @@ fn main() {
         BodyKind::Length(1873),
         false,
     );
+    chat_events(&stream);
+    for size in [64 << 10, 1 << 20] {
+        for big in [Big::Text, Big::Logprobs, Big::NestedUsage] {
+            chat_big_event(size, big);
+        }
+    }
 }

@@ -6,6 +6,8 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod errors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod json;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_completions;

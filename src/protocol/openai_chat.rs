@@ -24,6 +24,15 @@ json_key!(USAGE = "usage");
 json_key!(PROMPT_TOKENS = "prompt_tokens");
 json_key!(COMPLETION_TOKENS = "completion_tokens");
 
+/// What the tail of a text chunk is read for, in the order `parse_event`
+/// numbers them.
+static TAIL_KEYS: [&[u8]; 4] = [
+    b"reasoning_content",
+    b"reasoning",
+    b"finish_reason",
+    b"usage",
+];
+
 /// The `openai-chat` wire format.
 pub(crate) struct OpenAiChat;
 
@@ -72,31 +81,30 @@ impl Protocol for OpenAiChat {
         // short tail is walked for what can share a chunk with text (vLLM
         // puts the last token and the finish reason together; a reasoning
         // parser can split one delta into reasoning and content; usage may
-        // follow).
+        // follow). One pass, reading each key's first value only.
         if let Some(V::Str(text)) = scan::find(data, &CONTENT)
             && !text.is_empty()
         {
             info.text = text;
             let tail = scan::after(data, text);
-            scan::for_each_key(tail.get(1..).unwrap_or_default(), |key, v| match key {
-                b"reasoning_content" | b"reasoning" => {
-                    if let Some(V::Str(r)) = v.value() {
+            let mut reasoning_content = false;
+            scan::find_each(
+                tail.get(1..).unwrap_or_default(),
+                &TAIL_KEYS,
+                |k, v| match (k, v) {
+                    (0, Some(V::Str(r))) => {
                         info.reasoning = r;
+                        reasoning_content = true;
                     }
-                }
-                b"finish_reason" => {
-                    if let Some(V::Str(r)) = v.value() {
-                        info.finish = Some(Finish::from_reason(r));
-                    }
-                }
-                b"usage" => {
-                    if let Some(V::Object(u)) = v.value() {
+                    (1, Some(V::Str(r))) if !reasoning_content => info.reasoning = r,
+                    (2, Some(V::Str(r))) => info.finish = Some(Finish::from_reason(r)),
+                    (3, Some(V::Object(u))) => {
                         info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
                         info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
                     }
-                }
-                _ => {}
-            });
+                    _ => {}
+                },
+            );
             return info;
         }
         // Chunks without text (role, reasoning, tool calls, finish, usage,

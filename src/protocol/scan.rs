@@ -5,6 +5,12 @@
 //! string values are skipped correctly, so text that mentions a key name
 //! cannot be mistaken for it. Keys are `Key` statics whose substring
 //! searchers are built once, not per event.
+//!
+//! Every function here costs time linear in its input, whatever the bytes:
+//! a value is read only for the first occurrence of a key, never once per
+//! occurrence, because a server can nest a key inside itself
+//! (`"usage":{"usage":{…`) and reading each would scan the rest of the
+//! event again for every one.
 
 use std::sync::LazyLock;
 
@@ -25,7 +31,7 @@ macro_rules! json_key {
 
 /// A JSON value as far as the scanner reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Value<'a> {
+pub enum Value<'a> {
     /// The raw bytes between the quotes (escapes left as they are).
     Str(&'a [u8]),
     /// The raw bytes of a number.
@@ -38,11 +44,11 @@ pub(crate) enum Value<'a> {
     Bool(bool),
 }
 
-/// The value of the first occurrence of `key` in `json` that is followed by a
-/// colon, or `None`.
-pub(crate) fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
+/// The value of the first occurrence of `key` (a `Key`, or any searcher for
+/// a quoted name) in `json` that is followed by a colon, or `None`.
+pub(crate) fn find<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
     let mut from = 0;
-    let finder: &Finder<'static> = key;
+    let finder = key;
     let key_len = finder.needle().len();
     while let Some(pos) = finder.find(&json[from..]) {
         let start = from + pos;
@@ -62,54 +68,112 @@ pub(crate) fn find<'a>(json: &'a [u8], key: &Key) -> Option<Value<'a>> {
     None
 }
 
-/// Calls `f(key, value)` for every key in `json` whose value is a string,
-/// an object or an array — the keys that carry something — skipping those
-/// whose value is a number, `null` or a boolean without looking at them.
-/// Meant for the short tail of an event after its text, where most values
-/// are `null`: it visits colons, not every byte or quote. A key is the quoted
-/// string just before its colon; text quoted inside a string value is
-/// escaped, so it is never taken for a key.
-pub(crate) fn for_each_key<'a>(json: &'a [u8], mut f: impl FnMut(&'a [u8], At<'a>)) {
+/// Calls `f(k, value)` once for each name `names[k]` (without quotes) that
+/// is a key in `json` with a value that is a string, an object or an array:
+/// with the value of its first such occurrence, in document order, in one
+/// pass (a name listed twice is answered at its first place only). Keys
+/// holding `null`, a number or a boolean are passed over without reading
+/// their names: the walk visits colons, not every byte or quote, which keeps
+/// the usual tail of an event after its text (`"logprobs":null,
+/// "finish_reason":null}]}`) nearly free.
+///
+/// A key is the quoted string just before a colon. That it is a key and not
+/// text inside a string value is checked only for a name asked for, by
+/// walking the strings from the start (a walk that only moves forward), so
+/// each byte is looked at a bounded number of times; each name's value is
+/// read at most once, so a name repeated or nested in its own value
+/// (`"usage":{"usage":{…`) costs nothing more. `json` must start outside a
+/// string; `N` is at most 32.
+pub(crate) fn find_each<'a, const N: usize>(
+    json: &'a [u8],
+    names: &[&[u8]; N],
+    mut f: impl FnMut(usize, Option<Value<'a>>),
+) {
+    const { assert!(N <= 32) };
+    let mut walk = Walk {
+        unread: ((1u64 << N) - 1) as u32,
+        walked: 0,
+    };
     for colon in memchr::memchr_iter(b':', json) {
         let v = skip_ws(json, colon + 1);
-        if !matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
-            continue;
+        if matches!(json.get(v), Some(b'"' | b'{' | b'['))
+            && walk.key(json, colon, v, names, &mut f)
+        {
+            break;
         }
-        let Some(key) = key_before(json, colon) else {
-            continue;
-        };
-        f(key, At { json, i: v });
     }
 }
 
-/// The key whose colon is at `colon`: `"key"` right before it (whitespace
-/// allowed), not escaped.
-fn key_before(json: &[u8], colon: usize) -> Option<&[u8]> {
+/// The state of a `find_each` walk.
+struct Walk {
+    /// Bit `k`: `names[k]` has not been answered yet.
+    unread: u32,
+    /// How far the walk of strings has come (outside any string).
+    walked: usize,
+}
+
+impl Walk {
+    /// The key (if it is one) whose colon is at `colon` and whose value
+    /// starts at `v`: answers its name if asked for and not yet answered.
+    /// Returns whether every name is answered. Kept out of the loop, which
+    /// nearly always skips `null` values without coming here.
+    #[inline(never)]
+    fn key<'a, const N: usize>(
+        &mut self,
+        json: &'a [u8],
+        colon: usize,
+        v: usize,
+        names: &[&[u8]; N],
+        f: &mut impl FnMut(usize, Option<Value<'a>>),
+    ) -> bool {
+        let Some((open, close)) = key_before(json, colon) else {
+            return false;
+        };
+        let name = &json[open + 1..close];
+        let Some(k) = names.iter().position(|&n| n == name) else {
+            return false;
+        };
+        if self.unread & (1 << k) == 0 || !opens_string(json, &mut self.walked, open) {
+            return false;
+        }
+        f(k, value_at(json, v));
+        self.unread &= !(1 << k);
+        self.unread == 0
+    }
+}
+
+/// The quotes around the key whose colon is at `colon`: `"key"` right
+/// before it (white space allowed). Finding the opening quote looks back
+/// only to the quote before the closing one, so the colons of a walk look
+/// at disjoint stretches.
+fn key_before(json: &[u8], colon: usize) -> Option<(usize, usize)> {
     let mut end = colon;
     while end > 0 && matches!(json[end - 1], b' ' | b'\t' | b'\n' | b'\r') {
         end -= 1;
     }
-    if end < 2 || json[end - 1] != b'"' || json[end - 2] == b'\\' {
-        return None;
-    }
-    let open = memchr::memrchr(b'"', &json[..end - 1])?;
-    if open > 0 && json[open - 1] == b'\\' {
-        return None;
-    }
-    Some(&json[open + 1..end - 1])
+    let close = end.checked_sub(1).filter(|&c| json[c] == b'"')?;
+    Some((memchr::memrchr(b'"', &json[..close])?, close))
 }
 
-/// Where a key's value starts; `value()` reads it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct At<'a> {
-    json: &'a [u8],
-    i: usize,
-}
-
-impl<'a> At<'a> {
-    pub(crate) fn value(self) -> Option<Value<'a>> {
-        value_at(self.json, self.i)
+/// Whether the quote at `open` starts a string: walks from string to string,
+/// from `*walked` (outside any string) to `open`, and leaves `*walked` at the
+/// first quote it has not walked past.
+fn opens_string(json: &[u8], walked: &mut usize, open: usize) -> bool {
+    while *walked <= open {
+        let Some(quote) = memchr::memchr(b'"', &json[*walked..=open]) else {
+            return false;
+        };
+        let quote = *walked + quote;
+        if quote == open {
+            *walked = open;
+            return true;
+        }
+        *walked = match string_end(json, quote + 1) {
+            Some(end) => end + 1,
+            None => json.len(),
+        };
     }
+    false
 }
 
 /// The part of `json` after `inner`, a slice of it (a value `find` returned).
@@ -119,7 +183,7 @@ pub(crate) fn after<'a>(json: &'a [u8], inner: &[u8]) -> &'a [u8] {
 }
 
 /// Parses the value of `key` as an unsigned integer.
-pub(crate) fn find_u32(json: &[u8], key: &Key) -> Option<u32> {
+pub(crate) fn find_u32(json: &[u8], key: &Finder<'_>) -> Option<u32> {
     match find(json, key)? {
         Value::Num(n) => parse_u32(n),
         _ => None,
@@ -247,26 +311,97 @@ mod tests {
         assert_eq!(find(j, &CONTENT), Some(Value::Str(b"yes")));
     }
 
+    /// `find_each`'s answers as an array.
+    fn each<'a, const N: usize>(json: &'a [u8], names: [&[u8]; N]) -> [Option<Value<'a>>; N] {
+        let mut values = [None; N];
+        find_each(json, &names, |k, v| values[k] = v);
+        values
+    }
+
+    /// `find_each` for one name the naive way: `find`'s search, going on
+    /// past keys whose value is not a string, an object or an array.
+    fn first_carrying<'a>(json: &'a [u8], key: &Finder<'_>) -> Option<Value<'a>> {
+        let mut from = 0;
+        while let Some(pos) = key.find(&json[from..]) {
+            let start = from + pos;
+            from = start + key.needle().len();
+            if start > 0 && json[start - 1] == b'\\' {
+                continue;
+            }
+            let colon = skip_ws(json, from);
+            if json.get(colon) != Some(&b':') {
+                continue;
+            }
+            let v = skip_ws(json, colon + 1);
+            if matches!(json.get(v), Some(b'"' | b'{' | b'[')) {
+                return value_at(json, v);
+            }
+        }
+        None
+    }
+
     #[test]
-    fn walks_every_key_once() {
-        let j = br#"{"a": "x:\"y\"", "o": {"b": 2, "c": [1, {"d": null}]}, "e": true}"#;
-        let mut keys = Vec::new();
-        for_each_key(j, |k, v| {
-            keys.push((String::from_utf8_lossy(k).into_owned(), v.value().is_some()))
-        });
-        let names: Vec<&str> = keys.iter().map(|(k, _)| k.as_str()).collect();
-        // Keys of strings, objects and arrays; `b`, `d` and `e` hold a
-        // number, null and a boolean.
-        assert_eq!(names, ["a", "o", "c"]);
-        assert!(keys.iter().all(|(_, v)| *v));
-        let mut n = 0;
-        for_each_key(br#"{"a": "unterminated"#, |_, _| n += 1);
-        assert_eq!(n, 1);
-        let mut seen = Vec::new();
-        for_each_key(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, |k, _| {
-            seen.push(k.to_vec())
-        });
-        assert_eq!(seen, vec![b"t".to_vec(), b"k2".to_vec()]);
+    fn find_each_reads_the_first_carrying_value_of_each_name() {
+        let j = br#"{"a": 0, "b": null, "o": {"a": "x:\"y\"", "c": [1, {"d": null}]}, "e": true, "a": 3}"#;
+        let [a, b, c, d, e, o, missing] = each(j, [b"a", b"b", b"c", b"d", b"e", b"o", b"missing"]);
+        // The first `a` holds a number: passed over for the string.
+        assert_eq!(a, Some(Value::Str(br#"x:\"y\""#)));
+        assert_eq!(c, Some(Value::Array(br#"[1, {"d": null}]"#)));
+        assert_eq!((b, d, e, missing), (None, None, None, None));
+        assert!(matches!(o, Some(Value::Object(o)) if o.len() == 39));
+        // Text that looks like keys inside a string value is not a key.
+        let [k, k2] = each(br#"{"t": "say \"k\": \"v\"", "k2": "x"}"#, [b"k", b"k2"]);
+        assert_eq!((k, k2), (None, Some(Value::Str(b"x"))));
+        // Nor is a string value that starts with a colon and a bracket,
+        // which a walk from colon to colon could take for the value of a
+        // key named by the bytes between the quotes before it.
+        let [phantom, b] = each(br#"["a,", ":[1]", {"b": "x"}]"#, [b", ", b"b"]);
+        assert_eq!((phantom, b), (None, Some(Value::Str(b"x"))));
+        let [a, phantom] = each(br#"{"a":":{\"b\":1}"}"#, [b"a", b":"]);
+        assert_eq!((a, phantom), (Some(Value::Str(br#":{\"b\":1}"#)), None));
+        // A truncated value is read once, as `find` reads it.
+        let [a] = each(br#"{"a": "unterminated"#, [b"a"]);
+        assert_eq!(a, None);
+        let [a] = each(br#"{"a": {"a": [1]}, "a": [2]"#, [b"a"]);
+        assert_eq!(a, Some(Value::Object(br#"{"a": [1]}"#)));
+        let [a] = each(br#"{"a": {"a": "x""#, [b"a"]);
+        assert_eq!(a, None);
+        // A name asked twice is answered once, at its first place.
+        let [a, again] = each(br#"{"a": "1", "a": "2"}"#, [b"a", b"a"]);
+        assert_eq!((a, again), (Some(Value::Str(b"1")), None));
+    }
+
+    /// A name nested in its own value, 1 MiB deep or repeated 100,000
+    /// times, costs one read: with a read per occurrence it took about a
+    /// minute. The bound is a sanity check far above the linear cost (a few
+    /// milliseconds in release) and far below the quadratic one.
+    #[test]
+    fn nested_and_repeated_names_cost_linear_time() {
+        let mut nested = b"{".to_vec();
+        let mut repeated = b"{".to_vec();
+        while nested.len() < 1 << 20 {
+            nested.extend_from_slice(br#""usage":{"#);
+            repeated.extend_from_slice(br#""usage":{"usage":0},"#);
+        }
+        let closed: Vec<u8> = [&nested[..], &vec![b'}'; nested.len() / 9 + 1][..]].concat();
+        for (json, read) in [(&nested, false), (&closed, true), (&repeated, true)] {
+            let fastest = (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    let [usage, other] = each(json, [b"usage", b"other"]);
+                    assert_eq!(other, None);
+                    assert_eq!(usage.is_some(), read);
+                    start.elapsed()
+                })
+                .min()
+                .unwrap();
+            let bound = if cfg!(debug_assertions) { 2000 } else { 50 };
+            assert!(
+                fastest.as_millis() < bound,
+                "{fastest:?} for {} bytes",
+                json.len()
+            );
+        }
     }
 
     #[test]
@@ -395,23 +530,6 @@ mod tests {
             }
         }
 
-        /// Every key whose value is a string, object or array, with its
-        /// value, in document order.
-        fn carrying(v: &J, out: &mut Vec<(String, J)>) {
-            match v {
-                J::Object(m) => {
-                    for (k, x) in m {
-                        if matches!(x, J::String(_) | J::Object(_) | J::Array(_)) {
-                            out.push((k.clone(), x.clone()));
-                        }
-                        carrying(x, out);
-                    }
-                }
-                J::Array(a) => a.iter().for_each(|x| carrying(x, out)),
-                _ => {}
-            }
-        }
-
         /// What the scanner's raw value means, decoded by serde_json; the
         /// kind must agree with the bytes it returned.
         fn decode(v: Option<Value<'_>>) -> Option<J> {
@@ -467,51 +585,58 @@ mod tests {
             assert!(present > 5_000 && absent > 5_000, "{present} {absent}");
         }
 
+        /// The value of the first `key` in document order that is a
+        /// string, an object or an array.
+        fn first_carrying_in<'v>(v: &'v J, key: &str) -> Option<&'v J> {
+            let carries = |x: &J| matches!(x, J::String(_) | J::Object(_) | J::Array(_));
+            match v {
+                J::Object(m) => m.iter().find_map(|(k, x)| {
+                    if k == key && carries(x) {
+                        Some(x)
+                    } else {
+                        first_carrying_in(x, key)
+                    }
+                }),
+                J::Array(a) => a.iter().find_map(|x| first_carrying_in(x, key)),
+                _ => None,
+            }
+        }
+
+        /// `find_each` on a whole document gives what serde_json says for
+        /// every name at once, and on the tail after any string value (as
+        /// the chat parser walks the tail after its text) what the naive
+        /// search gives for each name alone.
         #[test]
-        fn for_each_key_agrees_with_serde_json() {
+        fn find_each_agrees_with_serde_json_and_a_naive_search() {
+            let names = KEYS.map(|(name, _)| name.as_bytes());
             let mut rng = Rng::seeded(12);
-            let (mut visits, mut phantoms) = (0, 0);
+            let (mut present, mut tails) = (0, 0);
             for _ in 0..4000 {
                 let (doc, texts) = document(&mut rng);
-                let mut want = Vec::new();
-                carrying(&doc, &mut want);
-                let odd: Vec<String> = want
-                    .iter()
-                    .filter(|(k, _)| ODD_KEYS.contains(&k.as_str()))
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                want.retain(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
                 for text in &texts {
-                    let mut got = Vec::new();
-                    for_each_key(text, |k, v| {
-                        got.push((String::from_utf8(k.to_vec()).unwrap(), v.value()))
-                    });
-                    // Odd keys may be visited or not (one ending in a
-                    // backslash is not); what matters is the keys callers
-                    // ask for. A string value that opens with a colon and a
-                    // bracket (`": [1]"`) is visited too, as if it were a
-                    // key's value, under the name of the bytes between the
-                    // quote before it and its opening quote. Those bytes are
-                    // JSON structure (`:`, `,`, `:[1,`), never a name a
-                    // caller asks for, so the visit is harmless; it is set
-                    // aside here after checking that it is such a name.
-                    let (got, other): (Vec<_>, Vec<_>) = got
-                        .into_iter()
-                        .partition(|(k, _)| KEYS.iter().any(|(name, _)| name == k));
-                    let phantom = other.iter().filter(|(k, _)| !odd.contains(k));
-                    for (k, _) in phantom {
-                        assert!(k.bytes().any(|b| b":,[{".contains(&b)), "{k:?}");
-                        phantoms += 1;
+                    let shown = String::from_utf8_lossy(text);
+                    let got = each(text, names);
+                    for ((name, key), got) in KEYS.iter().zip(got) {
+                        let want = first_carrying_in(&doc, name);
+                        assert_eq!(decode(got), want.cloned(), "{name} in {shown}");
+                        assert_eq!(got, first_carrying(text, key), "{name} in {shown}");
+                        present += usize::from(want.is_some());
                     }
-                    let got: Vec<(String, J)> = got
-                        .into_iter()
-                        .map(|(k, v)| (k, decode(v).expect("a whole value")))
-                        .collect();
-                    assert_eq!(got, want, "{}", String::from_utf8_lossy(text));
-                    visits += got.len();
+                    for (_, key) in &KEYS {
+                        let Some(Value::Str(s)) = find(text, key) else {
+                            continue;
+                        };
+                        let tail = &after(text, s)[1..];
+                        let got = each(tail, names);
+                        for ((name, key), got) in KEYS.iter().zip(got) {
+                            let shown = String::from_utf8_lossy(tail);
+                            assert_eq!(got, first_carrying(tail, key), "{name} in tail {shown}");
+                        }
+                        tails += 1;
+                    }
                 }
             }
-            assert!(visits > 5_000 && phantoms > 0, "{visits} {phantoms}");
+            assert!(present > 5_000 && tails > 2_000, "{present} {tails}");
         }
     }
 }

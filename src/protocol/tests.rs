@@ -2,6 +2,8 @@
 //! default path, and parsers that never panic and only return slices of
 //! their input, whatever bytes arrive.
 
+use std::time::{Duration, Instant};
+
 use super::*;
 
 /// Whether `inner` is empty or lies within `outer`.
@@ -142,6 +144,122 @@ fn garbage_and_truncated_input_never_panics() {
         for end in 0..=data.len() {
             parse_everywhere(&data[..end], &mut states);
             parse_everywhere(&data[end..], &mut states);
+        }
+    }
+}
+
+/// The names some parser looks up, each of which a hostile server can nest
+/// inside itself.
+const LOOKED_UP: [&str; 23] = [
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "completion_tokens",
+    "content",
+    "content_block",
+    "delta",
+    "error",
+    "finish_reason",
+    "input_tokens",
+    "message",
+    "meta_info",
+    "object",
+    "output_tokens",
+    "partial_json",
+    "prompt_tokens",
+    "reasoning",
+    "reasoning_content",
+    "stop_reason",
+    "text",
+    "thinking",
+    "tool_calls",
+    "type",
+    "usage",
+];
+
+/// Events of about `size` bytes shaped to make a key scan re-read the rest
+/// of the event for every key: text for every format up front (so each
+/// parser takes its text path), then one looked-up name nested in itself
+/// to the end, closed or not; plus a run of quotes, of colons, of brackets
+/// and of backslashes.
+fn hostile_events(size: usize) -> Vec<Vec<u8>> {
+    const TEXT: &[u8] = br#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"},"choices":[{"delta":{"content":"x"},"text":"x"}],"text":"x","#;
+    let fill = |unit: &[u8], tail: &[u8]| {
+        let mut e = TEXT.to_vec();
+        while e.len() + unit.len() + tail.len() <= size {
+            e.extend_from_slice(unit);
+        }
+        e.extend_from_slice(tail);
+        e
+    };
+    let mut events = Vec::new();
+    for name in LOOKED_UP {
+        let unit = format!(r#""{name}":{{"#);
+        let open = fill(unit.as_bytes(), b"");
+        let depth = (open.len() - TEXT.len()) / unit.len();
+        let mut closed = open[..open.len() - depth * unit.len() / 2].to_vec();
+        closed.resize(closed.len() + depth / 2 + 1, b'}');
+        events.push(open);
+        events.push(closed);
+        events.push(fill(format!(r#""{name}":"{name}","#).as_bytes(), b"}"));
+        events.push(fill(format!(r#""{name}":["#).as_bytes(), b""));
+    }
+    for unit in [
+        &b"\""[..],
+        b":",
+        b"\":\"",
+        b"{",
+        b"[",
+        b"\\",
+        b"\"\\\"",
+        b"\"x\":{\"y\":",
+    ] {
+        events.push(fill(unit, b""));
+    }
+    events
+}
+
+/// F1: every parser reads a 1 MiB event of any of the worst shapes in time
+/// linear in its size. A key scan that re-read the rest of the event for
+/// each nested key took about a minute for one such event, during which the
+/// worker's loop ran no timeouts. The bound, on the fastest of up to three
+/// parses (a shared machine can stall one), is a sanity check far above the
+/// linear cost (a few milliseconds) and far below the quadratic one; a
+/// debug build gets smaller events.
+#[test]
+fn hostile_events_parse_in_linear_time() {
+    let (size, bound) = if cfg!(debug_assertions) {
+        (64 << 10, Duration::from_millis(250))
+    } else {
+        (1 << 20, Duration::from_millis(50))
+    };
+    let fastest = |parse: &dyn Fn()| {
+        let mut best = Duration::MAX;
+        for _ in 0..3 {
+            let start = Instant::now();
+            parse();
+            best = best.min(start.elapsed());
+            if best < bound {
+                break;
+            }
+        }
+        best
+    };
+    for data in hostile_events(size) {
+        let shown = String::from_utf8_lossy(&data[..200.min(data.len())]).into_owned();
+        for p in ALL {
+            for event in [&b""[..], b"content_block_delta", b"message_delta", b"error"] {
+                let t = fastest(&|| {
+                    p.parse_event(
+                        &SseEvent { event, data: &data },
+                        &mut StreamState::default(),
+                    );
+                });
+                assert!(t < bound, "{}: {t:?} on {shown}", p.name());
+            }
+            let t = fastest(&|| {
+                p.parse_body(&data);
+            });
+            assert!(t < bound, "{} body: {t:?} on {shown}", p.name());
         }
     }
 }
