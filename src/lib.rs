@@ -19,5 +19,6 @@ pub mod rng;
 pub mod server;
 pub mod shm;
 pub mod sys;
+mod tls;
 pub mod tokens;
 mod uuid;

@@ -2,6 +2,7 @@
 //! 127.0.0.1, ephemeral ports, every process bounded in time. One test binary
 //! with topic modules (ripgrep style).
 
+mod pki;
 mod util;
 
 mod bench_modes;

@@ -1,5 +1,8 @@
-//! The `--endpoint` URL: `http://host[:port][/path][?query]`, resolved to a
-//! socket address once, in the parent, before any worker is forked.
+//! The `--endpoint` URL: `http[s]://host[:port][/path][?query]`, resolved to
+//! a socket address once, in the parent, before any worker is forked. An
+//! `https` endpoint's TLS settings (trust, names, client certificate) are
+//! not in the URL: they come from their own flags and profile fields
+//! (`crate::tls::TlsSettings`).
 //!
 //! A URL can carry credentials: a key in its query (`?key=…`, as Google's
 //! APIs take one) or a `user:password@` before the host. The query is sent
@@ -24,12 +27,18 @@ pub(crate) struct Endpoint {
     /// The request target: the path, and the URL's query when it has one.
     pub path: String,
     pub addr: SocketAddr,
+    /// `https`: requests go over TLS.
+    pub tls: bool,
+    /// The host as written in the URL, without port or brackets: the name
+    /// TLS verifies and sends as SNI (unless `--tls-server-name` says).
+    pub hostname: String,
 }
 
 /// A URL split into what an `Endpoint` needs, before resolving.
 struct Parts<'a> {
     host: &'a str,
     port: u16,
+    tls: bool,
     /// The `Host` header value.
     host_header: String,
     path: String,
@@ -38,17 +47,16 @@ struct Parts<'a> {
 /// Splits `url`; errors quote it redacted.
 fn split<'a>(url: &'a str, default_path: &str) -> Result<Parts<'a>, String> {
     let shown = redact_url(url);
-    let rest = if let Some(rest) = url.strip_prefix("http://") {
-        rest
-    } else if url.starts_with("https://") {
-        return Err(format!(
-            "--endpoint '{shown}': https is not supported yet; use http:// (e.g. through a local TLS-terminating proxy)"
-        ));
+    let (rest, tls) = if let Some(rest) = url.strip_prefix("http://") {
+        (rest, false)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (rest, true)
     } else {
         return Err(format!(
-            "--endpoint '{shown}': expected http://host:port[/path]"
+            "--endpoint '{shown}': expected http://host:port[/path] or https://host[:port][/path]"
         ));
     };
+    let default_port = if tls { 443 } else { 80 };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, target) = rest.split_at(end);
     if authority.contains('@') {
@@ -68,12 +76,12 @@ fn split<'a>(url: &'a str, default_path: &str) -> Result<Parts<'a>, String> {
     } else {
         target.to_string()
     };
-    let (host, port) = split_host_port(authority)
+    let (host, port) = split_host_port(authority, default_port)
         .ok_or_else(|| format!("--endpoint '{shown}': bad port in '{authority}'"))?;
     if host.is_empty() {
         return Err(format!("--endpoint '{shown}': no host"));
     }
-    let host_header = if port == 80 {
+    let host_header = if port == default_port {
         host.to_string()
     } else {
         format!(
@@ -84,6 +92,7 @@ fn split<'a>(url: &'a str, default_path: &str) -> Result<Parts<'a>, String> {
     Ok(Parts {
         host,
         port,
+        tls,
         host_header,
         path,
     })
@@ -105,6 +114,8 @@ impl Endpoint {
             host: p.host_header,
             path: p.path,
             addr,
+            tls: p.tls,
+            hostname: p.host.to_string(),
         })
     }
 
@@ -120,6 +131,8 @@ impl Endpoint {
                     host: p.host_header,
                     path: p.path,
                     addr: SocketAddr::from(([0, 0, 0, 0], p.port)),
+                    tls: p.tls,
+                    hostname: p.host.to_string(),
                 })
             }
             other => other,
@@ -155,6 +168,8 @@ impl Endpoint {
             host: addr.to_string(),
             path: path.to_string(),
             addr,
+            tls: false,
+            hostname: addr.ip().to_string(),
         }
     }
 }
@@ -210,19 +225,20 @@ pub(crate) fn redact_url(url: &str) -> String {
     out
 }
 
-/// Splits `host[:port]`, with `[v6]:port` brackets; the port defaults to 80.
-fn split_host_port(authority: &str) -> Option<(&str, u16)> {
+/// Splits `host[:port]`, with `[v6]:port` brackets; the port defaults to
+/// the scheme's.
+fn split_host_port(authority: &str, default_port: u16) -> Option<(&str, u16)> {
     if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
         return match after.strip_prefix(':') {
             Some(p) => Some((host, p.parse().ok()?)),
-            None if after.is_empty() => Some((host, 80)),
+            None if after.is_empty() => Some((host, default_port)),
             None => None,
         };
     }
     match authority.rsplit_once(':') {
         Some((host, p)) => Some((host, p.parse().ok()?)),
-        None => Some((authority, 80)),
+        None => Some((authority, default_port)),
     }
 }
 
@@ -314,12 +330,20 @@ mod tests {
     }
 
     #[test]
+    fn https_takes_port_443_and_keeps_the_name() {
+        let e = Endpoint::parse("https://localhost/v1/x", "/d").unwrap();
+        assert!(e.tls);
+        assert_eq!(e.addr.port(), 443);
+        assert_eq!((e.host.as_str(), e.hostname.as_str()), ("localhost", "localhost"));
+        let e = Endpoint::parse("https://localhost:8443", "/d").unwrap();
+        assert_eq!((e.host.as_str(), e.addr.port()), ("localhost:8443", 8443));
+        let e = Endpoint::parse("https://[::1]:80/p", "/d").unwrap();
+        assert_eq!((e.host.as_str(), e.hostname.as_str()), ("[::1]:80", "::1"));
+        assert!(!Endpoint::parse("http://localhost:9", "/d").unwrap().tls);
+    }
+
+    #[test]
     fn rejects_bad_urls() {
-        assert!(
-            Endpoint::parse("https://x", "/")
-                .unwrap_err()
-                .contains("https")
-        );
         assert!(Endpoint::parse("ftp://x", "/").is_err());
         assert!(Endpoint::parse("http://:80", "/").is_err());
         assert!(
@@ -327,7 +351,7 @@ mod tests {
                 .unwrap_err()
                 .contains("bad port")
         );
-        let e = Endpoint::parse("https://h/p?key=QSECRET", "/").unwrap_err();
+        let e = Endpoint::parse("ftp://h/p?key=QSECRET", "/").unwrap_err();
         assert!(!e.contains("QSECRET"), "{e}");
         let e = Endpoint::parse("http://h:bad?key=QSECRET", "/").unwrap_err();
         assert!(e.contains("bad port") && !e.contains("QSECRET"), "{e}");

@@ -53,10 +53,17 @@ pub(crate) enum ErrorClass {
     /// cannot carry it into the next turn's history, so the turn fails. Also
     /// a non-streamed body the worker had no room for in its byte budget.
     OutputOverCap = 19,
+    /// The TLS handshake failed (unknown issuer, name mismatch, expired
+    /// certificate, no common protocol version, an alert from the server, or
+    /// a server that does not speak TLS); the reason is the error message.
+    TlsHandshake = 20,
+    /// A TLS failure after the handshake: a record that does not decrypt or
+    /// parse, or an alert mid-response.
+    TlsError = 21,
 }
 
 /// Number of `ErrorClass` values, for fixed arrays indexed by class.
-pub(crate) const CLASSES: usize = 20;
+pub(crate) const CLASSES: usize = 22;
 
 impl ErrorClass {
     pub(crate) const ALL: [ErrorClass; CLASSES] = [
@@ -80,6 +87,8 @@ impl ErrorClass {
         ErrorClass::NoOutput,
         ErrorClass::Truncated,
         ErrorClass::OutputOverCap,
+        ErrorClass::TlsHandshake,
+        ErrorClass::TlsError,
     ];
 
     /// The class's key in reports; HTTP statuses are named `http_<code>`
@@ -106,6 +115,8 @@ impl ErrorClass {
             ErrorClass::NoOutput => "no_output",
             ErrorClass::Truncated => "truncated",
             ErrorClass::OutputOverCap => "output_over_cap",
+            ErrorClass::TlsHandshake => "tls_handshake",
+            ErrorClass::TlsError => "tls_error",
         }
     }
 

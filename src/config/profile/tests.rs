@@ -397,7 +397,7 @@ fn scenario_errors_name_the_scenario() {
 #[test]
 fn top_level_errors_name_the_field() {
     let errs = invalid(
-        r#"{"api": "soap", "endpoint": "https://x", "order": "sorted", "arrival": "bursty",
+        r#"{"api": "soap", "endpoint": "ftp://x", "order": "sorted", "arrival": "bursty",
             "cache_mode": "warm", "temperature": -1, "top_p": 0, "max_tokens": 0,
             "dataset": "a.jsonl", "synthetic": "isl=1,osl=1", "connections": 0,
             "thresholds": {"p95_ms": -1, "error_rate": 1.5}, "timeout": "0s",
@@ -405,7 +405,7 @@ fn top_level_errors_name_the_field() {
     );
     for needle in [
         "api: unknown API 'soap'",
-        "endpoint: 'https://x': https is not supported",
+        "endpoint: 'ftp://x': expected http://host:port[/path]",
         "order: 'sorted': expected sequential, shuffle or random",
         "arrival: 'bursty': expected uniform or poisson",
         "cache_mode: 'warm': expected bust or natural",
