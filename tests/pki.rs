@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, date_time_ymd, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, date_time_ymd,
 };
 
 /// The files of a test PKI.
@@ -145,12 +145,17 @@ impl Pki {
     }
 }
 
-
 #[test]
 fn the_test_pki_is_made_and_dated_today() {
     let dir = crate::util::temp_dir("pki");
     let pki = Pki::new(&dir);
-    for f in [&pki.ca, &pki.cert, &pki.key, &pki.client_cert, &pki.expired_cert] {
+    for f in [
+        &pki.ca,
+        &pki.cert,
+        &pki.key,
+        &pki.client_cert,
+        &pki.expired_cert,
+    ] {
         let text = std::fs::read_to_string(f).unwrap();
         assert!(text.starts_with("-----BEGIN"), "{}", f.display());
     }

@@ -4,6 +4,7 @@
 //! serde_json. The request carries the credentials the run's requests carry,
 //! since a server that wants a key for generation usually wants it here too.
 
+use crate::tls::TlsClient;
 use std::fmt;
 use std::time::Duration;
 
@@ -44,12 +45,13 @@ pub(crate) fn first_model(
     endpoint: &Endpoint,
     headers: &[(&str, &str)],
     timeout: Duration,
+    tls: Option<&TlsClient>,
 ) -> Result<String, ModelsError> {
     let timeout = timeout.min(Duration::from_secs(5));
     let mut all = vec![("Accept", "application/json")];
     all.extend_from_slice(headers);
     let path = format!("/v1/models{}", endpoint.query());
-    let resp = blocking::get(endpoint, &path, &all, timeout)
+    let resp = blocking::get(endpoint, &path, &all, timeout, tls)
         .map_err(|e| ModelsError::Other(e.to_string()))?;
     match resp.status {
         200 => {}

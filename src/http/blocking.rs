@@ -12,6 +12,7 @@
 //! caller can tell a refused connection from a timeout from bytes that are
 //! not HTTP and explain each in its own words.
 
+use crate::tls::TlsClient;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -150,10 +151,11 @@ pub(crate) fn get(
     path: &str,
     headers: &[(&str, &str)],
     timeout: Duration,
+    tls: Option<&TlsClient>,
 ) -> Result<Response, FetchError> {
     let mut req = Vec::new();
     write_request(&mut req, "GET", &endpoint.host, path, headers, b"");
-    fetch(endpoint.addr, &req, timeout)
+    fetch(endpoint.addr, &req, timeout, tls)
 }
 
 /// Sends the complete request `request` on a new connection to `addr` and
@@ -163,7 +165,10 @@ pub(crate) fn fetch(
     addr: SocketAddr,
     request: &[u8],
     timeout: Duration,
+    tls: Option<&TlsClient>,
 ) -> Result<Response, FetchError> {
+    // TODO(tls-client): the blocking client over TLS.
+    let _ = tls;
     let deadline = Instant::now() + timeout;
     let (mut s, _) = connect(addr, timeout).map_err(FetchError::Connect)?;
     let _ = s.set_nodelay(true);
@@ -402,7 +407,7 @@ mod tests {
 
     fn get_from(addr: SocketAddr) -> Result<Response, FetchError> {
         let e = Endpoint::local(addr, "/");
-        get(&e, "/x", &[], Duration::from_secs(5))
+        get(&e, "/x", &[], Duration::from_secs(5), None)
     }
 
     #[test]
@@ -462,7 +467,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let e = Endpoint::local(l.local_addr().unwrap(), "/");
         let start = Instant::now();
-        let r = get(&e, "/x", &[], Duration::from_millis(200));
+        let r = get(&e, "/x", &[], Duration::from_millis(200), None);
         assert!(
             matches!(r, Err(FetchError::Timeout { head: false })),
             "{r:?}"

@@ -334,7 +334,10 @@ mod tests {
         let e = Endpoint::parse("https://localhost/v1/x", "/d").unwrap();
         assert!(e.tls);
         assert_eq!(e.addr.port(), 443);
-        assert_eq!((e.host.as_str(), e.hostname.as_str()), ("localhost", "localhost"));
+        assert_eq!(
+            (e.host.as_str(), e.hostname.as_str()),
+            ("localhost", "localhost")
+        );
         let e = Endpoint::parse("https://localhost:8443", "/d").unwrap();
         assert_eq!((e.host.as_str(), e.addr.port()), ("localhost:8443", 8443));
         let e = Endpoint::parse("https://[::1]:80/p", "/d").unwrap();

@@ -43,9 +43,7 @@ pub(crate) fn describe(e: &Error) -> Cow<'static, str> {
              (llmload speaks TLS 1.2 and 1.3): {p:?}"
         )
         .into(),
-        Error::NoCertificatesPresented => {
-            "the server presented no certificate".into()
-        }
+        Error::NoCertificatesPresented => "the server presented no certificate".into(),
         Error::InvalidMessage(_) => {
             "the server's bytes are not TLS (is this a plain-HTTP port? then use http://)".into()
         }
@@ -66,7 +64,10 @@ fn certificate(c: &CertificateError) -> Cow<'static, str> {
              (check the URL, or set the expected name with --tls-server-name)"
                 .into()
         }
-        CertificateError::NotValidForNameContext { expected, presented } => format!(
+        CertificateError::NotValidForNameContext {
+            expected,
+            presented,
+        } => format!(
             "name mismatch: the server's certificate is not valid for {expected:?} \
              (it names {}); check the URL, or set the expected name with --tls-server-name",
             presented.join(", ")

@@ -120,9 +120,15 @@ fn a_verified_exchange_resumes_on_the_next_connection() {
     };
     let client = TlsClient::new(&settings, "localhost").unwrap();
     let (got, kind) = exchange(&client, port).unwrap();
-    assert_eq!((got.as_slice(), kind), (&b"pong"[..], rustls::HandshakeKind::Full));
+    assert_eq!(
+        (got.as_slice(), kind),
+        (&b"pong"[..], rustls::HandshakeKind::Full)
+    );
     let (got, kind) = exchange(&client, port).unwrap();
-    assert_eq!((got.as_slice(), kind), (&b"pong"[..], rustls::HandshakeKind::Resumed));
+    assert_eq!(
+        (got.as_slice(), kind),
+        (&b"pong"[..], rustls::HandshakeKind::Resumed)
+    );
     h.join().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -460,7 +460,7 @@ fn discover_model(
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    match crate::cli::models::first_model(endpoint, &headers, connect) {
+    match crate::cli::models::first_model(endpoint, &headers, connect, None) {
         Ok(m) => Ok(m),
         Err(e @ ModelsError::Refused { .. }) => {
             let sent = if headers.iter().any(|(k, _)| is_secret_header(k)) {

@@ -171,7 +171,7 @@ pub(super) fn list_models(cfg: &Config, endpoint: &Endpoint) -> Check {
     let headers = headers(cfg, p, &auth, "application/json");
     // The URL's query goes along, as with every request: it may hold the key.
     let path = format!("{MODELS_PATH}{}", endpoint.query());
-    let got = blocking::get(endpoint, &path, &headers, cfg.timeout)
+    let got = blocking::get(endpoint, &path, &headers, cfg.timeout, None)
         .map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout));
     models_check(got, p)
 }
@@ -255,7 +255,7 @@ pub(super) fn send(
     let headers = headers(cfg, p, &auth, accept);
     let mut req = Vec::new();
     write_request(&mut req, "POST", &endpoint.host, path, &headers, &body);
-    let got = blocking::fetch(endpoint.addr, &req, cfg.timeout)
+    let got = blocking::fetch(endpoint.addr, &req, cfg.timeout, None)
         .map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout));
     request_check(kind, p, path, stream, got)
 }
