@@ -384,6 +384,22 @@ pub fn run(cfg: &ServerConfig) -> Result<(), String> {
 fn serve_until_signal(cfg: &ServerConfig, waited: &SigSet) -> Result<(), String> {
     let mut handle = spawn(cfg)?;
     supervisor::print_addr(handle.addr, handle.tls);
+    if cfg.tls() {
+        // For the person at the terminal; stdout's first line stays the
+        // address alone.
+        let clients = match &cfg.tls_client_ca {
+            Some(ca) => format!(
+                "client certificates required, signed by a CA in '{}'",
+                ca.display()
+            ),
+            None => "no client certificate asked for".to_string(),
+        };
+        let mut err = io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "llmload serve: TLS on (TLS 1.2 and 1.3, ALPN http/1.1); {clients}"
+        );
+    }
     let failure = loop {
         match waited.wait() {
             Ok(Signal::SIGCHLD) => {

@@ -562,13 +562,85 @@ fn bad_tls_flags_and_files_are_named_and_keys_never_printed() {
 }
 
 #[test]
-fn plain_serve_still_prints_a_bare_address() {
-    let s = ServeProcess::start(&[], &[]);
-    assert!(!s.tls);
-    assert!(s.url().starts_with("http://127.0.0.1:"));
-    let config = ServerConfig {
-        tls_cert: Some("c.pem".into()),
+fn the_first_line_and_the_banner_say_whether_tls_is_on() {
+    let pki = pki();
+    let ca = pki.ca.display().to_string();
+    let mut with_ca = tls_args(&pki);
+    with_ca.extend(["--tls-client-ca".to_string(), ca]);
+    let cases = [
+        (
+            tls_args(&pki),
+            "https://",
+            "no client certificate asked for",
+        ),
+        (
+            with_ca,
+            "https://",
+            "client certificates required, signed by a CA in",
+        ),
+        (Vec::new(), "127.0.0.1:", ""),
+    ];
+    for (args, first, banner) in cases {
+        let mut child = Command::new(crate::util::bin())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = io::BufRead::read_line(&mut io::BufReader::new(stdout), &mut line);
+            let _ = tx.send(line);
+        });
+        let mut stderr = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        let line = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        crate::util::signal(&child, libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "serve outlived SIGTERM");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let stderr = err.join().unwrap();
+        assert!(line.starts_with(first), "{line:?}");
+        let (addr, tls) = crate::util::parse_first_line(&line);
+        assert_eq!(
+            (addr.ip().to_string(), tls),
+            ("127.0.0.1".to_string(), !banner.is_empty())
+        );
+        if banner.is_empty() {
+            assert!(!stderr.contains("TLS"), "{stderr}");
+        } else {
+            assert!(
+                stderr.contains("TLS on") && stderr.contains(banner),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tls_flags_come_in_pairs() {
+    let config = |cert: bool, key: bool, ca: bool| ServerConfig {
+        tls_cert: cert.then(|| "c.pem".into()),
+        tls_key: key.then(|| "k.pem".into()),
+        tls_client_ca: ca.then(|| "ca.pem".into()),
         ..cfg()
     };
-    assert_eq!(config.validate().unwrap_err(), "--tls-cert needs --tls-key");
+    let e = |c: ServerConfig| c.validate().unwrap_err();
+    assert_eq!(e(config(true, false, false)), "--tls-cert needs --tls-key");
+    assert_eq!(e(config(false, true, true)), "--tls-key needs --tls-cert");
+    assert_eq!(
+        e(config(false, false, true)),
+        "--tls-client-ca needs --tls-cert and --tls-key"
+    );
+    assert!(config(true, true, true).validate().is_ok());
+    assert!(!config(false, false, false).tls());
 }
