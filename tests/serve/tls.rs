@@ -29,9 +29,24 @@ use crate::util::{ServeProcess, temp_dir, wait_run};
 
 type Tls = StreamOwned<ClientConnection, TcpStream>;
 
-/// A fresh PKI in a fresh directory.
-fn pki() -> Pki {
-    Pki::new(&temp_dir("tls-serve"))
+/// A fresh PKI in a fresh directory, removed when the test ends.
+struct TestPki(Pki);
+
+impl std::ops::Deref for TestPki {
+    type Target = Pki;
+    fn deref(&self) -> &Pki {
+        &self.0
+    }
+}
+
+impl Drop for TestPki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0.dir);
+    }
+}
+
+fn pki() -> TestPki {
+    TestPki(Pki::new(&temp_dir("tls-serve")))
 }
 
 /// Serve's TLS flags for `pki`'s server certificate.
@@ -473,6 +488,7 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
         .spawn()
         .unwrap();
     let run = wait_run(child, temp_dir("tls-refused"), Duration::from_secs(10));
+    let _ = std::fs::remove_dir(&run.out);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     (run.status.code(), run.stderr)
 }
