@@ -173,6 +173,11 @@ pub(crate) struct ServeArgs {
     /// connection (mutual TLS); needs --tls-cert and --tls-key
     #[argh(option)]
     pub tls_client_ca: Option<PathBuf>,
+
+    /// issue no session tickets and keep no session cache, so every TLS
+    /// handshake is a full one (to measure a client's full-handshake cost)
+    #[argh(switch)]
+    pub tls_no_resumption: bool,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -219,6 +224,7 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         tls_cert: args.tls_cert,
         tls_key: args.tls_key,
         tls_client_ca: args.tls_client_ca,
+        tls_no_resumption: args.tls_no_resumption,
     })
 }
 

@@ -73,9 +73,6 @@ pub const MIN_INPUT_BUDGET: u64 = 1 << 20;
 /// Largest request body (413 above); a smaller `--input-budget` lowers it.
 pub const MAX_BODY: u64 = conn::MAX_BODY;
 
-/// Bytes a ring ticket adds to its contents: key name, nonce and tag.
-const TICKET_OVERHEAD: usize = 16 + 12 + 16;
-
 /// Everything the server needs, resolved from flags.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -132,6 +129,9 @@ pub struct ServerConfig {
     pub tls_key: Option<PathBuf>,
     /// Require a client certificate signed by this CA (PEM); needs TLS.
     pub tls_client_ca: Option<PathBuf>,
+    /// Issue no session tickets and keep no session cache: every TLS
+    /// handshake is a full one.
+    pub tls_no_resumption: bool,
 }
 
 impl Default for ServerConfig {
@@ -167,6 +167,7 @@ impl Default for ServerConfig {
             tls_cert: None,
             tls_key: None,
             tls_client_ca: None,
+            tls_no_resumption: false,
         }
     }
 }
@@ -252,6 +253,9 @@ impl ServerConfig {
             (None, None) if self.tls_client_ca.is_some() => {
                 return Err("--tls-client-ca needs --tls-cert and --tls-key".to_string());
             }
+            (None, None) if self.tls_no_resumption => {
+                return Err("--tls-no-resumption needs --tls-cert and --tls-key".to_string());
+            }
             _ => {}
         }
         for name in &self.served_models {
@@ -287,21 +291,17 @@ impl ServerConfig {
     fn tls_config(&self) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => {
-                let config = crate::tls::server::config(cert, key, self.tls_client_ca.as_deref())
-                    // The shared reader says "key file"; here it has a flag.
-                    .map_err(|e| match e.strip_prefix("key file ") {
-                        Some(rest) => format!("--tls-key {rest}"),
-                        None => e,
-                    })?;
-                // rustls's ticketer refuses any ticket longer than the
-                // longest it has itself made, a count each forked worker
-                // would start at zero: a worker could not resume a session
-                // until it had issued a ticket of its own. One ticket of the
-                // largest size TLS allows, made here, sets it for all.
-                let largest = usize::from(u16::MAX) - TICKET_OVERHEAD;
-                if config.ticketer.encrypt(&vec![0; largest]).is_none() {
-                    return Err("TLS tickets: cannot encrypt".to_string());
-                }
+                let config = crate::tls::server::config(
+                    cert,
+                    key,
+                    self.tls_client_ca.as_deref(),
+                    !self.tls_no_resumption,
+                )
+                // The shared reader says "key file"; here it has a flag.
+                .map_err(|e| match e.strip_prefix("key file ") {
+                    Some(rest) => format!("--tls-key {rest}"),
+                    None => e,
+                })?;
                 Ok(Some(config))
             }
             _ => Ok(None),

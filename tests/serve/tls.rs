@@ -276,6 +276,25 @@ fn sessions_resume_whichever_worker_accepts() {
 }
 
 #[test]
+fn no_resumption_makes_every_handshake_full() {
+    let pki = pki();
+    let f = Fixture::new(ServerConfig {
+        tls_cert: Some(pki.cert.clone()),
+        tls_key: Some(pki.key.clone()),
+        tls_no_resumption: true,
+        ..cfg()
+    });
+    let config = client_config(&pki, false);
+    for n in 0..3 {
+        let mut c = client(f.addr(), &config);
+        assert_eq!(c.s.conn.handshake_kind(), Some(HandshakeKind::Full), "{n}");
+        assert_eq!(c.roundtrip(&chat(&chat_body(false, 2, false))).status, 200);
+    }
+    let s = f.stop();
+    assert_eq!((s.tls_handshakes, s.tls_resumed), (3, 0));
+}
+
+#[test]
 fn a_client_certificate_is_required_with_tls_client_ca() {
     let pki = pki();
     let ca = pki.ca.display().to_string();
@@ -656,6 +675,14 @@ fn tls_flags_come_in_pairs() {
     assert_eq!(
         e(config(false, false, true)),
         "--tls-client-ca needs --tls-cert and --tls-key"
+    );
+    let no_resumption = ServerConfig {
+        tls_no_resumption: true,
+        ..config(false, false, false)
+    };
+    assert_eq!(
+        e(no_resumption),
+        "--tls-no-resumption needs --tls-cert and --tls-key"
     );
     assert!(config(true, true, true).validate().is_ok());
     assert!(!config(false, false, false).tls());
