@@ -430,7 +430,7 @@ fn tls_lines(tls: &TlsInfo, took: std::time::Duration, later: &[Check]) -> Vec<(
     )];
     let cert = tls.cert.as_ref().map(|c| {
         format!(
-            "subject {}, issuer {}, expires {} ({})",
+            "subject {}; issuer {}; expires {} ({})",
             c.subject,
             c.issuer,
             c.not_after,

@@ -368,7 +368,10 @@ fn run_checks(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>, r: &mu
         connect.failure = models.failure.take();
         return;
     }
-    let every_request = models.failure.as_ref().is_some_and(|f| f.every_request);
+    if models.failure.as_ref().is_some_and(|f| f.every_request) {
+        r.checks.push(models);
+        return;
+    }
     let (model, source) = match (&cfg.model, models.models.as_ref().and_then(|l| l.first())) {
         (Some(m), _) => (m.clone(), ModelSource::Flag),
         (None, Some(first)) => (first.clone(), ModelSource::Listed),
@@ -377,9 +380,6 @@ fn run_checks(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>, r: &mu
     r.checks.push(models);
     r.model = Some(model.clone());
     r.model_source = Some(source);
-    if every_request {
-        return;
-    }
 
     for (p, path) in targets(cfg.protocol, &endpoint.path) {
         let c = exchange::send(cfg, endpoint, tls, Kind::Path, p, &path, &model, false);

@@ -910,7 +910,7 @@ fn findings_are_attached_to_their_checks() {
 
 const HANDSHAKE_OK: &str =
     "ok: TLS handshake in 2.00 ms: TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN http/1.1";
-const CERT: &str = "subject CN=localhost, issuer CN=llmload test CA, expires 2030-01-01T00:00:00Z";
+const CERT: &str = "subject CN=localhost; issuer CN=llmload test CA; expires 2030-01-01T00:00:00Z";
 
 #[test]
 fn https_reports_the_handshake_the_certificate_and_resumption() {
@@ -1035,8 +1035,8 @@ fn tls_on_an_http_url_ends_the_probe_at_the_model_list() {
         url: URL,
         path: CHAT,
         addr: addr(),
-        model: "m",
-        model_source: Some(ModelSource::Flag),
+        model: "",
+        model_source: None,
         credentials: false,
     };
     let f = diagnose(&asked, &checks);
