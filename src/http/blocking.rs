@@ -233,8 +233,8 @@ pub(crate) fn fetch(
 ) -> Result<Response, FetchError> {
     let deadline = Instant::now() + timeout;
     let (mut s, setup) = open_stream(addr, deadline, tls)?;
-    s.write_all(request, deadline)?;
     let t_send = Instant::now();
+    s.write_all(request, deadline)?;
 
     let mut resp = Response {
         setup,
@@ -350,7 +350,19 @@ impl Stream {
                     match tls::io::write(tls, s, &bytes[sent..]) {
                         Ok(n) => sent += n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(io_error(e, false)),
+                        Err(e) => {
+                            // A server that refused the handshake after the
+                            // client's side was done may have closed already;
+                            // its alert, read before the reset, says why.
+                            let mut rest = [0u8; 512];
+                            if let Err(r) = tls::io::read(tls, s, &mut rest)
+                                && let Some(err) = tls::io::tls_error(&r)
+                            {
+                                let why = reason::describe(err).into_owned();
+                                return Err(FetchError::Handshake(why));
+                            }
+                            return Err(io_error(e, false));
+                        }
                     }
                     let d = left(deadline).ok_or(FetchError::Timeout { head: false })?;
                     set_timeouts(s, d)?;
