@@ -22,11 +22,11 @@ pub(crate) fn probe(args: &[&str]) -> Run {
 }
 
 /// Runs `llmload probe ARGS` with `env` set, killed after 60 s.
-pub(crate) fn probe_env(args: &[&str], env: &[(&str, &Path)]) -> Run {
+pub(crate) fn probe_env(args: &[&str], env: &[(&str, PathBuf)]) -> Run {
     let child = Command::new(bin())
         .arg("probe")
         .args(args)
-        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .envs(env.iter().map(|(k, v)| (*k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -495,11 +495,12 @@ fn tls_server(cert: &Path, key: &Path, extra: &[&str]) -> (Server, String) {
 }
 
 /// No trust store of this machine takes part: the "system" store is a CA
-/// that signed none of the servers' certificates.
-fn no_system_trust(pki: &Pki) -> [(&'static str, &Path); 2] {
+/// that signed none of the servers' certificates, and an empty directory.
+fn no_system_trust(pki: &Pki, empty: &Path) -> [(&'static str, PathBuf); 2] {
+    std::fs::create_dir_all(empty).unwrap();
     [
-        ("SSL_CERT_FILE", pki.other_ca.as_path()),
-        ("SSL_CERT_DIR", pki.dir.as_path()),
+        ("SSL_CERT_FILE", pki.other_ca.clone()),
+        ("SSL_CERT_DIR", empty.to_path_buf()),
     ]
 }
 
@@ -516,7 +517,7 @@ fn https_with_ca_cert_reports_the_handshake_and_the_certificate() {
     let pki = Pki::new(&dir);
     let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
     let ca = pki.ca.to_str().unwrap();
-    let env = no_system_trust(&pki);
+    let env = no_system_trust(&pki, &dir.join("empty"));
     let run = probe_env(&["--endpoint", &url, "--ca-cert", ca], &env);
     assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
     let out = &run.stdout;
@@ -533,7 +534,7 @@ fn https_with_ca_cert_reports_the_handshake_and_the_certificate() {
     }
     let tls_row = out.lines().find(|l| l.starts_with("tls ")).unwrap();
     assert!(
-        tls_row.contains("TLSv1.3") && tls_row.contains("verified"),
+        tls_row.contains("TLSv1.3") && tls_row.ends_with("server certificate verified"),
         "{tls_row}"
     );
     assert!(
@@ -580,7 +581,7 @@ fn https_with_ca_cert_reports_the_handshake_and_the_certificate() {
 fn https_verification_failures_say_why_and_what_to_try() {
     let dir = temp_dir("probe-tls-fail");
     let pki = Pki::new(&dir);
-    let env = no_system_trust(&pki);
+    let env = no_system_trust(&pki, &dir.join("empty"));
     let ca = pki.ca.to_str().unwrap();
     let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
     let addr = url.trim_start_matches("https://");
@@ -624,7 +625,8 @@ fn https_verification_failures_say_why_and_what_to_try() {
         run.stdout
     );
     assert!(
-        run.stdout.contains("NOT verified (--insecure)"),
+        run.stdout
+            .contains("server certificate NOT verified (--insecure)"),
         "{}",
         run.stdout
     );
@@ -678,7 +680,7 @@ fn the_wrong_scheme_is_named_both_ways() {
     let url = format!("https://{}", plain.addr);
     let run = probe_env(
         &["--endpoint", &url, "--ca-cert", pki.ca.to_str().unwrap()],
-        &no_system_trust(&pki),
+        &no_system_trust(&pki, &dir.join("empty")),
     );
     assert_failed(
         &run,
@@ -691,7 +693,7 @@ fn the_wrong_scheme_is_named_both_ways() {
 fn mtls_needs_the_client_certificate_and_never_prints_its_key() {
     let dir = temp_dir("probe-mtls");
     let pki = Pki::new(&dir);
-    let env = no_system_trust(&pki);
+    let env = no_system_trust(&pki, &dir.join("empty"));
     let ca = pki.ca.to_str().unwrap();
     let (_server, url) = tls_server(&pki.cert, &pki.key, &["--tls-client-ca", ca]);
 

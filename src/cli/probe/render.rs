@@ -61,9 +61,9 @@ impl Report {
                             tls.cipher_suite,
                             tls.alpn.as_deref().unwrap_or("none"),
                             if tls.insecure {
-                                ", NOT verified (--insecure)"
+                                ", server certificate NOT verified (--insecure)"
                             } else {
-                                ", verified"
+                                ", server certificate verified"
                             }
                         );
                         if let Some(cert) = &tls.cert {
