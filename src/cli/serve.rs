@@ -1,6 +1,7 @@
 //! `llmload serve`: the built-in mock LLM endpoint in the foreground.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -156,6 +157,22 @@ pub(crate) struct ServeArgs {
     /// pin worker k to CPU (first + k)
     #[argh(option)]
     pub pin: Option<usize>,
+
+    /// serve every API over TLS (https) with this certificate chain (PEM,
+    /// leaf first); needs --tls-key. The first line of stdout is then
+    /// https://ADDR
+    #[argh(option)]
+    pub tls_cert: Option<PathBuf>,
+
+    /// the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); never
+    /// printed
+    #[argh(option)]
+    pub tls_key: Option<PathBuf>,
+
+    /// require a client certificate signed by this CA (PEM) on every
+    /// connection (mutual TLS); needs --tls-cert and --tls-key
+    #[argh(option)]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -199,6 +216,9 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         served_models: args.served_model,
         api_key: args.api_key.map(ApiKey::new).transpose()?,
         pin: args.pin,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+        tls_client_ca: args.tls_client_ca,
     })
 }
 

@@ -15,6 +15,13 @@
 //! KiB), a non-streamed reply is capped (it is built whole), and a worker
 //! out of descriptors retries `accept` on a timer.
 //!
+//! With `--tls-cert` and `--tls-key` every API is served over TLS
+//! (rustls): the configuration is read once, before the workers fork, so
+//! they share one ticket key and a session resumes on whichever worker
+//! accepts the next connection; each connection holds its TLS session
+//! beside its socket, and nothing above the connection's reads and writes
+//! knows (`conn`). `--tls-client-ca` requires client certificates.
+//!
 //! Each of `workers` forked processes runs one mio event loop on its own
 //! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
 //! never by a thread or a sleep per request, so one worker holds thousands
@@ -41,6 +48,8 @@ mod worker;
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
@@ -63,6 +72,9 @@ pub const INPUT_BUDGET: u64 = 256 << 20;
 pub const MIN_INPUT_BUDGET: u64 = 1 << 20;
 /// Largest request body (413 above); a smaller `--input-budget` lowers it.
 pub const MAX_BODY: u64 = conn::MAX_BODY;
+
+/// Bytes a ring ticket adds to its contents: key name, nonce and tag.
+const TICKET_OVERHEAD: usize = 16 + 12 + 16;
 
 /// Everything the server needs, resolved from flags.
 #[derive(Clone, Debug)]
@@ -114,6 +126,12 @@ pub struct ServerConfig {
     /// The key every request must carry, if any.
     pub api_key: Option<ApiKey>,
     pub pin: Option<usize>,
+    /// Serve over TLS with this certificate chain (PEM, leaf first) and
+    /// `tls_key`; both or neither.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Require a client certificate signed by this CA (PEM); needs TLS.
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -146,6 +164,9 @@ impl Default for ServerConfig {
             served_models: Vec::new(),
             api_key: None,
             pin: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
         }
     }
 }
@@ -225,6 +246,14 @@ impl ServerConfig {
             }
             _ => {}
         }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => return Err("--tls-cert needs --tls-key".to_string()),
+            (None, Some(_)) => return Err("--tls-key needs --tls-cert".to_string()),
+            (None, None) if self.tls_client_ca.is_some() => {
+                return Err("--tls-client-ca needs --tls-cert and --tls-key".to_string());
+            }
+            _ => {}
+        }
         for name in &self.served_models {
             if name.is_empty() {
                 return Err("--served-model must not be empty".to_string());
@@ -246,6 +275,38 @@ impl ServerConfig {
         }
         Ok(())
     }
+
+    /// Whether the server speaks TLS.
+    pub fn tls(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+
+    /// The TLS configuration every worker serves with, read from the files
+    /// once, before the workers fork: they share its ticket key, so a
+    /// session resumes whichever worker accepts the next connection.
+    fn tls_config(&self) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => {
+                let config = crate::tls::server::config(cert, key, self.tls_client_ca.as_deref())
+                    // The shared reader says "key file"; here it has a flag.
+                    .map_err(|e| match e.strip_prefix("key file ") {
+                        Some(rest) => format!("--tls-key {rest}"),
+                        None => e,
+                    })?;
+                // rustls's ticketer refuses any ticket longer than the
+                // longest it has itself made, a count each forked worker
+                // would start at zero: a worker could not resume a session
+                // until it had issued a ticket of its own. One ticket of the
+                // largest size TLS allows, made here, sets it for all.
+                let largest = usize::from(u16::MAX) - TICKET_OVERHEAD;
+                if config.ticketer.encrypt(&vec![0; largest]).is_none() {
+                    return Err("TLS tickets: cannot encrypt".to_string());
+                }
+                Ok(Some(config))
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// A running server. Dropping it stops the workers (SIGTERM, then waits).
@@ -253,6 +314,8 @@ impl ServerConfig {
 pub struct ServerHandle {
     /// The address bound, with the real port when port 0 was asked for.
     pub addr: SocketAddr,
+    /// It speaks TLS (`https://`).
+    pub tls: bool,
     workers: supervisor::Workers,
 }
 
@@ -289,12 +352,17 @@ impl ServerHandle {
 /// the server (the main thread, in the binary).
 pub fn spawn(cfg: &ServerConfig) -> Result<ServerHandle, String> {
     cfg.validate()?;
-    let (addr, workers) = supervisor::start(cfg)?;
-    Ok(ServerHandle { addr, workers })
+    let tls = cfg.tls_config()?;
+    let (addr, workers) = supervisor::start(cfg, tls)?;
+    Ok(ServerHandle {
+        addr,
+        tls: cfg.tls(),
+        workers,
+    })
 }
 
 /// Runs the server in the foreground: prints the bound address as the first
-/// line of stdout, serves until SIGINT or SIGTERM, then prints the final
+/// line of stdout (`https://ADDR` with TLS), serves until SIGINT or SIGTERM, then prints the final
 /// counters as one JSON line. A worker that dies is an error.
 pub fn run(cfg: &ServerConfig) -> Result<(), String> {
     cfg.validate()?;
@@ -315,7 +383,23 @@ pub fn run(cfg: &ServerConfig) -> Result<(), String> {
 
 fn serve_until_signal(cfg: &ServerConfig, waited: &SigSet) -> Result<(), String> {
     let mut handle = spawn(cfg)?;
-    supervisor::print_addr(handle.addr);
+    supervisor::print_addr(handle.addr, handle.tls);
+    if cfg.tls() {
+        // For the person at the terminal; stdout's first line stays the
+        // address alone.
+        let clients = match &cfg.tls_client_ca {
+            Some(ca) => format!(
+                "client certificates required, signed by a CA in '{}'",
+                ca.display()
+            ),
+            None => "no client certificate asked for".to_string(),
+        };
+        let mut err = io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "llmload serve: TLS on (TLS 1.2 and 1.3, ALPN http/1.1); {clients}"
+        );
+    }
     let failure = loop {
         match waited.wait() {
             Ok(Signal::SIGCHLD) => {
