@@ -103,7 +103,7 @@ mod tests {
     fn the_first_model_is_found_over_tls() {
         use crate::http::blocking::tests::{client, pki, serve_tls, trusting};
         let p = pki("models");
-        let config = crate::tls::server::config(&p.cert, &p.key, None).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
         let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n{\"data\":[{\"id\":\"tls-model\"}]}";
         let addr = serve_tls(config, 2, answer);
         let e = Endpoint::local(addr, "/");

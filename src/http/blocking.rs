@@ -886,7 +886,7 @@ pub(crate) mod tests {
     #[test]
     fn https_responses_say_what_tls_negotiated_and_resume() {
         let p = pki("ok");
-        let config = crate::tls::server::config(&p.cert, &p.key, None).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
         let addr = serve_tls(config, 2, OK);
         let tls = client(trusting(&p));
         let r = get_tls(addr, &tls).unwrap();
@@ -918,7 +918,7 @@ pub(crate) mod tests {
     #[test]
     fn handshake_failures_carry_their_reason() {
         let p = pki("bad");
-        let config = crate::tls::server::config(&p.cert, &p.key, None).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
         let addr = serve_tls(config, 3, OK);
         let stranger = client(crate::tls::TlsSettings {
             ca_cert: Some(p.other_ca.clone()),
@@ -969,7 +969,7 @@ pub(crate) mod tests {
             other => panic!("{other:?}"),
         }
         // http:// at a TLS server.
-        let config = crate::tls::server::config(&p.cert, &p.key, None).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
         let tls_addr = serve_tls(config, 1, OK);
         let r = get_from(tls_addr);
         assert!(matches!(r, Err(FetchError::TlsOnHttp)), "{r:?}");
@@ -983,7 +983,7 @@ pub(crate) mod tests {
     #[test]
     fn a_server_that_wants_a_client_certificate_refuses_the_handshake_without_one() {
         let p = pki("mtls");
-        let config = crate::tls::server::config(&p.cert, &p.key, Some(&p.ca)).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, Some(&p.ca), true).unwrap();
         let addr = serve_tls(config, 2, OK);
         match get_tls(addr, &client(trusting(&p))) {
             Err(FetchError::Handshake(why)) => {
@@ -1003,7 +1003,7 @@ pub(crate) mod tests {
     #[test]
     fn open_times_the_connect_and_the_handshake_apart() {
         let p = pki("open");
-        let config = crate::tls::server::config(&p.cert, &p.key, None).unwrap();
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
         let addr = serve_tls(config, 1, OK);
         let setup = open(addr, Duration::from_secs(5), Some(&client(trusting(&p)))).unwrap();
         assert!(setup.tls_handshake.unwrap() > Duration::ZERO);
