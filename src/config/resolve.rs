@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::BenchConfig;
-use super::profile::typed::{self, Mode, nanos};
+use super::profile::typed::{self, Mode, TlsFields, nanos, tls_fields_set};
 use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
 };
@@ -20,6 +20,7 @@ use crate::config::duration::format_duration;
 use crate::dataset::{Order, SyntheticSpec};
 use crate::plan::{Checks, Limits, Load, Thresholds};
 use crate::protocol::{self, Protocol, Sampling};
+use crate::tls::TlsSettings;
 
 /// Worker processes a run may have.
 const MAX_WORKERS: usize = 64;
@@ -201,12 +202,26 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         );
     }
     let max_tokens = p.max_tokens.unwrap_or(defaults::MAX_TOKENS);
+    let tls = typed::tls_settings(
+        &mut errs,
+        "",
+        TlsFields {
+            ca_cert: p.ca_cert.as_ref(),
+            insecure: p.insecure,
+            server_name: p.tls_server_name.as_deref(),
+            client_cert: p.client_cert.as_ref(),
+            client_key: p.client_key.as_ref(),
+        },
+        &TlsSettings::default(),
+    );
     let top = Scenario {
         name: "default".to_string(),
         weight: defaults::WEIGHT,
         protocol,
         endpoint,
         headers: p.headers.clone().unwrap_or_default().into_iter().collect(),
+        tls,
+        keep_alive: p.keep_alive.unwrap_or(defaults::KEEP_ALIVE),
         model: p.model.clone(),
         max_tokens,
         stream: p.stream.unwrap_or(defaults::STREAM),
@@ -231,7 +246,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         (None, Some(n)) => n.max(defaults::CONNECTIONS),
         (None, None) => defaults::CONNECTIONS,
     };
-    let warnings = stages
+    let mut warnings: Vec<String> = stages
         .iter()
         .filter_map(|s| match s.load {
             Load::Closed { concurrency } if concurrency < scenarios.len() => Some(format!(
@@ -242,6 +257,11 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             _ => None,
         })
         .collect();
+    for w in unused_tls(&scenarios, p.scenarios.is_some()) {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
     // Gaps a request keeps: two per token the largest request asks for.
     let most_tokens = p
         .scenarios
@@ -314,6 +334,35 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         warnings,
         profile,
     })
+}
+
+/// A warning per scenario whose TLS settings go unused because its endpoint
+/// is plain http (the built-in endpoint is too); `named` says whether the
+/// profile has scenarios to name.
+fn unused_tls(scenarios: &[Scenario], named: bool) -> Vec<String> {
+    scenarios
+        .iter()
+        .filter(|s| !s.endpoint.as_ref().is_some_and(|e| e.tls))
+        .filter_map(|s| {
+            let set = tls_fields_set(&s.tls);
+            if set.is_empty() {
+                return None;
+            }
+            let whose = if named {
+                format!("scenario '{}': ", s.name)
+            } else {
+                String::new()
+            };
+            let endpoint = match &s.endpoint {
+                Some(_) => "its endpoint is plain http://",
+                None => "the built-in endpoint is plain http",
+            };
+            Some(format!(
+                "{whose}{} set but not used: {endpoint}",
+                set.join(", ")
+            ))
+        })
+        .collect()
 }
 
 /// Bytes an API key file may have: a key is short, and a path pointing at
