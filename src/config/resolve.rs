@@ -566,6 +566,162 @@ mod tests {
         assert_eq!(cfg.scenarios[1].protocol.name(), "sglang");
     }
 
+    /// A CA certificate, a client certificate and its key, and a file
+    /// that is neither, under a fresh directory.
+    fn tls_files(tag: &str) -> (std::path::PathBuf, [String; 4]) {
+        let dir = std::env::temp_dir().join(format!("llmload-tlscfg-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let mut paths = Vec::new();
+        for (name, text) in [
+            ("ca.pem", cert.pem()),
+            ("client.pem", cert.pem()),
+            ("client.key", key.serialize_pem()),
+            ("junk.pem", "SECRET-NOT-PEM\n".to_string()),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            paths.push(p.display().to_string());
+        }
+        (dir, paths.try_into().unwrap())
+    }
+
+    #[test]
+    fn tls_settings_inherit_field_by_field_and_scenarios_reach_their_own_https() {
+        let (dir, [ca, cert, key, _]) = tls_files("inherit");
+        let cfg = resolved(&format!(
+            r#"{{"endpoint": "https://127.0.0.1:9/v1/chat/completions", "model": "m",
+                "ca_cert": "{ca}", "client_cert": "{cert}", "client_key": "{key}",
+                "tls_server_name": "gw.example", "keep_alive": false,
+                "scenarios": [
+                  {{"name": "a"}},
+                  {{"name": "b", "api": "anthropic", "insecure": true, "keep_alive": true,
+                    "tls_server_name": "other.example"}},
+                  {{"name": "c", "endpoint": "https://127.0.0.1:10/x", "ca_cert": "{cert}",
+                    "client_cert": "{ca}", "client_key": "{key}"}}
+                ]}}"#
+        ));
+        let [a, b, c] = &cfg.scenarios[..] else {
+            panic!("three scenarios");
+        };
+        let path = |p: &str| Some(std::path::PathBuf::from(p));
+        let top = TlsSettings {
+            ca_cert: path(&ca),
+            insecure: false,
+            server_name: Some("gw.example".into()),
+            client_cert: path(&cert),
+            client_key: path(&key),
+        };
+        assert_eq!((&a.tls, a.keep_alive), (&top, false));
+        assert!(a.endpoint.as_ref().unwrap().tls);
+        // Another API at the same https server keeps the scheme.
+        let eb = b.endpoint.as_ref().unwrap();
+        assert_eq!(
+            (eb.url.as_str(), eb.tls, eb.path.as_str()),
+            ("https://127.0.0.1:9", true, "/v1/messages")
+        );
+        assert_eq!(
+            (&b.tls, b.keep_alive),
+            (
+                &TlsSettings {
+                    insecure: true,
+                    server_name: Some("other.example".into()),
+                    ..top.clone()
+                },
+                true
+            )
+        );
+        assert_eq!(c.endpoint.as_ref().unwrap().addr.port(), 10);
+        assert_eq!(
+            c.tls,
+            TlsSettings {
+                ca_cert: path(&cert),
+                client_cert: path(&ca),
+                ..top.clone()
+            }
+        );
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        // Defaults: verified, reused, nothing set.
+        let plain = resolved("{}");
+        assert_eq!(
+            (&plain.scenarios[0].tls, plain.scenarios[0].keep_alive),
+            (&TlsSettings::default(), true)
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tls_errors_name_the_field_and_the_file_never_its_contents() {
+        let (dir, [ca, cert, key, junk]) = tls_files("errors");
+        let errors = |text: &str| {
+            let no_env = |_: &str| Err(VarError::NotPresent);
+            let p = Profile::parse(text, "run.json", &no_env).unwrap();
+            resolve(p).err().unwrap_or_default()
+        };
+        let missing = dir.join("nope.pem").display().to_string();
+        let e = errors(&format!(
+            r#"{{"endpoint": "https://127.0.0.1:9", "ca_cert": "{missing}",
+                "client_cert": "{cert}", "tls_server_name": "not a name",
+                "scenarios": [{{"name": "a", "client_key": "{junk}"}},
+                              {{"name": "b", "client_cert": "{junk}", "client_key": "{key}"}}]}}"#
+        ));
+        // Scenario a's key pairs with the certificate it inherits.
+        assert_eq!(e.len(), 5, "{e:#?}");
+        assert!(
+            e[0].starts_with(&format!("ca_cert: '{missing}': cannot read: ")),
+            "{e:#?}"
+        );
+        assert_eq!(
+            e[1],
+            "tls_server_name: 'not a name' is not a valid TLS server name (a DNS name or an IP address)"
+        );
+        assert_eq!(
+            e[2],
+            "client_cert: a client certificate needs its private key (client_key, --client-key)"
+        );
+        assert!(
+            e[3].starts_with(&format!(
+                "scenarios[0].client_key: key file '{junk}': no private key"
+            )),
+            "{e:#?}"
+        );
+        assert!(
+            e[4].starts_with(&format!(
+                "scenarios[1].client_cert: '{junk}': no certificate in it"
+            )),
+            "{e:#?}"
+        );
+        assert!(e.iter().all(|m| !m.contains("SECRET")), "{e:#?}");
+        // Skipping verification beside a CA file is allowed.
+        assert!(errors(&format!(r#"{{"insecure": true, "ca_cert": "{ca}"}}"#)).is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tls_settings_on_a_plain_endpoint_are_a_warning() {
+        let (dir, [ca, ..]) = tls_files("unused");
+        let cfg = resolved(&format!(
+            r#"{{"endpoint": "http://127.0.0.1:9", "insecure": true, "ca_cert": "{ca}"}}"#
+        ));
+        assert_eq!(
+            cfg.warnings,
+            ["ca_cert, insecure set but not used: its endpoint is plain http://"]
+        );
+        let cfg = resolved(
+            r#"{"tls_server_name": "h.example", "scenarios": [{"name": "a"},
+                {"name": "b", "endpoint": "https://127.0.0.1:9"}]}"#,
+        );
+        assert_eq!(
+            cfg.warnings,
+            ["scenario 'a': tls_server_name set but not used: the built-in endpoint is plain http"]
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[test]
     fn limits_come_from_the_profile() {
         let cfg = resolved("{}");

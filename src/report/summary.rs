@@ -212,7 +212,7 @@ pub(crate) struct Generator {
 /// The run's connections: how many were opened, resumed a TLS session or
 /// failed, and how long the TCP connect and the TLS handshake took, each
 /// measured per connection.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct Connections {
     /// Ready for requests (TCP connected and, for https, the TLS handshake
@@ -226,7 +226,6 @@ pub(crate) struct Connections {
     pub connects_per_s: f64,
     /// Connections were reused; false when some endpoint's carried one
     /// request each (`--keep-alive false`).
-    #[serde(default = "yes")]
     pub keep_alive: bool,
     /// Connect start to TCP connected.
     pub tcp_connect_ms: Rollup,
@@ -235,7 +234,28 @@ pub(crate) struct Connections {
     pub tls_handshake_ms: Option<Rollup>,
 }
 
+/// What a document without the block reads as: nothing measured, and
+/// connections reused (the only behaviour before the setting existed).
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            opened: 0,
+            resumed: 0,
+            failed: 0,
+            connects_per_s: 0.0,
+            keep_alive: true,
+            tcp_connect_ms: Rollup::default(),
+            tls_handshake_ms: None,
+        }
+    }
+}
+
 impl Connections {
+    /// Whether any connection was tried (an older document has none).
+    pub(crate) fn any(&self) -> bool {
+        self.opened + self.failed > 0 || self.tcp_connect_ms.count > 0
+    }
+
     fn of(c: &ConnectionStats, window_ns: u64) -> Connections {
         let secs = window_ns as f64 / 1e9;
         Connections {

@@ -411,10 +411,7 @@ mod tests {
         assert_eq!(h.sum_ns.load(Ordering::Relaxed), 1_430_000);
         assert_eq!(h.min_ns(), Some(90_000));
         assert_eq!(h.max_ns.load(Ordering::Relaxed), 1_000_000);
-        assert_eq!(
-            h.buckets[time_bucket(90_000)].load(Ordering::Relaxed),
-            2
-        );
+        assert_eq!(h.buckets[time_bucket(90_000)].load(Ordering::Relaxed), 2);
         // Other workers' statistics are their own.
         assert_eq!(shared.conn_stats(0).tcp_connect.min_ns(), None);
     }

@@ -101,3 +101,116 @@ impl ClientSessionStore for SessionStore {
         self.with(|s| s.get_mut(name).and_then(|d| d.tls13.pop_back()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use rustls::{ClientConnection, HandshakeKind, ServerConnection};
+
+    use crate::tls::{TlsClient, TlsSettings, server};
+
+    /// A CA-less setup: a self-signed leaf for `localhost`, trusted as its
+    /// own anchor. Returns the directory and the cert and key paths.
+    fn files(tag: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("llmload-sessions-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        (dir, c, k)
+    }
+
+    /// Runs a handshake (and the tickets after it) in memory.
+    fn handshake(client: &mut ClientConnection, server: &mut ServerConnection) {
+        loop {
+            let mut moved = false;
+            while client.wants_write() {
+                let mut buf = Vec::new();
+                client.write_tls(&mut buf).unwrap();
+                server.read_tls(&mut &buf[..]).unwrap();
+                server.process_new_packets().unwrap();
+                moved = true;
+            }
+            while server.wants_write() {
+                let mut buf = Vec::new();
+                server.write_tls(&mut buf).unwrap();
+                client.read_tls(&mut &buf[..]).unwrap();
+                client.process_new_packets().unwrap();
+                moved = true;
+            }
+            if !moved {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn a_pool_wider_than_eight_resumes_from_the_tickets_of_the_wave_before() {
+        let (dir, cert, key) = files("pool");
+        let srv = server::config(&cert, &key, None).unwrap();
+        let settings = TlsSettings {
+            ca_cert: Some(cert.clone()),
+            ..TlsSettings::default()
+        };
+        let client = TlsClient::new(&settings, "localhost").unwrap();
+        assert_eq!(client.tickets(), 0);
+        // Each wave opens as many connections as there are tickets: one
+        // full handshake, then 4, then 16 resumed ones, all at once.
+        let mut wave = 1;
+        for round in 0..3 {
+            let mut pairs: Vec<_> = (0..wave)
+                .map(|_| {
+                    (
+                        client.connect().unwrap(),
+                        ServerConnection::new(srv.clone()).unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(client.tickets(), 0, "round {round}: every ticket taken");
+            for (c, s) in &mut pairs {
+                handshake(c, s);
+                let want = if round == 0 {
+                    HandshakeKind::Full
+                } else {
+                    HandshakeKind::Resumed
+                };
+                assert_eq!(c.handshake_kind(), Some(want), "round {round}");
+            }
+            // rustls's own cache would stop at 8.
+            assert_eq!(client.tickets(), wave * 4, "round {round}");
+            wave = client.tickets();
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_oldest_tickets_go_past_the_bound() {
+        let (dir, cert, key) = files("bound");
+        let srv = server::config(&cert, &key, None).unwrap();
+        let settings = TlsSettings {
+            ca_cert: Some(cert.clone()),
+            ..TlsSettings::default()
+        };
+        let client = TlsClient::new(&settings, "localhost").unwrap();
+        let store = super::SessionStore::new(6);
+        let mut config = (*client.config).clone();
+        let store = std::sync::Arc::new(store);
+        config.resumption = rustls::client::Resumption::store(store.clone());
+        let config = std::sync::Arc::new(config);
+        for _ in 0..3 {
+            let mut c = ClientConnection::new(config.clone(), client.server_name.clone()).unwrap();
+            let mut s = ServerConnection::new(srv.clone()).unwrap();
+            handshake(&mut c, &mut s);
+        }
+        // 4 tickets per handshake, less the 2 the later handshakes used.
+        assert_eq!(store.tickets(&client.server_name), 6);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

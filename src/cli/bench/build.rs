@@ -15,9 +15,9 @@ use crate::config::BenchConfig;
 use crate::config::profile::{CacheMode, Content, Scenario};
 use crate::dataset::synthetic::Dist;
 use crate::dataset::{self, DatasetSpec, LoadStats, Order, Sample, SyntheticSpec};
-use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
 use crate::engine::requests::{RequestSet, RequestTemplate};
+use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::http::endpoint::Endpoint;
 use crate::http::headers::{is_auth_header, is_secret_header};
 use crate::protocol::errors::one_line;
@@ -207,7 +207,7 @@ pub(super) fn build<'a>(
                 None => {
                     let c = TlsClient::new(&sc.tls, &endpoint.hostname)
                         .map_err(|e| format!("{}: {e}", endpoint.display()))?;
-                    tls_note(&mut out.tls, &endpoint, &sc.tls);
+                    tls_note(&mut out.tls, &endpoint, &sc.tls, &c);
                     tls_clients.insert(key, c.clone());
                     c
                 }
@@ -256,7 +256,11 @@ pub(super) fn build<'a>(
         // Without keep-alive the server is told each connection carries one
         // request, so it closes its side too (unless the user set the
         // header).
-        if !sc.keep_alive && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("connection")) {
+        if !sc.keep_alive
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+        {
             headers.push(("Connection".to_string(), "close".to_string()));
         }
         let (stream, max_tokens, system) = (sc.stream, sc.max_tokens, sc.system.as_deref());
@@ -539,16 +543,16 @@ fn discover_model(
 
 /// Notes how an https endpoint is reached, for the summary's `tls` block
 /// (paths only: a key file's contents never leave it).
-fn tls_note(tls: &mut Option<TlsSummary>, endpoint: &Endpoint, s: &TlsSettings) {
+fn tls_note(tls: &mut Option<TlsSummary>, endpoint: &Endpoint, s: &TlsSettings, c: &TlsClient) {
     let t = tls.get_or_insert_with(TlsSummary::default);
-    t.insecure |= s.insecure;
+    t.insecure |= c.insecure;
     t.endpoints.push(TlsEndpoint {
         url: endpoint.display(),
         server_name: s
             .server_name
             .clone()
             .unwrap_or_else(|| endpoint.hostname.clone()),
-        verify: !s.insecure,
+        verify: !c.insecure,
         ca_cert: s.ca_cert.as_ref().map(|p| p.display().to_string()),
         client_cert: s.client_cert.as_ref().map(|p| p.display().to_string()),
     });
@@ -565,11 +569,7 @@ fn cleartext_warning(cfg: &BenchConfig) -> Option<String> {
     let mut what = std::collections::BTreeSet::new();
     for sc in &cfg.scenarios {
         // No endpoint: the built-in one, on loopback; https is not clear text.
-        let Some(e) = sc
-            .endpoint
-            .as_ref()
-            .filter(|e| !e.is_loopback() && !e.tls)
-        else {
+        let Some(e) = sc.endpoint.as_ref().filter(|e| !e.is_loopback() && !e.tls) else {
             continue;
         };
         let secret: Vec<&str> = sc
@@ -670,6 +670,19 @@ mod tests {
         for (source, want) in cases {
             assert_eq!(value(Datasets::of(vec![info("s", 3, source)])), want);
         }
+    }
+
+    #[test]
+    fn credentials_to_an_https_endpoint_are_not_clear_text() {
+        let cfg = |url: &str| {
+            let no_env = |_: &str| Err(std::env::VarError::NotPresent);
+            let text = format!(r#"{{"endpoint": "{url}", "api_key": "k"}}"#);
+            let p = crate::config::profile::Profile::parse(&text, "run.json", &no_env).unwrap();
+            crate::config::resolve::resolve(p).unwrap()
+        };
+        assert_eq!(cleartext_warning(&cfg("https://203.0.113.9/v1")), None);
+        let w = cleartext_warning(&cfg("http://203.0.113.9/v1")).unwrap();
+        assert!(w.contains("clear text") && w.contains("203.0.113.9"), "{w}");
     }
 
     #[test]

@@ -675,7 +675,10 @@ pub(crate) fn tls_settings(
             .server_name
             .map(str::to_string)
             .or_else(|| inherit.server_name.clone()),
-        client_cert: f.client_cert.cloned().or_else(|| inherit.client_cert.clone()),
+        client_cert: f
+            .client_cert
+            .cloned()
+            .or_else(|| inherit.client_cert.clone()),
         client_key: f.client_key.cloned().or_else(|| inherit.client_key.clone()),
     };
     // Only where this level wrote one of the pair: an inherited half was
@@ -684,11 +687,11 @@ pub(crate) fn tls_settings(
         match (&settings.client_cert, &settings.client_key) {
             (Some(_), None) => errs.at(
                 format!("{prefix}client_cert"),
-                "needs client_key (the certificate's private key)",
+                "a client certificate needs its private key (client_key, --client-key)",
             ),
             (None, Some(_)) => errs.at(
                 format!("{prefix}client_key"),
-                "needs client_cert (the certificate it belongs to)",
+                "a client key needs its certificate (client_cert, --client-cert)",
             ),
             _ => {}
         }

@@ -121,7 +121,12 @@ impl Parent<'_, '_, '_> {
     /// Connections opened so far, over every worker.
     pub(super) fn connections_opened(&self) -> u64 {
         (0..self.workers.len())
-            .map(|k| self.shared.counters(k).connections_opened.load(Ordering::Relaxed))
+            .map(|k| {
+                self.shared
+                    .counters(k)
+                    .connections_opened
+                    .load(Ordering::Relaxed)
+            })
             .sum()
     }
 }

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::dataset::Order;
-use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::engine::record::{CONV_END, Completion};
 use crate::engine::requests::RequestSet;
+use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::metrics::errors::ErrorClass;
 use crate::plan::{Checks, Limits, Load, StagePlan, Thresholds};
 use crate::shm::ring::ByteProducer;

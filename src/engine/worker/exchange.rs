@@ -201,10 +201,7 @@ impl Worker<'_> {
     #[cold]
     fn malformed(&mut self, i: usize, t: u64) {
         let c = &mut self.conns[i];
-        if c.tls.is_none()
-            && c.rx.head.is_none()
-            && reason::looks_like_tls(&c.buf[..c.filled])
-        {
+        if c.tls.is_none() && c.rx.head.is_none() && reason::looks_like_tls(&c.buf[..c.filled]) {
             c.rx.set_message(reason::TLS_ON_HTTP.as_bytes());
         }
         self.fail(i, ErrorClass::MalformedResponse, t);

@@ -413,17 +413,19 @@ impl<'a> Worker<'a> {
                     if now.saturating_sub(c.t_connect) > self.s.limits.connect_ns =>
                 {
                     if c.state == ConnState::Handshaking {
-                        self.conns[i]
-                            .rx
-                            .set_message(b"the TLS handshake did not finish within the connect timeout");
+                        self.conns[i].rx.set_message(
+                            b"the TLS handshake did not finish within the connect timeout",
+                        );
                     }
                     self.fail(i, ErrorClass::ConnectTimeout, now);
                 }
+                // A warm connection carries no request yet.
                 ConnState::Connecting
                 | ConnState::Handshaking
                 | ConnState::Sending
                 | ConnState::Receiving
-                    if now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
+                    if !c.warm
+                        && now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
                 {
                     self.fail(i, ErrorClass::RequestTimeout, now);
                 }

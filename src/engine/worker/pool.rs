@@ -30,7 +30,7 @@ use crate::tls::io::{self as tls_io, FirstBytes, Handshake};
 use crate::tls::reason;
 
 /// Longest the warm-up waits for its connections before the worker reports
-/// ready; a slot still connecting then connects on demand.
+/// ready; a connection still opening then finishes in the run's loop.
 const WARM_UP_MAX_NS: u64 = 2_000_000_000;
 /// Poll slice while warming up.
 const WARM_UP_POLL_NS: u64 = 10_000_000;
@@ -113,7 +113,8 @@ impl Conn {
 impl Worker<'_> {
     /// Opens `warm_conns` connections and waits (bounded) until each is
     /// connected or has failed; failures are not errors, since no request
-    /// was riding on them, and the slot connects again on demand.
+    /// was riding on them (they count as failed connections), and the slot
+    /// connects again on demand.
     ///
     /// To an https endpoint the connections open in waves, so that most
     /// resume a session instead of paying a full handshake: a TLS 1.3
@@ -156,11 +157,8 @@ impl Worker<'_> {
                 k => k,
             };
         }
-        for i in 0..self.conns.len() {
-            if self.conns[i].warm {
-                self.fail(i, ErrorClass::ConnectTimeout, now_ns());
-            }
-        }
+        // Connections still opening finish in the run's loop (bounded by
+        // the connect timeout there) and go idle then.
     }
 
     /// Handles events until `done` or `until`.
@@ -352,7 +350,8 @@ impl Worker<'_> {
             .connections_opened
             .fetch_sub(1, Ordering::Relaxed);
         self.conn_stats.failed.fetch_add(1, Ordering::Relaxed);
-        if self.conns[i].tls.as_ref().and_then(|t| t.handshake_kind()) == Some(HandshakeKind::Resumed)
+        if self.conns[i].tls.as_ref().and_then(|t| t.handshake_kind())
+            == Some(HandshakeKind::Resumed)
         {
             self.conn_stats.resumed.fetch_sub(1, Ordering::Relaxed);
         }
