@@ -372,7 +372,7 @@ definitions
   ttft     first token − t_send; the first token is the first SSE event with non-empty output text
   tpot     (last token − first token) / (output tokens − 1), per request with ≥ 2 output tokens
   itl      each gap between consecutive text-bearing events
-  connect  per connection (warm-up ones too): tcp connect start → connected; tls handshake connected → done
+  connect  per connection, warm-up ones included: tcp from connect start to connected, tls from connected to handshake done
   tokens   output: the endpoint's usage, else --tokenizer on the text, else text-bearing events;
            input: token ids given, else --tokenizer on the prompt, else the endpoint's usage
 ";
