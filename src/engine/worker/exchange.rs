@@ -15,6 +15,9 @@
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 
+use mio::net::TcpStream;
+use rustls::ClientConnection;
+
 use super::pool::ConnState;
 use super::{Job, NO_CONV, Worker};
 use crate::clock::now_ns;
@@ -108,14 +111,7 @@ impl Worker<'_> {
             let rest = &bytes[c.written..];
             let wrote = match c.tls.as_deref_mut() {
                 None => stream.write(rest),
-                Some(tls) => match tls_io::write(tls, stream, rest) {
-                    // Nothing taken (or, all taken, nothing flushed): the
-                    // socket is full.
-                    Ok(0) if !rest.is_empty() || tls_io::pending(tls) => {
-                        Err(io::ErrorKind::WouldBlock.into())
-                    }
-                    other => other,
-                },
+                Some(tls) => tls_write(tls, stream, rest),
             };
             match wrote {
                 Ok(n) => {
@@ -157,7 +153,7 @@ impl Worker<'_> {
             let stream = c.stream.as_mut().expect("receiving has a stream");
             let got = match c.tls.as_deref_mut() {
                 None => stream.read(&mut c.buf[c.filled..]),
-                Some(tls) => tls_io::read(tls, stream, &mut c.buf[c.filled..]),
+                Some(tls) => tls_read(tls, stream, &mut c.buf[c.filled..]),
             };
             let n = match got {
                 Ok(0) => {
@@ -306,6 +302,24 @@ impl Worker<'_> {
         self.emit(i, class, status, t_end);
         self.busy -= 1;
         self.release(i);
+    }
+}
+
+/// Plaintext through TLS. Out of line, as is [`tls_write`], so the plain
+/// path's loop stays the size it was.
+#[inline(never)]
+fn tls_read(tls: &mut ClientConnection, sock: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    tls_io::read(tls, sock, buf)
+}
+
+/// Plaintext into TLS, as `write` on a socket: `WouldBlock` when nothing
+/// was taken, or when all was taken and its ciphertext could not go out
+/// (the socket is full either way).
+#[inline(never)]
+fn tls_write(tls: &mut ClientConnection, sock: &mut TcpStream, bytes: &[u8]) -> io::Result<usize> {
+    match tls_io::write(tls, sock, bytes) {
+        Ok(0) if !bytes.is_empty() || tls_io::pending(tls) => Err(io::ErrorKind::WouldBlock.into()),
+        other => other,
     }
 }
 

@@ -34,10 +34,10 @@ use crate::tls::reason;
 const WARM_UP_MAX_NS: u64 = 2_000_000_000;
 /// Poll slice while warming up.
 const WARM_UP_POLL_NS: u64 = 10_000_000;
-/// Shortest wait for a warm-up wave's session tickets; otherwise the wave
-/// waits as long again as its handshakes took (tickets follow them by
-/// about a round trip).
-const TICKET_WAIT_MIN_NS: u64 = 5_000_000;
+/// Shortest wait for a warm-up wave's session tickets; otherwise twice as
+/// long as its handshakes took (tickets follow them by about a round trip).
+/// Paid in full only once, by a server that sends no tickets.
+const TICKET_WAIT_MIN_NS: u64 = 50_000_000;
 
 /// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,7 +145,8 @@ impl Worker<'_> {
             if opened >= n || self.free.is_empty() || now_ns() >= deadline {
                 break;
             }
-            let until = deadline.min(now_ns() + (now_ns() - start).max(TICKET_WAIT_MIN_NS));
+            let took = now_ns() - start;
+            let until = deadline.min(now_ns() + took.saturating_mul(2).max(TICKET_WAIT_MIN_NS));
             self.warm_poll(events, until, |w| {
                 w.conns
                     .iter()
@@ -256,27 +257,40 @@ impl Worker<'_> {
         let now = now_ns();
         c.handshake_ns = now.saturating_sub(c.t_connect);
         self.conn_stats.tcp_connect.record(c.handshake_ns);
-        if let Some(client) = &self.s.endpoints[c.endpoint].tls {
-            match client.connect() {
-                Ok(tls) => {
-                    c.tls = Some(Box::new(tls));
-                    c.first = FirstBytes::default();
-                    c.t_tcp = now;
-                    c.state = ConnState::Handshaking;
-                    self.handshake_more(i);
-                }
-                Err(e) => {
-                    c.rx.set_message(reason::describe(&e).as_bytes());
-                    self.fail(i, ErrorClass::TlsHandshake, now);
-                }
-            }
+        if self.s.endpoints[c.endpoint].tls.is_some() {
+            self.start_tls(i, now);
             return;
         }
         self.ready(i, readable, closed);
     }
 
+    /// TCP connection `i` to an https endpoint is up (since `now`): its
+    /// TLS handshake starts.
+    #[inline(never)]
+    fn start_tls(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(client) = &self.s.endpoints[c.endpoint].tls else {
+            return;
+        };
+        match client.connect() {
+            Ok(tls) => {
+                c.tls = Some(Box::new(tls));
+                c.first = FirstBytes::default();
+                c.t_tcp = now;
+                c.state = ConnState::Handshaking;
+                self.handshake_more(i);
+            }
+            Err(e) => {
+                c.rx.set_message(reason::describe(&e).as_bytes());
+                self.fail(i, ErrorClass::TlsHandshake, now);
+            }
+        }
+    }
+
     /// Moves the TLS handshake of connection `i` on as far as the socket
-    /// allows; when it is done, the connection is ready.
+    /// allows; when it is done, the connection is ready. Out of line: the
+    /// event loop's plain path does not carry it.
+    #[inline(never)]
     pub(super) fn handshake_more(&mut self, i: usize) {
         let c = &mut self.conns[i];
         let (Some(tls), Some(stream)) = (c.tls.as_deref_mut(), c.stream.as_mut()) else {
@@ -293,6 +307,12 @@ impl Worker<'_> {
                     self.conn_stats.resumed.fetch_add(1, Ordering::Relaxed);
                 }
                 self.ready(i, false, false);
+                // A warm connection gone idle: whatever already came after
+                // the handshake (its tickets) is taken in now, as no new
+                // edge may announce it.
+                if self.conns[i].state == ConnState::Idle {
+                    self.check_idle(i);
+                }
             }
             Err(e) => self.handshake_failed(i, &e),
         }
@@ -360,6 +380,7 @@ impl Worker<'_> {
     /// Sends ciphertext waiting in connection `i`'s TLS state (a reply to
     /// a post-handshake message), on a writable event in a state that
     /// writes nothing else. A failure shows on the next read.
+    #[inline(never)]
     pub(super) fn flush_tls(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if let (Some(tls), Some(stream)) = (c.tls.as_deref_mut(), c.stream.as_mut())
