@@ -429,6 +429,42 @@ fn without_keep_alive_every_request_opens_its_own_connection() {
 }
 
 #[test]
+fn idle_connections_the_server_closes_are_replaced_without_failures() {
+    let pki = test_pki();
+    // The server closes a connection idle for 30 ms; arrivals come every
+    // 100 ms or so, so most find their connection closed (close_notify,
+    // then FIN) while it sat idle.
+    let server = tls_server(&pki.cert, &pki.key, &["--idle-timeout", "30ms"]);
+    let r = run(
+        &pki,
+        &[
+            "--endpoint",
+            &https(&server),
+            "--ca-cert",
+            s(&pki.ca),
+            "--model",
+            "m",
+            "--workers",
+            "1",
+            "--mode",
+            "uniform",
+            "--rate",
+            "10",
+            "--duration",
+            "2s",
+            "--max-tokens",
+            "4",
+        ],
+    );
+    r.assert_success();
+    let sm = r.summary();
+    assert_eq!(u(&sm["requests"]["failed"]), 0, "{}", sm["error_messages"]);
+    let c = &sm["connections"];
+    assert!(u(&c["opened"]) >= 10, "{c}");
+    assert!(u(&c["resumed"]) >= u(&c["opened"]) - 1, "{c}");
+}
+
+#[test]
 fn the_wrong_scheme_either_way_is_named() {
     let pki = test_pki();
     let secure = tls_server(&pki.cert, &pki.key, &[]);
