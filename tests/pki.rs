@@ -106,7 +106,7 @@ impl Pki {
         let other_params = ca_params("untrusted test CA");
         let other_cert = other_params.self_signed(&other_key).unwrap();
         let other = Issuer::new(other_params, other_key);
-        let mut sign = |name: &str, params: CertificateParams, issuer: &Issuer<'_, KeyPair>| {
+        let sign = |name: &str, params: CertificateParams, issuer: &Issuer<'_, KeyPair>| {
             let key = KeyPair::generate().unwrap();
             let cert = params.signed_by(&key, issuer).unwrap();
             (

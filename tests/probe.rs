@@ -1,23 +1,32 @@
 //! `llmload probe` against `llmload serve` and against small fake servers
 //! (std `TcpListener` threads answering fixed responses) that imitate what
 //! `serve` cannot: a server that ignores `stream`, one that wants a key,
-//! one that does not know the model, one that never answers.
+//! one that does not know the model, one that never answers. Over https,
+//! against `serve --tls-*` with the test PKI: what the handshake
+//! negotiated, and each way it fails, with its reason.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::pki::Pki;
 use crate::util::*;
 
 /// Runs `llmload probe ARGS`, killed after 60 s.
 pub(crate) fn probe(args: &[&str]) -> Run {
+    probe_env(args, &[])
+}
+
+/// Runs `llmload probe ARGS` with `env` set, killed after 60 s.
+pub(crate) fn probe_env(args: &[&str], env: &[(&str, PathBuf)]) -> Run {
     let child = Command::new(bin())
         .arg("probe")
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -468,4 +477,279 @@ fn bytes_that_are_not_http_are_malformed() {
         "{}",
         run.stdout
     );
+}
+
+/// A `serve --tls-cert CERT --tls-key KEY [EXTRA]` and its https URL (by
+/// address: the test certificates name 127.0.0.1).
+fn tls_server(cert: &Path, key: &Path, extra: &[&str]) -> (Server, String) {
+    let mut args = vec![
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let server = Server::start(&args);
+    let url = format!("https://127.0.0.1:{}", server.addr.port());
+    (server, url)
+}
+
+/// No trust store of this machine takes part: the "system" store is a CA
+/// that signed none of the servers' certificates, and an empty directory.
+fn no_system_trust(pki: &Pki, empty: &Path) -> [(&'static str, PathBuf); 2] {
+    std::fs::create_dir_all(empty).unwrap();
+    [
+        ("SSL_CERT_FILE", pki.other_ca.clone()),
+        ("SSL_CERT_DIR", empty.to_path_buf()),
+    ]
+}
+
+fn assert_failed(run: &Run, want: &[&str]) {
+    assert_eq!(code(run), Some(1), "{}\n{}", run.stdout, run.stderr);
+    for w in want {
+        assert!(run.stdout.contains(w), "{w:?} in:\n{}", run.stdout);
+    }
+}
+
+#[test]
+fn https_with_ca_cert_reports_the_handshake_and_the_certificate() {
+    let dir = temp_dir("probe-tls");
+    let pki = Pki::new(&dir);
+    let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
+    let ca = pki.ca.to_str().unwrap();
+    let env = no_system_trust(&pki, &dir.join("empty"));
+    let run = probe_env(&["--endpoint", &url, "--ca-cert", ca], &env);
+    assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
+    let out = &run.stdout;
+    for want in [
+        "ok: TLS handshake in ",
+        ": TLSv1.3, TLS_",
+        ", ALPN http/1.1",
+        "ok: certificate verified: subject CN=localhost; issuer CN=llmload test CA; expires ",
+        " days left)",
+        "ok: TLS session resumption works: ",
+        "ok: ready to benchmark: llmload bench --endpoint https://127.0.0.1:",
+    ] {
+        assert!(out.contains(want), "{want:?} in:\n{out}");
+    }
+    let tls_row = out.lines().find(|l| l.starts_with("tls ")).unwrap();
+    assert!(
+        tls_row.contains("TLSv1.3") && tls_row.ends_with("server certificate verified"),
+        "{tls_row}"
+    );
+    assert!(
+        !out.contains("warning:") && !out.contains("error:"),
+        "{out}"
+    );
+    assert!(!run.stderr.contains("clear text"), "{}", run.stderr);
+
+    let doc = json_of(&probe_env(
+        &["--endpoint", &url, "--ca-cert", ca, "--json"],
+        &env,
+    ));
+    assert_eq!(doc["exit_code"], 0);
+    let tls = &doc["tls"];
+    assert_eq!(tls["protocol_version"], "TLSv1.3", "{tls}");
+    assert_eq!(tls["alpn"], "http/1.1");
+    assert_eq!(tls["insecure"], false);
+    assert_eq!(tls["verified"], true);
+    assert_eq!(tls["certificate"]["subject"], "CN=localhost");
+    assert_eq!(tls["certificate"]["issuer"], "CN=llmload test CA");
+    // The test leaf runs out a year from today (a day or three less when
+    // today is past the 28th).
+    let days = tls["certificate"]["days_left"].as_i64().unwrap();
+    assert!((360..=366).contains(&days), "{days}");
+    assert!(
+        tls["certificate"]["not_after"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    assert!(tls["cipher_suite"].as_str().unwrap().starts_with("TLS_"));
+    assert!(f(&tls["tls_handshake_ms"]) > 0.0 && f(&tls["tcp_connect_ms"]) > 0.0);
+    // The connect's handshake is full; the model list's connection reads
+    // the server's tickets, and the requests after it resume.
+    let later = u(&tls["later_connections"]);
+    assert!(later >= 4 && u(&tls["later_resumed"]) > 0, "{tls}");
+    let connect = check(&doc, "connect");
+    assert_eq!(connect["tls_resumed"], false);
+    assert!(f(&connect["tls_handshake_ms"]) > 0.0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn https_verification_failures_say_why_and_what_to_try() {
+    let dir = temp_dir("probe-tls-fail");
+    let pki = Pki::new(&dir);
+    let env = no_system_trust(&pki, &dir.join("empty"));
+    let ca = pki.ca.to_str().unwrap();
+    let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
+    let addr = url.trim_start_matches("https://");
+
+    let run = probe_env(&["--endpoint", &url], &env);
+    assert_failed(
+        &run,
+        &[
+            &format!("error: TLS handshake with {addr} failed: unknown issuer: "),
+            "--ca-cert",
+        ],
+    );
+    let run = probe_env(
+        &[
+            "--endpoint",
+            &url,
+            "--ca-cert",
+            ca,
+            "--tls-server-name",
+            "other.example",
+        ],
+        &env,
+    );
+    assert_failed(
+        &run,
+        &[
+            &format!("error: TLS handshake with {addr} failed: name mismatch: "),
+            "other.example",
+            "--tls-server-name",
+        ],
+    );
+
+    // --insecure probes past an unknown issuer and says so.
+    let run = probe_env(&["--endpoint", &url, "--insecure"], &env);
+    assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "warning: certificate verification is OFF (--insecure): the server's identity was not checked"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("server certificate NOT verified (--insecure)"),
+        "{}",
+        run.stdout
+    );
+    let doc = json_of(&probe_env(
+        &["--endpoint", &url, "--insecure", "--json"],
+        &env,
+    ));
+    assert_eq!(
+        (&doc["tls"]["insecure"], &doc["tls"]["verified"]),
+        (&true.into(), &false.into())
+    );
+
+    let (_expired, expired_url) = tls_server(&pki.expired_cert, &pki.expired_key, &[]);
+    let run = probe_env(&["--endpoint", &expired_url, "--ca-cert", ca], &env);
+    assert_failed(
+        &run,
+        &["failed: expired: ", "renew the server's certificate"],
+    );
+    let doc = json_of(&probe_env(
+        &["--endpoint", &expired_url, "--ca-cert", ca, "--json"],
+        &env,
+    ));
+    assert_eq!(doc["result"], "not_ready");
+    assert!(
+        doc["tls"]["failure"].as_str().unwrap().contains("expired"),
+        "{}",
+        doc["tls"]
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_wrong_scheme_is_named_both_ways() {
+    let dir = temp_dir("probe-tls-scheme");
+    let pki = Pki::new(&dir);
+    let (tls, _) = tls_server(&pki.cert, &pki.key, &[]);
+    let run = probe(&["--endpoint", &format!("http://{}", tls.addr)]);
+    assert_failed(
+        &run,
+        &[
+            "error: GET /v1/models: the server answered in TLS, not plain HTTP: use https:// for this endpoint",
+        ],
+    );
+    assert!(
+        !run.stdout.contains("POST "),
+        "the probe stops: {}",
+        run.stdout
+    );
+
+    let plain = Server::start(&[]);
+    let url = format!("https://{}", plain.addr);
+    let run = probe_env(
+        &["--endpoint", &url, "--ca-cert", pki.ca.to_str().unwrap()],
+        &no_system_trust(&pki, &dir.join("empty")),
+    );
+    assert_failed(
+        &run,
+        &["the server answered in plain HTTP, not TLS: use http:// for this endpoint"],
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn mtls_needs_the_client_certificate_and_never_prints_its_key() {
+    let dir = temp_dir("probe-mtls");
+    let pki = Pki::new(&dir);
+    let env = no_system_trust(&pki, &dir.join("empty"));
+    let ca = pki.ca.to_str().unwrap();
+    let (_server, url) = tls_server(&pki.cert, &pki.key, &["--tls-client-ca", ca]);
+
+    let run = probe_env(&["--endpoint", &url, "--ca-cert", ca], &env);
+    assert_failed(
+        &run,
+        &["alert received: CertificateRequired", "--client-cert"],
+    );
+
+    let key_text = std::fs::read_to_string(&pki.client_key).unwrap();
+    let key_body: Vec<&str> = key_text
+        .lines()
+        .filter(|l| !l.starts_with("-----") && l.len() > 16)
+        .collect();
+    assert!(!key_body.is_empty());
+    let (cert, key) = (
+        pki.client_cert.to_str().unwrap(),
+        pki.client_key.to_str().unwrap(),
+    );
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec![
+            "--endpoint",
+            &url,
+            "--ca-cert",
+            ca,
+            "--client-cert",
+            cert,
+            "--client-key",
+            key,
+        ];
+        args.extend_from_slice(extra);
+        let run = probe_env(&args, &env);
+        assert_eq!(code(&run), Some(0), "{}\n{}", run.stdout, run.stderr);
+        for out in [&run.stdout, &run.stderr] {
+            assert!(!out.contains("PRIVATE KEY"), "{out}");
+            for line in &key_body {
+                assert!(!out.contains(line), "key material in:\n{out}");
+            }
+        }
+    }
+    // A key that does not go with the certificate: named, never shown.
+    let run = probe_env(
+        &[
+            "--endpoint",
+            &url,
+            "--client-cert",
+            pki.cert.to_str().unwrap(),
+            "--client-key",
+            key,
+        ],
+        &env,
+    );
+    assert_eq!(code(&run), Some(1), "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("--client-key"), "{}", run.stderr);
+    for line in &key_body {
+        assert!(!run.stderr.contains(line) && !run.stdout.contains(line));
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

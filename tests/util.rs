@@ -25,10 +25,26 @@ pub(crate) fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// Serve's first stdout line: its address, bare or as an `http://` or
+/// `https://` URL; true when https (the server speaks TLS).
+pub(crate) fn parse_first_line(line: &str) -> (SocketAddr, bool) {
+    let line = line.trim();
+    let (rest, tls) = match line.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => (line.trim_start_matches("http://"), false),
+    };
+    let addr = rest
+        .parse()
+        .unwrap_or_else(|_| panic!("serve's first line is an address: {line:?}"));
+    (addr, tls)
+}
+
 /// A running `llmload serve`; stopped (SIGTERM, then SIGKILL) on drop.
 pub(crate) struct Server {
     child: Child,
     pub addr: SocketAddr,
+    /// It printed an `https://` address (`--tls-cert`).
+    pub tls: bool,
 }
 
 impl Server {
@@ -54,16 +70,13 @@ impl Server {
         let line = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("serve printed its address within 10 s");
-        let addr = line
-            .trim()
-            .trim_start_matches("http://")
-            .parse()
-            .unwrap_or_else(|_| panic!("serve's first line is an address: {line:?}"));
-        Server { child, addr }
+        let (addr, tls) = parse_first_line(&line);
+        Server { child, addr, tls }
     }
 
+    /// `http://ADDR`, or `https://ADDR` when the server speaks TLS.
     pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        scheme_url(self.tls, self.addr)
     }
 }
 
@@ -80,6 +93,11 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn scheme_url(tls: bool, addr: SocketAddr) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{addr}")
 }
 
 /// The outcome of one `llmload bench`.
@@ -221,6 +239,8 @@ pub(crate) fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
 pub(crate) struct ServeProcess {
     child: Child,
     pub addr: SocketAddr,
+    /// It printed an `https://` address (`--tls-cert`).
+    pub tls: bool,
     rest: std::sync::mpsc::Receiver<String>,
 }
 
@@ -254,19 +274,18 @@ impl ServeProcess {
         let line = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("serve printed its address within 10 s");
-        let addr = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("serve's first line is an address: {line:?}"));
+        let (addr, tls) = parse_first_line(&line);
         ServeProcess {
             child,
             addr,
+            tls,
             rest: rx,
         }
     }
 
+    /// `http://ADDR`, or `https://ADDR` when the server speaks TLS.
     pub(crate) fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        scheme_url(self.tls, self.addr)
     }
 
     /// SIGTERM, then the final counters line as JSON (within 10 s).

@@ -98,4 +98,31 @@ mod tests {
         assert!(model_ids(b"<html>").is_err());
         assert!(model_ids(br#"{"models":[]}"#).is_err());
     }
+
+    #[test]
+    fn the_first_model_is_found_over_tls() {
+        use crate::http::blocking::tests::{client, pki, serve_tls, trusting};
+        let p = pki("models");
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
+        let answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 29\r\n\r\n{\"data\":[{\"id\":\"tls-model\"}]}";
+        let addr = serve_tls(config, 2, answer);
+        let e = Endpoint::local(addr, "/");
+        let tls = client(trusting(&p));
+        let got = first_model(&e, &[], Duration::from_secs(5), Some(&tls));
+        assert_eq!(got.unwrap(), "tls-model");
+        // Unverifiable: the reason comes back for the caller's warning.
+        let stranger = client(crate::tls::TlsSettings {
+            ca_cert: Some(p.other_ca.clone()),
+            ..Default::default()
+        });
+        let e = first_model(
+            &Endpoint::local(addr, "/"),
+            &[],
+            Duration::from_secs(5),
+            Some(&stranger),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("TLS handshake failed: unknown issuer"), "{e}");
+    }
 }

@@ -1,6 +1,7 @@
 //! `llmload serve`: the built-in mock LLM endpoint in the foreground.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use argh::FromArgs;
@@ -156,6 +157,27 @@ pub(crate) struct ServeArgs {
     /// pin worker k to CPU (first + k)
     #[argh(option)]
     pub pin: Option<usize>,
+
+    /// serve every API over TLS (https) with this certificate chain (PEM,
+    /// leaf first); needs --tls-key. The first line of stdout is then
+    /// https://ADDR
+    #[argh(option)]
+    pub tls_cert: Option<PathBuf>,
+
+    /// the private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1); never
+    /// printed
+    #[argh(option)]
+    pub tls_key: Option<PathBuf>,
+
+    /// require a client certificate signed by this CA (PEM) on every
+    /// connection (mutual TLS); needs --tls-cert and --tls-key
+    #[argh(option)]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// issue no session tickets and keep no session cache, so every TLS
+    /// handshake is a full one (to measure a client's full-handshake cost)
+    #[argh(switch)]
+    pub tls_no_resumption: bool,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -199,6 +221,10 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         served_models: args.served_model,
         api_key: args.api_key.map(ApiKey::new).transpose()?,
         pin: args.pin,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+        tls_client_ca: args.tls_client_ca,
+        tls_no_resumption: args.tls_no_resumption,
     })
 }
 

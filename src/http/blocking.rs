@@ -1,27 +1,36 @@
 //! A small blocking HTTP/1.1 client for setup work off the hot path: the
 //! one-off `GET /v1/models` before a run and `llmload probe`'s handful of
-//! requests. One std `TcpStream` per request and one deadline over the
-//! connect and the whole exchange; the head and the framing are read by the
-//! parsers the workers use (`http::response`, `http::chunked`), so a
-//! response this client accepts is one a benchmark can read too.
+//! requests. One std `TcpStream` per request (with TLS over it for https)
+//! and one deadline over the connect, the handshake and the whole exchange,
+//! kept with socket timeouts; the head and the framing are read by the
+//! parsers the workers use (`http::response`, `http::chunked`), and TLS goes
+//! through the helpers the workers use (`tls::io`), so a response this
+//! client accepts is one a benchmark can read too.
+//!
+//! Each response says how its connection was made: the TCP connect and the
+//! TLS handshake timed apart, and what TLS negotiated (version, cipher
+//! suite, ALPN, resumption, the server's certificate), which probe reports.
 //!
 //! The trade-off is simplicity over streaming: the body is collected whole
 //! (bounded by `MAX_BODY`) together with the time each piece arrived, and a
 //! caller that wants SSE events splits them afterwards, replaying those
 //! arrival times. Failures are a small enum named for what went wrong, so a
-//! caller can tell a refused connection from a timeout from bytes that are
-//! not HTTP and explain each in its own words.
+//! caller can tell a refused connection from a timeout from a failed
+//! handshake from bytes that are not HTTP and explain each in its own words.
 
-use crate::tls::TlsClient;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustls::{ClientConnection, HandshakeKind, ProtocolVersion};
 
 use crate::http::chunked::ChunkedDecoder;
 use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
 use crate::http::response::{BodyKind, HeadError, MAX_HEADERS, parse_head};
+use crate::tls::io::{FirstBytes, Handshake};
+use crate::tls::{self, TlsClient, reason};
 
 /// Body bytes kept per response; a larger body is cut here and marked
 /// `truncated` rather than read without end.
@@ -85,6 +94,16 @@ pub(crate) enum FetchError {
         what: String,
         start: Vec<u8>,
     },
+    /// The TLS handshake failed: why, as `tls::reason` words it (unknown
+    /// issuer, name mismatch, expired, protocol version, an alert, a
+    /// plain-HTTP answer).
+    Handshake(String),
+    /// The TLS handshake did not finish before the deadline.
+    HandshakeTimeout,
+    /// TLS failed after the response had started (a bad record, an alert).
+    Tls(String),
+    /// A plain-HTTP request was answered in TLS: the URL wants `https://`.
+    TlsOnHttp,
 }
 
 impl fmt::Display for FetchError {
@@ -104,8 +123,51 @@ impl fmt::Display for FetchError {
             }
             FetchError::Io(e) => write!(f, "{e}"),
             FetchError::Malformed { what, .. } => write!(f, "malformed HTTP response: {what}"),
+            FetchError::Handshake(why) => write!(f, "TLS handshake failed: {why}"),
+            FetchError::HandshakeTimeout => f.write_str("no TLS handshake in time"),
+            FetchError::Tls(why) => write!(f, "TLS failed: {why}"),
+            FetchError::TlsOnHttp => f.write_str(reason::TLS_ON_HTTP),
         }
     }
+}
+
+/// How a connection was made: the TCP connect and the TLS handshake timed
+/// apart, and what TLS negotiated.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Setup {
+    pub tcp_connect: Duration,
+    /// `None` without TLS.
+    pub tls_handshake: Option<Duration>,
+    pub tls: Option<TlsInfo>,
+}
+
+/// What a TLS handshake negotiated, and the certificate the server sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TlsInfo {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub version: String,
+    /// The IANA name, e.g. `TLS_AES_256_GCM_SHA384`.
+    pub cipher_suite: String,
+    /// The application protocol the server chose; `None` when it chose none.
+    pub alpn: Option<String>,
+    /// The session was resumed (no certificate exchange).
+    pub resumed: bool,
+    /// Verification was off (`--insecure`).
+    pub insecure: bool,
+    /// The leaf certificate, when the server sent one that parses.
+    pub cert: Option<CertInfo>,
+}
+
+/// The server's leaf certificate, as a person checks it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CertInfo {
+    /// Distinguished names as `CN=…, O=…`.
+    pub subject: String,
+    pub issuer: String,
+    /// notAfter as `YYYY-MM-DDTHH:MM:SSZ`.
+    pub not_after: String,
+    /// Whole days from now to notAfter; negative once it has passed.
+    pub days_left: i64,
 }
 
 /// A complete response.
@@ -129,6 +191,8 @@ pub(crate) struct Response {
     pub first_byte: Duration,
     /// From the send to the end of the response.
     pub latency: Duration,
+    /// How the response's connection was made.
+    pub setup: Setup,
 }
 
 /// Connects to `addr` within `timeout`; returns the stream and how long the
@@ -158,49 +222,40 @@ pub(crate) fn get(
     fetch(endpoint.addr, &req, timeout, tls)
 }
 
-/// Sends the complete request `request` on a new connection to `addr` and
-/// reads one response; `timeout` bounds the connect and the exchange
-/// together.
+/// Sends the complete request `request` on a new connection to `addr` (over
+/// TLS when `tls` is given) and reads one response; `timeout` bounds the
+/// connect, the handshake and the exchange together.
 pub(crate) fn fetch(
     addr: SocketAddr,
     request: &[u8],
     timeout: Duration,
     tls: Option<&TlsClient>,
 ) -> Result<Response, FetchError> {
-    // TODO(tls-client): the blocking client over TLS.
-    let _ = tls;
     let deadline = Instant::now() + timeout;
-    let (mut s, _) = connect(addr, timeout).map_err(FetchError::Connect)?;
-    let _ = s.set_nodelay(true);
-    let left = |head: bool| {
-        let d = deadline.saturating_duration_since(Instant::now());
-        if d.is_zero() {
-            Err(FetchError::Timeout { head })
-        } else {
-            Ok(d)
-        }
-    };
-    s.set_write_timeout(Some(left(false)?))
-        .map_err(FetchError::Io)?;
+    let (mut s, setup) = open_stream(addr, deadline, tls)?;
     let t_send = Instant::now();
-    s.write_all(request).map_err(|e| io_error(e, false))?;
+    s.write_all(request, deadline)?;
 
-    let mut resp = Response::default();
+    let mut resp = Response {
+        setup,
+        ..Response::default()
+    };
     let mut head_buf: Vec<u8> = Vec::new();
     let mut body: Option<BodyReader> = None;
+    let mut got_any = false;
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
         let has_head = body.is_some();
-        s.set_read_timeout(Some(left(has_head)?))
-            .map_err(FetchError::Io)?;
+        s.set_timeouts(left(deadline).ok_or(FetchError::Timeout { head: has_head })?)?;
         let n = match s.read(&mut chunk) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_error(e, has_head)),
+            Err(e) => return Err(read_error(e, has_head, got_any)),
         };
         let t = t_send.elapsed();
-        if n > 0 && head_buf.is_empty() && !has_head {
+        if n > 0 && !got_any {
             resp.first_byte = t;
+            got_any = true;
         }
         if n == 0 {
             return match &body {
@@ -212,6 +267,9 @@ pub(crate) fn fetch(
                 None if head_buf.is_empty() || head_buf.starts_with(b"HTTP/") => {
                     Err(FetchError::Closed { head: false })
                 }
+                None if s.is_plain() && reason::looks_like_tls(&head_buf) => {
+                    Err(FetchError::TlsOnHttp)
+                }
                 None => Err(malformed("not an HTTP response", &head_buf)),
             };
         }
@@ -219,6 +277,10 @@ pub(crate) fn fetch(
             Some(b) => b.feed(&chunk[..n], t, &mut resp)?,
             None => {
                 head_buf.extend_from_slice(&chunk[..n]);
+                // A TLS server answers a plain request with an alert record.
+                if s.is_plain() && reason::looks_like_tls(&head_buf) {
+                    return Err(FetchError::TlsOnHttp);
+                }
                 match read_head(&mut head_buf, &mut resp)? {
                     None => false,
                     Some(kind) => {
@@ -235,6 +297,226 @@ pub(crate) fn fetch(
             resp.latency = t;
             return Ok(resp);
         }
+    }
+}
+
+/// Opens a connection to `addr` as [`fetch`] does (TCP, then the TLS
+/// handshake when `tls` is given), within `timeout`, and closes it: how it
+/// was made, or why it could not be.
+pub(crate) fn open(
+    addr: SocketAddr,
+    timeout: Duration,
+    tls: Option<&TlsClient>,
+) -> Result<Setup, FetchError> {
+    let (_stream, setup) = open_stream(addr, Instant::now() + timeout, tls)?;
+    Ok(setup)
+}
+
+/// The time left before `deadline`; `None` once it has passed.
+fn left(deadline: Instant) -> Option<Duration> {
+    Some(deadline.saturating_duration_since(Instant::now())).filter(|d| !d.is_zero())
+}
+
+/// A connection's byte stream: the socket, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<ClientConnection>, TcpStream),
+}
+
+impl Stream {
+    fn is_plain(&self) -> bool {
+        matches!(self, Stream::Plain(_))
+    }
+
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) | Stream::Tls(_, s) => s,
+        }
+    }
+
+    fn set_timeouts(&self, d: Duration) -> Result<(), FetchError> {
+        set_timeouts(self.sock(), d)
+    }
+
+    /// Sends all of `bytes` (and, with TLS, all the ciphertext) by `deadline`.
+    fn write_all(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), FetchError> {
+        let timeout = FetchError::Timeout { head: false };
+        self.set_timeouts(left(deadline).ok_or(timeout)?)?;
+        match self {
+            Stream::Plain(s) => s.write_all(bytes).map_err(|e| io_error(e, false)),
+            Stream::Tls(tls, s) => {
+                let mut sent = 0;
+                while sent < bytes.len() || tls::io::pending(tls) {
+                    match tls::io::write(tls, s, &bytes[sent..]) {
+                        Ok(n) => sent += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            // A server that refused the handshake after the
+                            // client's side was done may have closed already;
+                            // its alert, read before the reset, says why.
+                            let mut rest = [0u8; 512];
+                            if let Err(r) = tls::io::read(tls, s, &mut rest)
+                                && let Some(err) = tls::io::tls_error(&r)
+                            {
+                                let why = reason::describe(err).into_owned();
+                                return Err(FetchError::Handshake(why));
+                            }
+                            return Err(io_error(e, false));
+                        }
+                    }
+                    let d = left(deadline).ok_or(FetchError::Timeout { head: false })?;
+                    set_timeouts(s, d)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads what arrived: `Ok(0)` at the server's end (with TLS, with or
+    /// without close_notify: the HTTP framing judges a cut response).
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(tls, s) => tls::io::read(tls, s, buf),
+        }
+    }
+}
+
+/// Bounds the next reads and writes on `s` by `d`: a blocking call that
+/// waits longer fails with `WouldBlock`.
+fn set_timeouts(s: &TcpStream, d: Duration) -> Result<(), FetchError> {
+    s.set_read_timeout(Some(d))
+        .and_then(|()| s.set_write_timeout(Some(d)))
+        .map_err(FetchError::Io)
+}
+
+impl Drop for Stream {
+    /// Says goodbye with close_notify, if the socket takes it at once.
+    fn drop(&mut self) {
+        if let Stream::Tls(tls, s) = self {
+            tls.send_close_notify();
+            if s.set_nonblocking(true).is_ok() {
+                let _ = tls::io::flush(tls, s);
+            }
+        }
+    }
+}
+
+/// Connects to `addr` and, with `tls`, runs the handshake, all by `deadline`.
+fn open_stream(
+    addr: SocketAddr,
+    deadline: Instant,
+    tls: Option<&TlsClient>,
+) -> Result<(Stream, Setup), FetchError> {
+    let timeout = left(deadline).unwrap_or_default();
+    let (s, tcp_connect) = connect(addr, timeout).map_err(FetchError::Connect)?;
+    let _ = s.set_nodelay(true);
+    let mut setup = Setup {
+        tcp_connect,
+        ..Setup::default()
+    };
+    let Some(client) = tls else {
+        return Ok((Stream::Plain(s), setup));
+    };
+    let start = Instant::now();
+    let conn = client
+        .connect()
+        .map_err(|e| FetchError::Handshake(reason::describe(&e).into_owned()))?;
+    let mut stream = Stream::Tls(Box::new(conn), s);
+    let Stream::Tls(conn, s) = &mut stream else {
+        unreachable!()
+    };
+    let mut first = FirstBytes::default();
+    loop {
+        set_timeouts(s, left(deadline).ok_or(FetchError::HandshakeTimeout)?)?;
+        // On a blocking socket, `Blocked` means a socket timeout: the
+        // deadline above decides whether to go on.
+        match tls::io::handshake(conn, s, &mut first) {
+            Ok(Handshake::Done) => break,
+            Ok(Handshake::Blocked) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(FetchError::Handshake(
+                    reason::handshake(&e, &first).into_owned(),
+                ));
+            }
+        }
+    }
+    setup.tls_handshake = Some(start.elapsed());
+    setup.tls = Some(tls_info(conn, client.insecure, SystemTime::now()));
+    Ok((stream, setup))
+}
+
+/// What `conn`'s handshake negotiated; `now` dates the certificate's expiry.
+fn tls_info(conn: &ClientConnection, insecure: bool, now: SystemTime) -> TlsInfo {
+    let version = match conn.protocol_version() {
+        Some(ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
+        Some(ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
+        Some(v) => format!("{v:?}"),
+        None => String::new(),
+    };
+    let cipher_suite = conn
+        .negotiated_cipher_suite()
+        .map(|s| {
+            let name = s.suite();
+            match name.as_str() {
+                // rustls marks the TLS 1.3 suites TLS13_; IANA names them TLS_.
+                Some(n) => n.replacen("TLS13_", "TLS_", 1),
+                None => format!("{name:?}"),
+            }
+        })
+        .unwrap_or_default();
+    TlsInfo {
+        version,
+        cipher_suite,
+        alpn: conn
+            .alpn_protocol()
+            .map(|p| String::from_utf8_lossy(p).into_owned()),
+        resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+        insecure,
+        cert: conn
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .and_then(|leaf| cert_info(leaf, now)),
+    }
+}
+
+/// Subject, issuer and expiry of a DER certificate; `None` if it does not
+/// parse (the handshake accepted it, so only `--insecure` lets one through).
+fn cert_info(der: &[u8], now: SystemTime) -> Option<CertInfo> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let not_after = cert.validity().not_after;
+    let now = match now.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(_) => 0,
+    };
+    // UTC, as certificates keep it; years run to 9999.
+    let t = not_after.to_datetime();
+    Some(CertInfo {
+        subject: cert.subject().to_string(),
+        issuer: cert.issuer().to_string(),
+        not_after: format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        ),
+        days_left: (not_after.timestamp() - now).div_euclid(86_400),
+    })
+}
+
+/// A failed read as a `FetchError`. A TLS error before any response byte
+/// is the server refusing the handshake: in TLS 1.3 it judges the client's
+/// certificate only after the client's side is done, so that verdict (an
+/// alert) arrives with the first read.
+fn read_error(e: io::Error, head: bool, got_any: bool) -> FetchError {
+    match tls::io::tls_error(&e) {
+        Some(err) if !got_any => FetchError::Handshake(reason::describe(err).into_owned()),
+        Some(_) => FetchError::Tls(reason::after_handshake(&e).into_owned()),
+        None => io_error(e, head),
     }
 }
 
@@ -371,7 +653,7 @@ fn keep(resp: &mut Response, data: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::net::TcpListener;
 
@@ -441,8 +723,13 @@ mod tests {
     #[test]
     fn failures_are_named() {
         let addr = serve_once(b"\x15\x03\x01\x00\x02\x02\x46");
+        assert!(
+            matches!(get_from(addr), Err(FetchError::TlsOnHttp)),
+            "a TLS alert to a plain request"
+        );
+        let addr = serve_once(b"SSH-2.0-OpenSSH_9.6\r\n\r\n");
         match get_from(addr) {
-            Err(FetchError::Malformed { start, .. }) => assert_eq!(start[0], 0x15),
+            Err(FetchError::Malformed { start, .. }) => assert_eq!(&start[..4], b"SSH-"),
             other => panic!("{other:?}"),
         }
         let addr = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
@@ -474,5 +761,296 @@ mod tests {
         );
         assert!(start.elapsed() < Duration::from_secs(2));
         drop(l);
+    }
+
+    /// A test PKI: a CA, a `localhost` leaf it signs, a client leaf it
+    /// signs, and a CA that signs nothing. Other modules' TLS tests use it.
+    pub(crate) struct Pki {
+        dir: std::path::PathBuf,
+        pub(crate) ca: std::path::PathBuf,
+        pub(crate) other_ca: std::path::PathBuf,
+        pub(crate) cert: std::path::PathBuf,
+        pub(crate) key: std::path::PathBuf,
+        pub(crate) client_cert: std::path::PathBuf,
+        pub(crate) client_key: std::path::PathBuf,
+    }
+
+    impl Drop for Pki {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    pub(crate) fn pki(tag: &str) -> Pki {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, date_time_ymd,
+        };
+        let dir =
+            std::env::temp_dir().join(format!("llmload-blocking-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = |name: &str| {
+            let key = KeyPair::generate().unwrap();
+            let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+            p.distinguished_name.push(DnType::CommonName, name);
+            p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            let cert = p.self_signed(&key).unwrap();
+            (cert.pem(), Issuer::new(p, key))
+        };
+        let (ca_pem, issuer) = ca("blocking test CA");
+        let (other_pem, _) = ca("nobody's CA");
+        let leaf = |names: Vec<String>, cn: &str, client: bool| {
+            let key = KeyPair::generate().unwrap();
+            let mut p = CertificateParams::new(names).unwrap();
+            p.distinguished_name.push(DnType::CommonName, cn);
+            p.extended_key_usages = vec![if client {
+                ExtendedKeyUsagePurpose::ClientAuth
+            } else {
+                ExtendedKeyUsagePurpose::ServerAuth
+            }];
+            p.not_before = date_time_ymd(2020, 1, 1);
+            p.not_after = date_time_ymd(2999, 12, 31);
+            (
+                p.signed_by(&key, &issuer).unwrap().pem(),
+                key.serialize_pem(),
+            )
+        };
+        let (cert, key) = leaf(vec!["localhost".into()], "localhost", false);
+        let (client_cert, client_key) = leaf(Vec::new(), "blocking test client", true);
+        let w = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        Pki {
+            ca: w("ca.pem", &ca_pem),
+            other_ca: w("other-ca.pem", &other_pem),
+            cert: w("server.pem", &cert),
+            key: w("server.key", &key),
+            client_cert: w("client.pem", &client_cert),
+            client_key: w("client.key", &client_key),
+            dir,
+        }
+    }
+
+    /// A TLS server for `conns` connections: each request head is answered
+    /// with `answer`. Errors end a connection quietly (the client reports).
+    pub(crate) fn serve_tls(
+        config: std::sync::Arc<rustls::ServerConfig>,
+        conns: usize,
+        answer: &'static [u8],
+    ) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for _ in 0..conns {
+                let Ok((sock, _)) = l.accept() else { return };
+                let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+                let tls = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut s = rustls::StreamOwned::new(tls, sock);
+                let mut got = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if got.ends_with(b"\r\n\r\n") {
+                    let _ = s.write_all(answer);
+                    let _ = s.flush();
+                }
+            }
+        });
+        addr
+    }
+
+    pub(crate) fn client(settings: crate::tls::TlsSettings) -> TlsClient {
+        TlsClient::new(&settings, "localhost").unwrap()
+    }
+
+    pub(crate) fn trusting(p: &Pki) -> crate::tls::TlsSettings {
+        crate::tls::TlsSettings {
+            ca_cert: Some(p.ca.clone()),
+            ..Default::default()
+        }
+    }
+
+    fn get_tls(addr: SocketAddr, tls: &TlsClient) -> Result<Response, FetchError> {
+        let e = Endpoint::local(addr, "/");
+        get(&e, "/x", &[], Duration::from_secs(5), Some(tls))
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+
+    #[test]
+    fn https_responses_say_what_tls_negotiated_and_resume() {
+        let p = pki("ok");
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
+        let addr = serve_tls(config, 2, OK);
+        let tls = client(trusting(&p));
+        let r = get_tls(addr, &tls).unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
+        let info = r.setup.tls.clone().unwrap();
+        assert_eq!(info.version, "TLSv1.3");
+        assert!(
+            info.cipher_suite.starts_with("TLS_"),
+            "{}",
+            info.cipher_suite
+        );
+        assert_eq!(info.alpn.as_deref(), Some("http/1.1"));
+        assert!(!info.resumed && !info.insecure);
+        let cert = info.cert.unwrap();
+        assert_eq!(cert.subject, "CN=localhost");
+        assert_eq!(cert.issuer, "CN=blocking test CA");
+        assert_eq!(cert.not_after, "2999-12-31T00:00:00Z");
+        assert!(cert.days_left > 300_000, "{}", cert.days_left);
+        assert!(r.setup.tls_handshake.is_some());
+        // The first exchange read the server's tickets.
+        let r = get_tls(addr, &tls).unwrap();
+        assert_eq!(r.body, b"hello");
+        assert!(
+            r.setup.tls.unwrap().resumed,
+            "the second connection resumes"
+        );
+    }
+
+    #[test]
+    fn handshake_failures_carry_their_reason() {
+        let p = pki("bad");
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
+        let addr = serve_tls(config, 3, OK);
+        let stranger = client(crate::tls::TlsSettings {
+            ca_cert: Some(p.other_ca.clone()),
+            ..Default::default()
+        });
+        match get_tls(addr, &stranger) {
+            Err(FetchError::Handshake(why)) => assert!(why.starts_with("unknown issuer"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let misnamed = TlsClient::new(&trusting(&p), "other.example").unwrap();
+        match get_tls(addr, &misnamed) {
+            Err(FetchError::Handshake(why)) => assert!(why.starts_with("name mismatch"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Unverified, the same server answers; the report says so.
+        let r = get_tls(
+            addr,
+            &client(crate::tls::TlsSettings {
+                insecure: true,
+                ..Default::default()
+            }),
+        )
+        .unwrap();
+        assert_eq!(r.status, 200);
+        assert!(r.setup.tls.unwrap().insecure);
+    }
+
+    #[test]
+    fn the_wrong_scheme_is_named_both_ways() {
+        // https:// at a plain-HTTP server, which answers the ClientHello
+        // as a bad request.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let plain = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        });
+        let p = pki("scheme");
+        match get_tls(plain, &client(trusting(&p))) {
+            Err(FetchError::Handshake(why)) => {
+                assert!(
+                    why.contains("plain HTTP") && why.contains("http://"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // http:// at a TLS server.
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
+        let tls_addr = serve_tls(config, 1, OK);
+        let r = get_from(tls_addr);
+        assert!(matches!(r, Err(FetchError::TlsOnHttp)), "{r:?}");
+        assert!(
+            FetchError::TlsOnHttp.to_string().contains("use https://"),
+            "{}",
+            FetchError::TlsOnHttp
+        );
+    }
+
+    #[test]
+    fn a_server_that_wants_a_client_certificate_refuses_the_handshake_without_one() {
+        let p = pki("mtls");
+        let config = crate::tls::server::config(&p.cert, &p.key, Some(&p.ca), true).unwrap();
+        let addr = serve_tls(config, 2, OK);
+        match get_tls(addr, &client(trusting(&p))) {
+            Err(FetchError::Handshake(why)) => {
+                assert!(why.starts_with("alert received"), "{why}");
+                assert!(why.contains("--client-cert"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let with_cert = client(crate::tls::TlsSettings {
+            client_cert: Some(p.client_cert.clone()),
+            client_key: Some(p.client_key.clone()),
+            ..trusting(&p)
+        });
+        assert_eq!(get_tls(addr, &with_cert).unwrap().body, b"hello");
+    }
+
+    #[test]
+    fn open_times_the_connect_and_the_handshake_apart() {
+        let p = pki("open");
+        let config = crate::tls::server::config(&p.cert, &p.key, None, true).unwrap();
+        let addr = serve_tls(config, 1, OK);
+        let setup = open(addr, Duration::from_secs(5), Some(&client(trusting(&p)))).unwrap();
+        assert!(setup.tls_handshake.unwrap() > Duration::ZERO);
+        assert_eq!(setup.tls.unwrap().version, "TLSv1.3");
+        let plain = serve_once(OK);
+        let setup = open(plain, Duration::from_secs(5), None).unwrap();
+        assert!(setup.tls.is_none() && setup.tls_handshake.is_none());
+    }
+
+    #[test]
+    fn a_silent_server_times_the_handshake_out() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = pki("silent");
+        let start = Instant::now();
+        let r = open(
+            l.local_addr().unwrap(),
+            Duration::from_millis(200),
+            Some(&client(trusting(&p))),
+        );
+        assert!(matches!(r, Err(FetchError::HandshakeTimeout)), "{r:?}");
+        assert!(start.elapsed() < Duration::from_secs(2));
+        drop(l);
+    }
+
+    #[test]
+    fn expiry_is_counted_in_whole_days_from_now() {
+        use rcgen::{CertificateParams, KeyPair, date_time_ymd};
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec!["x".to_string()]).unwrap();
+        params.not_after = date_time_ymd(2030, 1, 1);
+        let cert = params.self_signed(&key).unwrap();
+        // 2029-12-02T00:00:00Z, then half a day later, then past the end.
+        let at = |secs: u64| UNIX_EPOCH + Duration::from_secs(secs);
+        let dec2 = 1_890_864_000;
+        let info = cert_info(cert.der(), at(dec2)).unwrap();
+        assert_eq!(info.not_after, "2030-01-01T00:00:00Z");
+        assert_eq!(info.days_left, 30);
+        assert_eq!(
+            cert_info(cert.der(), at(dec2 + 43_200)).unwrap().days_left,
+            29
+        );
+        assert_eq!(
+            cert_info(cert.der(), at(dec2 + 31 * 86_400))
+                .unwrap()
+                .days_left,
+            -1
+        );
+        assert!(cert_info(b"not a certificate", at(dec2)).is_none());
     }
 }

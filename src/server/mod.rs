@@ -15,6 +15,13 @@
 //! KiB), a non-streamed reply is capped (it is built whole), and a worker
 //! out of descriptors retries `accept` on a timer.
 //!
+//! With `--tls-cert` and `--tls-key` every API is served over TLS
+//! (rustls): the configuration is read once, before the workers fork, so
+//! they share one ticket key and a session resumes on whichever worker
+//! accepts the next connection; each connection holds its TLS session
+//! beside its socket, and nothing above the connection's reads and writes
+//! knows (`conn`). `--tls-client-ca` requires client certificates.
+//!
 //! Each of `workers` forked processes runs one mio event loop on its own
 //! `SO_REUSEPORT` socket; tokens are paced by a timerfd inside that loop,
 //! never by a thread or a sleep per request, so one worker holds thousands
@@ -41,6 +48,8 @@ mod worker;
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
@@ -114,6 +123,15 @@ pub struct ServerConfig {
     /// The key every request must carry, if any.
     pub api_key: Option<ApiKey>,
     pub pin: Option<usize>,
+    /// Serve over TLS with this certificate chain (PEM, leaf first) and
+    /// `tls_key`; both or neither.
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Require a client certificate signed by this CA (PEM); needs TLS.
+    pub tls_client_ca: Option<PathBuf>,
+    /// Issue no session tickets and keep no session cache: every TLS
+    /// handshake is a full one.
+    pub tls_no_resumption: bool,
 }
 
 impl Default for ServerConfig {
@@ -146,6 +164,10 @@ impl Default for ServerConfig {
             served_models: Vec::new(),
             api_key: None,
             pin: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_client_ca: None,
+            tls_no_resumption: false,
         }
     }
 }
@@ -225,6 +247,17 @@ impl ServerConfig {
             }
             _ => {}
         }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(_), None) => return Err("--tls-cert needs --tls-key".to_string()),
+            (None, Some(_)) => return Err("--tls-key needs --tls-cert".to_string()),
+            (None, None) if self.tls_client_ca.is_some() => {
+                return Err("--tls-client-ca needs --tls-cert and --tls-key".to_string());
+            }
+            (None, None) if self.tls_no_resumption => {
+                return Err("--tls-no-resumption needs --tls-cert and --tls-key".to_string());
+            }
+            _ => {}
+        }
         for name in &self.served_models {
             if name.is_empty() {
                 return Err("--served-model must not be empty".to_string());
@@ -246,6 +279,34 @@ impl ServerConfig {
         }
         Ok(())
     }
+
+    /// Whether the server speaks TLS.
+    pub fn tls(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+
+    /// The TLS configuration every worker serves with, read from the files
+    /// once, before the workers fork: they share its ticket key, so a
+    /// session resumes whichever worker accepts the next connection.
+    fn tls_config(&self) -> Result<Option<Arc<rustls::ServerConfig>>, String> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => {
+                let config = crate::tls::server::config(
+                    cert,
+                    key,
+                    self.tls_client_ca.as_deref(),
+                    !self.tls_no_resumption,
+                )
+                // The shared reader says "key file"; here it has a flag.
+                .map_err(|e| match e.strip_prefix("key file ") {
+                    Some(rest) => format!("--tls-key {rest}"),
+                    None => e,
+                })?;
+                Ok(Some(config))
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// A running server. Dropping it stops the workers (SIGTERM, then waits).
@@ -253,6 +314,8 @@ impl ServerConfig {
 pub struct ServerHandle {
     /// The address bound, with the real port when port 0 was asked for.
     pub addr: SocketAddr,
+    /// It speaks TLS (`https://`).
+    pub tls: bool,
     workers: supervisor::Workers,
 }
 
@@ -289,12 +352,17 @@ impl ServerHandle {
 /// the server (the main thread, in the binary).
 pub fn spawn(cfg: &ServerConfig) -> Result<ServerHandle, String> {
     cfg.validate()?;
-    let (addr, workers) = supervisor::start(cfg)?;
-    Ok(ServerHandle { addr, workers })
+    let tls = cfg.tls_config()?;
+    let (addr, workers) = supervisor::start(cfg, tls)?;
+    Ok(ServerHandle {
+        addr,
+        tls: cfg.tls(),
+        workers,
+    })
 }
 
 /// Runs the server in the foreground: prints the bound address as the first
-/// line of stdout, serves until SIGINT or SIGTERM, then prints the final
+/// line of stdout (`https://ADDR` with TLS), serves until SIGINT or SIGTERM, then prints the final
 /// counters as one JSON line. A worker that dies is an error.
 pub fn run(cfg: &ServerConfig) -> Result<(), String> {
     cfg.validate()?;
@@ -315,7 +383,23 @@ pub fn run(cfg: &ServerConfig) -> Result<(), String> {
 
 fn serve_until_signal(cfg: &ServerConfig, waited: &SigSet) -> Result<(), String> {
     let mut handle = spawn(cfg)?;
-    supervisor::print_addr(handle.addr);
+    supervisor::print_addr(handle.addr, handle.tls);
+    if cfg.tls() {
+        // For the person at the terminal; stdout's first line stays the
+        // address alone.
+        let clients = match &cfg.tls_client_ca {
+            Some(ca) => format!(
+                "client certificates required, signed by a CA in '{}'",
+                ca.display()
+            ),
+            None => "no client certificate asked for".to_string(),
+        };
+        let mut err = io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "llmload serve: TLS on (TLS 1.2 and 1.3, ALPN http/1.1); {clients}"
+        );
+    }
     let failure = loop {
         match waited.wait() {
             Ok(Signal::SIGCHLD) => {

@@ -66,6 +66,13 @@ pub struct ServerStats {
     /// Times `accept` failed for want of descriptors or memory (the worker
     /// retries shortly after, or as soon as a connection closes).
     pub accept_failures: u64,
+    /// TLS handshakes completed (`serve --tls-*`).
+    pub tls_handshakes: u64,
+    /// Of those, the ones that resumed a session (a ticket).
+    pub tls_resumed: u64,
+    /// TLS handshakes that failed: a client that does not speak TLS, or
+    /// lacks the client certificate asked for, or rejects ours.
+    pub tls_handshake_failures: u64,
 }
 
 /// The snapshot of a shared counter block and the sum of two snapshots, one
@@ -114,6 +121,9 @@ counters!(
     over_budget,
     too_large,
     accept_failures,
+    tls_handshakes,
+    tls_resumed,
+    tls_handshake_failures,
 );
 
 impl WorkerCounters {
@@ -176,7 +186,7 @@ mod tests {
     #[test]
     fn whole_lines_per_worker() {
         assert_eq!(size_of::<WorkerCounters>() % 64, 0);
-        assert_eq!(size_of::<WorkerCounters>(), 192);
+        assert_eq!(size_of::<WorkerCounters>(), 256);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
@@ -61,8 +62,12 @@ fn listen_error(addr: SocketAddr, e: &io::Error) -> String {
     }
 }
 
-/// Binds, forks the workers and returns once each has reported ready.
-pub(super) fn start(cfg: &ServerConfig) -> Result<(SocketAddr, Workers), String> {
+/// Binds, forks the workers and returns once each has reported ready. `tls`
+/// is built before the fork so every worker holds the same ticket key.
+pub(super) fn start(
+    cfg: &ServerConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> Result<(SocketAddr, Workers), String> {
     let (listeners, addr) =
         socket::listeners(cfg.listen, cfg.workers).map_err(|e| listen_error(cfg.listen, &e))?;
     let counters =
@@ -81,7 +86,15 @@ pub(super) fn start(cfg: &ServerConfig) -> Result<(SocketAddr, Workers), String>
         // left locked: no stdio, no shared locks (the allocator stays usable).
         let forked =
             fork_child_keeping([listener.as_fd(), ready_w.as_fd()], |[listener, ready]| {
-                child(k, listener.into(), ready, parent, cfg, counters)
+                child(
+                    k,
+                    listener.into(),
+                    ready,
+                    parent,
+                    cfg,
+                    tls.clone(),
+                    counters,
+                )
             });
         match forked {
             Ok(c) => {
@@ -170,9 +183,10 @@ fn child(
     ready: OwnedFd,
     parent: u32,
     cfg: &ServerConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
     counters: &WorkerCounters,
 ) -> i32 {
-    let mut worker = match prepare(k, listener, parent, cfg, counters) {
+    let mut worker = match prepare(k, listener, parent, cfg, tls, counters) {
         Ok(w) => w,
         Err(msg) => {
             report(&ready, k, &Err(msg));
@@ -199,6 +213,7 @@ fn prepare<'a>(
     listener: TcpListener,
     parent: u32,
     cfg: &ServerConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
     counters: &'a WorkerCounters,
 ) -> Result<Worker<'a>, String> {
     // The parent owns shutdown: in `llmload bench` a Ctrl-C (or a closed
@@ -260,7 +275,7 @@ fn prepare<'a>(
         key: cfg.api_key.clone(),
         models: cfg.served_models.clone(),
     };
-    Worker::new(listener, settings, limits, faults, access, counters)
+    Worker::new(listener, settings, limits, faults, access, tls, counters)
         .map_err(|e| format!("event loop: {e}"))
 }
 
@@ -309,9 +324,15 @@ impl Drop for Workers {
     }
 }
 
-/// Writes the foreground server's first line: the bound address.
-pub(super) fn print_addr(addr: SocketAddr) {
+/// Writes the foreground server's first line: the bound address, as an
+/// `https://` URL when the server speaks TLS (a bare address otherwise, as
+/// scripts have always read it).
+pub(super) fn print_addr(addr: SocketAddr, tls: bool) {
     let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{addr}");
+    let _ = if tls {
+        writeln!(out, "https://{addr}")
+    } else {
+        writeln!(out, "{addr}")
+    };
     let _ = out.flush();
 }

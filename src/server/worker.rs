@@ -17,6 +17,7 @@
 use std::io;
 use std::net::TcpListener as StdListener;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpListener;
@@ -89,6 +90,7 @@ impl<'a> Worker<'a> {
         limits: Limits,
         faults: FaultPlan,
         access: Access,
+        tls: Option<Arc<rustls::ServerConfig>>,
         counters: &'a WorkerCounters,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -117,6 +119,7 @@ impl<'a> Worker<'a> {
                 counters,
                 faults,
                 access,
+                tls,
                 timers,
                 budget: InputBudget {
                     limit: limits.input_budget,
@@ -203,6 +206,15 @@ impl<'a> Worker<'a> {
                     // Token events are small writes that must leave now, not
                     // wait for the previous one's ACK.
                     let _ = sock.set_nodelay(true);
+                    // A refused connection speaks TLS too: its 503 follows
+                    // the handshake, so the client reads why.
+                    let tls = match &self.ctx.tls {
+                        None => None,
+                        Some(config) => match Conn::tls_session(config) {
+                            Some(t) => Some(t),
+                            None => continue,
+                        },
+                    };
                     let slot = match self.free.pop() {
                         Some(s) => s,
                         None => {
@@ -227,10 +239,11 @@ impl<'a> Worker<'a> {
                     s.conn = Some(if refuse {
                         WorkerCounters::bump(&self.ctx.counters.over_capacity, 1);
                         self.refusing += 1;
-                        Conn::refuse(sock, slot, s.generation, now, &self.busy)
+                        Conn::refuse(sock, tls, slot, s.generation, now, &self.busy)
                     } else {
                         self.live += 1;
-                        Conn::new(sock, slot, s.generation, now, self.ctx.settings.drip_ns)
+                        let drip = self.ctx.settings.drip_ns;
+                        Conn::new(sock, tls, slot, s.generation, now, drip)
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,

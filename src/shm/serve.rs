@@ -34,6 +34,9 @@ pub(crate) struct WorkerCounters {
     pub over_budget: AtomicU64,
     pub too_large: AtomicU64,
     pub accept_failures: AtomicU64,
+    pub tls_handshakes: AtomicU64,
+    pub tls_resumed: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
 }
 
 // SAFETY: atomics only: valid as zero, no pointers, changed atomically.

@@ -112,7 +112,7 @@ fn exchange(client: &TlsClient, port: u16) -> Result<(Vec<u8>, rustls::Handshake
 fn a_verified_exchange_resumes_on_the_next_connection() {
     let dir = temp("ok");
     let f = files(&dir);
-    let config = server::config(&f.cert, &f.key, None).unwrap();
+    let config = server::config(&f.cert, &f.key, None, true).unwrap();
     let (port, h) = serve(config, 2, b"pong");
     let settings = TlsSettings {
         ca_cert: Some(f.ca.clone()),
@@ -137,7 +137,7 @@ fn a_verified_exchange_resumes_on_the_next_connection() {
 fn an_unknown_issuer_and_a_wrong_name_are_told_apart() {
     let dir = temp("bad");
     let f = files(&dir);
-    let config = server::config(&f.cert, &f.key, None).unwrap();
+    let config = server::config(&f.cert, &f.key, None, true).unwrap();
     let (port, h) = serve(config, 3, b"pong");
     // No --ca-cert: the test CA is in no store. (Needs a system store; a
     // machine without one fails earlier, at TlsClient::new, and says so.)
@@ -203,10 +203,10 @@ fn bad_files_are_named_and_keys_never_echoed() {
     )
     .unwrap_err();
     assert!(e.contains("--ca-cert") && e.contains("junk.pem"), "{e}");
-    let e = server::config(&junk, &junk, None).unwrap_err();
+    let e = server::config(&junk, &junk, None, true).unwrap_err();
     assert!(e.contains("junk.pem") && !e.contains("SECRET"), "{e}");
     let f = files(&dir);
-    let e = server::config(&f.cert, &junk, None).unwrap_err();
+    let e = server::config(&f.cert, &junk, None, true).unwrap_err();
     assert!(e.contains("key file") && !e.contains("SECRET"), "{e}");
     let e = TlsClient::new(
         &TlsSettings {

@@ -91,8 +91,10 @@ impl Resp {
     }
 }
 
-pub(super) struct Client {
-    pub(super) s: TcpStream,
+/// A client over a TCP stream, or over any other byte stream (`over`: a
+/// TLS one).
+pub(super) struct Client<S = TcpStream> {
+    pub(super) s: S,
     pub(super) buf: Vec<u8>,
     /// When the latest read returned.
     pub(super) stamp: u64,
@@ -103,6 +105,13 @@ impl Client {
         let s = TcpStream::connect(addr).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
+        Client::over(s)
+    }
+}
+
+impl<S: Read + Write> Client<S> {
+    /// A client over `s`, already connected.
+    pub(super) fn over(s: S) -> Self {
         Client {
             s,
             buf: Vec::new(),

@@ -14,6 +14,7 @@ mod http;
 mod limits;
 mod process;
 mod timing;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};

@@ -10,7 +10,10 @@ use std::net::SocketAddr;
 use super::exchange::{Answer, Check, Kind};
 use super::render::ms;
 use super::{CHOSEN_TOKENS, MODELS_PATH};
-use crate::http::blocking::MAX_BODY;
+use crate::http::blocking::{MAX_BODY, TlsInfo};
+
+/// A certificate that expires within this many days is warned about.
+pub(super) const EXPIRY_WARNING_DAYS: i64 = 30;
 
 /// How a finding reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,13 +180,16 @@ fn has_token(text: &str, needle: &str, part_of_word: impl Fn(char) -> bool) -> b
 
 /// The URL's scheme and authority, and whether it named a path.
 fn base_url(url: &str) -> (String, bool) {
-    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("http", url),
+    };
     match rest.find('/') {
         Some(i) => (
-            format!("http://{}", &rest[..i]),
+            format!("{scheme}://{}", &rest[..i]),
             !matches!(&rest[i..], "" | "/"),
         ),
-        None => (format!("http://{rest}"), false),
+        None => (format!("{scheme}://{rest}"), false),
     }
 }
 
@@ -223,6 +229,29 @@ pub(super) fn diagnose(asked: &Asked<'_>, checks: &[Check]) -> Findings {
             Some(connect_at),
             format!("connected to {} in {}", asked.addr, ms(took)),
         );
+    }
+    let setup = connect.setup.as_ref();
+    if let (Some(tls), Some(took)) = (
+        setup.and_then(|s| s.tls.as_ref()),
+        setup.and_then(|s| s.tls_handshake),
+    ) {
+        for (level, text) in tls_lines(tls, took, &checks[connect_at + 1..]) {
+            r.say(level, Some(connect_at), text);
+        }
+    }
+    // A failure every request meets ends the probe at the model list.
+    if let Some(models_at) = at(Kind::Models)
+        && let Some(f) = checks[models_at]
+            .failure
+            .as_ref()
+            .filter(|f| f.every_request)
+    {
+        r.say(
+            Level::Error,
+            Some(models_at),
+            format!("GET {MODELS_PATH}: {}", f.why),
+        );
+        return r;
     }
     let (Some(models_at), Some(ns_at), Some(st_at)) =
         (at(Kind::Models), at(Kind::NonStream), at(Kind::Stream))
@@ -383,6 +412,102 @@ pub(super) fn diagnose(asked: &Asked<'_>, checks: &[Check]) -> Findings {
     r.say(level, None, text);
     r.exit_code = code;
     r
+}
+
+/// The findings about an https connection: the handshake, the
+/// certificate (and whether it was verified), its expiry, and whether the
+/// `later` checks' connections resumed the session.
+fn tls_lines(tls: &TlsInfo, took: std::time::Duration, later: &[Check]) -> Vec<(Level, String)> {
+    let mut lines = vec![(
+        Level::Ok,
+        format!(
+            "TLS handshake in {}: {}, {}, ALPN {}",
+            ms(took),
+            tls.version,
+            tls.cipher_suite,
+            tls.alpn.as_deref().unwrap_or("none")
+        ),
+    )];
+    let cert = tls.cert.as_ref().map(|c| {
+        format!(
+            "subject {}; issuer {}; expires {} ({})",
+            c.subject,
+            c.issuer,
+            c.not_after,
+            days_left(c.days_left)
+        )
+    });
+    let cert = cert.as_deref().unwrap_or("none that could be read");
+    lines.push(if tls.insecure {
+        (
+            Level::Warning,
+            format!(
+                "certificate verification is OFF (--insecure): the server's identity was not checked; certificate: {cert}"
+            ),
+        )
+    } else {
+        (Level::Ok, format!("certificate verified: {cert}"))
+    });
+    if let Some(c) = &tls.cert {
+        if c.days_left < 0 {
+            lines.push((
+                Level::Warning,
+                format!(
+                    "the server's certificate expired on {} ({} days ago)",
+                    c.not_after, -c.days_left
+                ),
+            ));
+        } else if c.days_left < EXPIRY_WARNING_DAYS {
+            lines.push((
+                Level::Warning,
+                format!(
+                    "the server's certificate expires in {} on {}: renew it before clients start failing",
+                    days(c.days_left),
+                    c.not_after
+                ),
+            ));
+        }
+    }
+    let (resumed, conns) = resumptions(later);
+    if conns > 0 {
+        lines.push(if resumed > 0 {
+            (
+                Level::Ok,
+                format!("TLS session resumption works: {resumed} of {conns} later connections resumed"),
+            )
+        } else {
+            (
+                Level::Warning,
+                format!(
+                    "no later connection resumed the TLS session (0 of {conns}): every new connection pays a full handshake"
+                ),
+            )
+        });
+    }
+    lines
+}
+
+/// Of the connections `checks` made over TLS, how many resumed a session,
+/// and how many there were.
+pub(super) fn resumptions(checks: &[Check]) -> (usize, usize) {
+    let tls: Vec<&TlsInfo> = checks
+        .iter()
+        .filter_map(|c| c.setup.as_ref()?.tls.as_ref())
+        .collect();
+    (tls.iter().filter(|t| t.resumed).count(), tls.len())
+}
+
+fn days(n: i64) -> String {
+    format!("{n} day{}", if n == 1 { "" } else { "s" })
+}
+
+/// `365 days left`, `expired 3 days ago`.
+pub(super) fn days_left(n: i64) -> String {
+    if n < 0 {
+        format!("expired {} ago", days(-n))
+    } else {
+        format!("{} left", days(n))
+    }
 }
 
 /// The finding about `GET /v1/models`.
@@ -550,8 +675,7 @@ fn chosen_line(c: &Check, a: &Answer, class: Class, ctx: &Context<'_>) -> (Level
         Class::Redirect => (
             Level::Error,
             format!(
-                "{prefix}: redirected to {}: llmload does not follow redirects; probe the final URL \
-                 (https needs a TLS-terminating proxy)",
+                "{prefix}: redirected to {}: llmload does not follow redirects; probe the final URL",
                 a.location.as_deref().unwrap_or("nowhere (no Location)")
             ),
         ),
@@ -711,6 +835,10 @@ mod tests {
         assert_eq!(
             base_url("http://h:1/nope"),
             ("http://h:1".to_string(), true)
+        );
+        assert_eq!(
+            base_url("https://h/v1/chat/completions"),
+            ("https://h".to_string(), true)
         );
     }
 

@@ -13,13 +13,15 @@ use serde_json::Value;
 use super::{CHOSEN_TOKENS, Config, DISCOVERY_TOKENS, MODELS_PATH, PROMPT};
 use crate::cli::models;
 use crate::config::duration::format_duration;
-use crate::http::blocking::{self, ConnectError, FetchError, Response};
+use crate::http::blocking::{self, ConnectError, FetchError, Response, Setup};
 use crate::http::endpoint::Endpoint;
 use crate::http::request::write_request;
 use crate::http::sse::{MAX_EVENT, SseSplitter};
 use crate::protocol::errors::{error_message as error_object, one_line};
 use crate::protocol::json::unescape;
 use crate::protocol::{BodySpec, Finish, Message, Protocol, Sampling, StreamState};
+use crate::tls::TlsClient;
+use crate::tls::reason;
 
 /// Characters a server's message may take on its one line.
 const MESSAGE_CHARS: usize = 300;
@@ -52,13 +54,21 @@ impl Kind {
 pub(super) struct Failure {
     pub(super) short: String,
     pub(super) why: String,
+    /// The TLS handshake failed (or did not finish).
+    pub(super) handshake: bool,
+    /// Every request on this endpoint would fail the same way: a failed
+    /// handshake, or TLS where plain HTTP was asked.
+    pub(super) every_request: bool,
 }
 
 impl Failure {
     pub(super) fn of(e: &FetchError, addr: SocketAddr, timeout: Duration) -> Failure {
+        let handshake = matches!(e, FetchError::Handshake(_) | FetchError::HandshakeTimeout);
         Failure {
             short: e.to_string(),
             why: describe(e, addr, timeout),
+            handshake,
+            every_request: handshake || matches!(e, FetchError::TlsOnHttp),
         }
     }
 }
@@ -71,8 +81,11 @@ pub(super) struct Check {
     pub(super) protocol: Option<&'static dyn Protocol>,
     pub(super) stream: bool,
     pub(super) max_tokens: Option<u32>,
-    /// Connect time (connect check) or send-to-end latency.
+    /// TCP connect time (connect check) or send-to-end latency.
     pub(super) latency: Option<Duration>,
+    /// How the check's connection was made (TCP and TLS times, what TLS
+    /// negotiated).
+    pub(super) setup: Option<Setup>,
     pub(super) answer: Option<Answer>,
     pub(super) failure: Option<Failure>,
     /// Model ids, for the models check.
@@ -91,6 +104,7 @@ impl Check {
             stream: false,
             max_tokens: None,
             latency: None,
+            setup: None,
             answer: None,
             failure: None,
             models: None,
@@ -148,30 +162,33 @@ impl Answer {
     }
 }
 
-/// A bare TCP connect to the endpoint.
-pub(super) fn connect(cfg: &Config, endpoint: &Endpoint) -> Check {
-    let got = blocking::connect(endpoint.addr, cfg.timeout).map(|(_stream, took)| took);
-    connect_check(got.map_err(|e| Failure::of(&FetchError::Connect(e), endpoint.addr, cfg.timeout)))
+/// A bare connect to the endpoint: TCP, and the TLS handshake for https.
+pub(super) fn connect(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>) -> Check {
+    let got = blocking::open(endpoint.addr, cfg.timeout, tls);
+    connect_check(got.map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout)))
 }
 
-/// The connect check: how long the connect took, or why it failed.
-pub(super) fn connect_check(got: Result<Duration, Failure>) -> Check {
+/// The connect check: how the connection was made, or why it was not.
+pub(super) fn connect_check(got: Result<Setup, Failure>) -> Check {
     let mut c = Check::new(Kind::Connect, "", "");
     match got {
-        Ok(took) => c.latency = Some(took),
+        Ok(setup) => {
+            c.latency = Some(setup.tcp_connect);
+            c.setup = Some(setup);
+        }
         Err(f) => c.failure = Some(f),
     }
     c
 }
 
 /// `GET /v1/models` with the chosen API's headers.
-pub(super) fn list_models(cfg: &Config, endpoint: &Endpoint) -> Check {
+pub(super) fn list_models(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>) -> Check {
     let p = cfg.protocol;
     let auth = auth_headers(cfg, p);
     let headers = headers(cfg, p, &auth, "application/json");
     // The URL's query goes along, as with every request: it may hold the key.
     let path = format!("{MODELS_PATH}{}", endpoint.query());
-    let got = blocking::get(endpoint, &path, &headers, cfg.timeout, None)
+    let got = blocking::get(endpoint, &path, &headers, cfg.timeout, tls)
         .map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout));
     models_check(got, p)
 }
@@ -183,6 +200,7 @@ pub(super) fn models_check(got: Result<Response, Failure>, p: &dyn Protocol) -> 
     match got {
         Ok(resp) => {
             c.latency = Some(resp.latency);
+            c.setup = Some(resp.setup.clone());
             let mut a = Answer::head(&resp);
             if resp.status == 200 {
                 match models::model_ids(&resp.body) {
@@ -227,9 +245,11 @@ fn headers<'a>(
 /// One POST of protocol `p` to `path`: a discovery request (`Kind::Path`,
 /// `DISCOVERY_TOKENS`) or one of the chosen API's (`CHOSEN_TOKENS`). The
 /// headers are the ones a benchmark's requests carry.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn send(
     cfg: &Config,
     endpoint: &Endpoint,
+    tls: Option<&TlsClient>,
     kind: Kind,
     p: &'static dyn Protocol,
     path: &str,
@@ -255,7 +275,7 @@ pub(super) fn send(
     let headers = headers(cfg, p, &auth, accept);
     let mut req = Vec::new();
     write_request(&mut req, "POST", &endpoint.host, path, &headers, &body);
-    let got = blocking::fetch(endpoint.addr, &req, cfg.timeout, None)
+    let got = blocking::fetch(endpoint.addr, &req, cfg.timeout, tls)
         .map_err(|e| Failure::of(&e, endpoint.addr, cfg.timeout));
     request_check(kind, p, path, stream, got)
 }
@@ -283,6 +303,7 @@ pub(super) fn request_check(
     match got {
         Ok(resp) => {
             c.latency = Some(resp.latency);
+            c.setup = Some(resp.setup.clone());
             c.answer = Some(read_answer(&resp, p));
         }
         Err(f) => c.failure = Some(f),
@@ -408,9 +429,7 @@ pub(super) fn describe(e: &FetchError, addr: SocketAddr, timeout: Duration) -> S
             e.to_string()
         }
         FetchError::Malformed { what, start } => {
-            let hint = if start.len() >= 2 && matches!(start[0], 0x15 | 0x16) && start[1] == 3 {
-                "; the port speaks TLS: llmload needs plain http:// (put a TLS-terminating proxy in front)"
-            } else if start.len() >= 9 && start[..3] != *b"HTT" && start[3] == 4 {
+            let hint = if start.len() >= 9 && start[..3] != *b"HTT" && start[3] == 4 {
                 "; the server speaks HTTP/2 only: llmload needs HTTP/1.1"
             } else {
                 ""
@@ -420,6 +439,20 @@ pub(super) fn describe(e: &FetchError, addr: SocketAddr, timeout: Duration) -> S
                 start.escape_ascii()
             )
         }
+        FetchError::Handshake(why) => {
+            // The certificate reasons that name no flag get the way out.
+            let hint = if why.starts_with("expired") || why.starts_with("not yet valid") {
+                "; renew the server's certificate (or pass --insecure to probe past it)"
+            } else {
+                ""
+            };
+            format!("TLS handshake with {addr} failed: {why}{hint}")
+        }
+        FetchError::HandshakeTimeout => format!(
+            "the TLS handshake with {addr} did not finish within {t} (--timeout): does the server speak TLS on this port?"
+        ),
+        FetchError::Tls(why) => format!("TLS failed after the response started: {why}"),
+        FetchError::TlsOnHttp => reason::TLS_ON_HTTP.to_string(),
     }
 }
 
@@ -548,11 +581,10 @@ mod tests {
             refused,
             "connection refused at 127.0.0.1:9: nothing is listening; is the server running and the port right?"
         );
-        let tls = FetchError::Malformed {
-            what: "x".into(),
-            start: vec![0x15, 0x03, 0x01, 0x00, 0x02],
-        };
-        assert!(describe(&tls, addr, t).contains("speaks TLS"));
+        assert_eq!(
+            describe(&FetchError::TlsOnHttp, addr, t),
+            "the server answered in TLS, not plain HTTP: use https:// for this endpoint"
+        );
         let h2 = FetchError::Malformed {
             what: "x".into(),
             start: vec![0, 0, 0x12, 4, 0, 0, 0, 0, 0],

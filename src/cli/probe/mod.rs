@@ -1,5 +1,7 @@
 //! `llmload probe`: whether an endpoint can serve a benchmark, found with
-//! about ten blocking requests and no load: a connect, `GET /v1/models`, a
+//! about ten blocking requests and no load: a connect (with the TLS
+//! handshake for https, reported: version, cipher suite, ALPN, the
+//! server's certificate and its expiry), `GET /v1/models`, a
 //! tiny request to every known API's default path (`protocol::ALL`, so a
 //! new format is probed with no change here), then the chosen API
 //! non-streamed and streamed, read as a benchmark reads them (TTFT, usage,
@@ -34,6 +36,7 @@ use crate::http::endpoint::{Endpoint, redact_url};
 use crate::http::headers::{is_secret_header, parse_header_flag};
 use crate::protocol::errors::printable;
 use crate::protocol::{self, Protocol};
+use crate::tls::{TlsClient, TlsSettings};
 
 use diagnose::{Asked, ModelSource, Verdict};
 use exchange::{Check, Kind};
@@ -49,9 +52,13 @@ use redact::{redact, secrets};
             latency, TTFT, output events, usage, finish reason). Each finding is one line\n\
             starting with ok:, warning: or error:. Not ready (1) covers a refused or timed-out\n\
             connection, a wrong path (404), failed authentication (401/403), an unknown model,\n\
-            malformed HTTP and server errors; when only streaming works the status is 0, with\n\
-            a warning. The API key and secret-looking header values are never printed.",
+            malformed HTTP, a failed TLS handshake and server errors; when only streaming\n\
+            works the status is 0, with a warning. Over https the report gives the TLS version,\n\
+            cipher suite, ALPN, the certificate's subject, issuer and expiry (a warning within\n\
+            30 days), and the TCP connect and TLS handshake times. The API key,\n\
+            secret-looking header values and key files are never printed.",
     example = "{command_name} --endpoint http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct",
+    example = "{command_name} --endpoint https://gateway.example/v1/chat/completions --ca-cert corp-ca.pem",
     error_code(
         0,
         "ready: the chosen API works streamed and non-streamed (warnings allowed)"
@@ -63,7 +70,8 @@ use redact::{redact, secrets};
     error_code(2, "works only non-streamed: benchmark with --no-stream")
 )]
 pub(crate) struct ProbeArgs {
-    /// endpoint URL, http://host:port[/path] (default path from --api)
+    /// endpoint URL, http://host:port[/path] or https://host[:port][/path]
+    /// (default path from --api)
     #[argh(option)]
     pub endpoint: String,
 
@@ -102,6 +110,26 @@ pub(crate) struct ProbeArgs {
     /// print one JSON document instead of the report
     #[argh(switch)]
     pub json: bool,
+
+    /// https: PEM file of CA certificates to trust besides the system's
+    #[argh(option)]
+    pub ca_cert: Option<PathBuf>,
+
+    /// https: do not verify the server's certificate (the report says so)
+    #[argh(switch)]
+    pub insecure: bool,
+
+    /// https: the name to verify and send as SNI instead of the URL's host
+    #[argh(option)]
+    pub tls_server_name: Option<String>,
+
+    /// https: client certificate (PEM) for servers that require one (mTLS)
+    #[argh(option)]
+    pub client_cert: Option<PathBuf>,
+
+    /// https: the client certificate's private key (PEM); never printed
+    #[argh(option)]
+    pub client_key: Option<PathBuf>,
 }
 
 /// Output tokens asked of each path-discovery request.
@@ -120,6 +148,8 @@ struct Config {
     headers: Vec<(String, String)>,
     timeout: Duration,
     json: bool,
+    /// For an https endpoint.
+    tls: TlsSettings,
     /// Strings masked in everything printed.
     secrets: Vec<String>,
     /// The key is `$OPENAI_API_KEY`'s, taken because none was given.
@@ -135,7 +165,13 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
             return 1;
         }
     };
-    let report = probe(&cfg);
+    let report = match probe(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("llmload probe: {e}");
+            return 1;
+        }
+    };
     let out = if cfg.json {
         let mut s = serde_json::to_string_pretty(&report.to_json())
             .expect("a JSON value always serializes");
@@ -188,6 +224,13 @@ fn resolve(a: ProbeArgs) -> Result<Config, String> {
         headers,
         timeout: a.timeout,
         json: a.json,
+        tls: TlsSettings {
+            ca_cert: a.ca_cert,
+            insecure: a.insecure,
+            server_name: a.tls_server_name,
+            client_cert: a.client_cert,
+            client_key: a.client_key,
+        },
         secrets,
     })
 }
@@ -200,13 +243,16 @@ struct Report {
     model: Option<String>,
     model_source: Option<ModelSource>,
     timeout: Duration,
+    /// For an https endpoint: whether verification was off (`--insecure`).
+    insecure: Option<bool>,
     checks: Vec<Check>,
     verdicts: Vec<Verdict>,
     exit_code: i32,
 }
 
 /// Runs every check, then draws the conclusions from what they observed.
-fn probe(cfg: &Config) -> Report {
+/// An error is a TLS setting that cannot be used (a file, a name).
+fn probe(cfg: &Config) -> Result<Report, String> {
     let mut r = Report {
         url: redact_url(&cfg.url),
         api: cfg.protocol.name(),
@@ -214,6 +260,7 @@ fn probe(cfg: &Config) -> Report {
         model: None,
         model_source: None,
         timeout: cfg.timeout,
+        insecure: None,
         checks: Vec::new(),
         verdicts: Vec::new(),
         exit_code: 1,
@@ -222,18 +269,30 @@ fn probe(cfg: &Config) -> Report {
         Ok(e) => e,
         Err(e) => {
             r.verdicts.push(Verdict::error(None, e));
-            return r;
+            return Ok(r);
         }
+    };
+    let tls = if endpoint.tls {
+        r.insecure = Some(cfg.tls.insecure);
+        Some(TlsClient::new(&cfg.tls, &endpoint.hostname)?)
+    } else {
+        if let Some(flags) = tls_flags(&cfg.tls) {
+            errln!(
+                "llmload probe: warning: {flags} apply to https:// endpoints only; ignored for {}",
+                r.url
+            );
+        }
+        None
     };
     r.addr = Some(endpoint.addr.to_string());
     if let Some(w) = cleartext_warning(cfg, &endpoint) {
         errln!("llmload probe: warning: {w}");
     }
-    let connect = exchange::connect(cfg, &endpoint);
+    let connect = exchange::connect(cfg, &endpoint, tls.as_ref());
     let connected = connect.failure.is_none();
     r.checks.push(connect);
     if connected {
-        run_checks(cfg, &endpoint, &mut r);
+        run_checks(cfg, &endpoint, tls.as_ref(), &mut r);
     }
     let asked = Asked {
         api: cfg.protocol.name(),
@@ -247,13 +306,29 @@ fn probe(cfg: &Config) -> Report {
     let findings = diagnose::diagnose(&asked, &r.checks);
     r.verdicts = findings.verdicts;
     r.exit_code = findings.exit_code;
-    r
+    Ok(r)
+}
+
+/// The TLS flags given, named, when there are any.
+fn tls_flags(t: &TlsSettings) -> Option<String> {
+    let given: Vec<&str> = [
+        ("--ca-cert", t.ca_cert.is_some()),
+        ("--insecure", t.insecure),
+        ("--tls-server-name", t.server_name.is_some()),
+        ("--client-cert", t.client_cert.is_some()),
+        ("--client-key", t.client_key.is_some()),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(name, _)| *name)
+    .collect();
+    (!given.is_empty()).then(|| given.join(", "))
 }
 
 /// The warning to give when a credential will travel in clear text to a
 /// host off this machine (bench gives the same one).
 fn cleartext_warning(cfg: &Config, endpoint: &Endpoint) -> Option<String> {
-    if endpoint.is_loopback() {
+    if endpoint.tls || endpoint.is_loopback() {
         return None;
     }
     let mut what: Vec<String> = Vec::new();
@@ -280,9 +355,23 @@ fn cleartext_warning(cfg: &Config, endpoint: &Endpoint) -> Option<String> {
 }
 
 /// The checks after a successful connect: the model list, every known API
-/// path, then the chosen API non-streamed and streamed.
-fn run_checks(cfg: &Config, endpoint: &Endpoint, r: &mut Report) {
-    let models = exchange::list_models(cfg, endpoint);
+/// path, then the chosen API non-streamed and streamed. A failure every
+/// request would meet (a refused handshake, TLS on an http:// URL) ends
+/// them at the model list.
+fn run_checks(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>, r: &mut Report) {
+    let mut models = exchange::list_models(cfg, endpoint, tls);
+    if models.failure.as_ref().is_some_and(|f| f.handshake) {
+        // The client's side of a TLS 1.3 handshake ends before the server
+        // has judged it (its client certificate): a refusal arrives with
+        // the first request, and belongs to the connect.
+        let connect = &mut r.checks[0];
+        connect.failure = models.failure.take();
+        return;
+    }
+    if models.failure.as_ref().is_some_and(|f| f.every_request) {
+        r.checks.push(models);
+        return;
+    }
     let (model, source) = match (&cfg.model, models.models.as_ref().and_then(|l| l.first())) {
         (Some(m), _) => (m.clone(), ModelSource::Flag),
         (None, Some(first)) => (first.clone(), ModelSource::Listed),
@@ -293,13 +382,14 @@ fn run_checks(cfg: &Config, endpoint: &Endpoint, r: &mut Report) {
     r.model_source = Some(source);
 
     for (p, path) in targets(cfg.protocol, &endpoint.path) {
-        let c = exchange::send(cfg, endpoint, Kind::Path, p, &path, &model, false);
+        let c = exchange::send(cfg, endpoint, tls, Kind::Path, p, &path, &model, false);
         r.checks.push(c);
     }
     for (kind, stream) in [(Kind::NonStream, false), (Kind::Stream, true)] {
         let c = exchange::send(
             cfg,
             endpoint,
+            tls,
             kind,
             cfg.protocol,
             &endpoint.path,

@@ -1,4 +1,4 @@
-//! The probe's report: the checks as three small tables (connect and
+//! The probe's report: the checks as three small tables (connect, TLS and
 //! models, the known API paths, the chosen API streamed and not) followed
 //! by the findings, one line each; or all of it as one `--json` document.
 //! Both only format what the checks and findings already hold, so they say
@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::diagnose::{Class, Verdict, classify, list_some, note};
+use super::diagnose::{Class, Verdict, classify, days_left, list_some, note, resumptions};
 use super::exchange::{Check, Kind};
 use super::{CHOSEN_TOKENS, DISCOVERY_TOKENS, Report};
 use crate::protocol::Finish;
@@ -49,6 +49,34 @@ impl Report {
                         c.latency.map_or_else(dash, ms),
                         c.failure.as_ref().map_or("", |f| f.short.as_str())
                     );
+                    if let Some(setup) = &c.setup
+                        && let Some(tls) = &setup.tls
+                    {
+                        let _ = writeln!(
+                            o,
+                            "tls       {:<22} {:>6} {:>10}  {}, ALPN {}{}",
+                            tls.version,
+                            "",
+                            setup.tls_handshake.map_or_else(dash, ms),
+                            tls.cipher_suite,
+                            tls.alpn.as_deref().unwrap_or("none"),
+                            if tls.insecure {
+                                ", server certificate NOT verified (--insecure)"
+                            } else {
+                                ", server certificate verified"
+                            }
+                        );
+                        if let Some(cert) = &tls.cert {
+                            let _ = writeln!(o, "          subject  {}", cert.subject);
+                            let _ = writeln!(o, "          issuer   {}", cert.issuer);
+                            let _ = writeln!(
+                                o,
+                                "          expires  {} ({})",
+                                cert.not_after,
+                                days_left(cert.days_left)
+                            );
+                        }
+                    }
                 }
                 Kind::Models => {
                     let what = match (&c.models, &c.failure) {
@@ -210,6 +238,9 @@ impl Report {
                 if c.kind == Kind::Connect {
                     j["addr"] = json!(self.addr);
                 }
+                let setup = c.setup.as_ref();
+                j["tls_handshake_ms"] = ms_json(setup.and_then(|s| s.tls_handshake));
+                j["tls_resumed"] = json!(setup.and_then(|s| s.tls.as_ref()).map(|t| t.resumed));
                 if c.kind == Kind::Models {
                     j["models"] = json!(c.models);
                 }
@@ -226,10 +257,45 @@ impl Report {
             "model": self.model,
             "model_source": self.model_source.map(|s| s.name()),
             "timeout_ms": ms_json(Some(self.timeout)),
+            "tls": self.tls_json(),
             "result": self.result(),
             "exit_code": self.exit_code,
             "checks": checks,
             "verdicts": self.verdicts.iter().map(verdict).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl Report {
+    /// The `tls` object of the JSON document: `null` for an http endpoint;
+    /// for https what the connect's handshake negotiated (nulls when it
+    /// failed) and how many later connections resumed the session.
+    fn tls_json(&self) -> Value {
+        let Some(insecure) = self.insecure else {
+            return Value::Null;
+        };
+        let connect = self.checks.iter().find(|c| c.kind == Kind::Connect);
+        let setup = connect.and_then(|c| c.setup.as_ref());
+        let tls = setup.and_then(|s| s.tls.as_ref());
+        // The connect comes first; every later check made its own connection.
+        let (resumed, conns) = resumptions(self.checks.get(1..).unwrap_or(&[]));
+        json!({
+            "insecure": insecure,
+            "verified": tls.map(|t| !t.insecure),
+            "protocol_version": tls.map(|t| t.version.clone()),
+            "cipher_suite": tls.map(|t| t.cipher_suite.clone()),
+            "alpn": tls.and_then(|t| t.alpn.clone()),
+            "tcp_connect_ms": ms_json(setup.map(|s| s.tcp_connect)),
+            "tls_handshake_ms": ms_json(setup.and_then(|s| s.tls_handshake)),
+            "certificate": tls.and_then(|t| t.cert.as_ref()).map(|c| json!({
+                "subject": c.subject,
+                "issuer": c.issuer,
+                "not_after": c.not_after,
+                "days_left": c.days_left,
+            })),
+            "later_connections": conns,
+            "later_resumed": resumed,
+            "failure": connect.and_then(|c| c.failure.as_ref()).filter(|f| f.handshake).map(|f| f.why.clone()),
         })
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::diagnose::{Asked, ModelSource, diagnose};
 use super::exchange::{Check, Failure, Kind, connect_check, models_check, request_check};
 use super::targets;
-use crate::http::blocking::{ConnectError, FetchError, Response};
+use crate::http::blocking::{CertInfo, ConnectError, FetchError, Response, Setup, TlsInfo};
 use crate::protocol;
 
 const URL: &str = "http://127.0.0.1:8000";
@@ -29,6 +29,40 @@ fn fail(e: FetchError) -> Got {
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// A plain TCP connection made in `took`.
+fn tcp(took: Duration) -> Setup {
+    Setup {
+        tcp_connect: took,
+        ..Setup::default()
+    }
+}
+
+/// A full TLS 1.3 handshake to a server whose certificate has `days_left`.
+fn tls_info(days_left: i64, insecure: bool) -> TlsInfo {
+    TlsInfo {
+        version: "TLSv1.3".into(),
+        cipher_suite: "TLS_AES_256_GCM_SHA384".into(),
+        alpn: Some("http/1.1".into()),
+        resumed: false,
+        insecure,
+        cert: Some(CertInfo {
+            subject: "CN=localhost".into(),
+            issuer: "CN=llmload test CA".into(),
+            not_after: "2030-01-01T00:00:00Z".into(),
+            days_left,
+        }),
+    }
+}
+
+/// A TCP connect in 1 ms and a TLS handshake in 2 ms that negotiated `tls`.
+fn https(tls: TlsInfo) -> Result<Setup, Failure> {
+    Ok(Setup {
+        tcp_connect: ms(1),
+        tls_handshake: Some(ms(2)),
+        tls: Some(tls),
+    })
 }
 
 /// A response that arrived whole, 10 ms after the send.
@@ -133,7 +167,9 @@ struct Run {
     model: &'static str,
     source: ModelSource,
     credentials: bool,
-    connect: Result<Duration, Failure>,
+    connect: Result<Setup, Failure>,
+    /// Over TLS: whether the later checks' connections resumed the session.
+    resumed: Option<bool>,
     models: Got,
     /// Discovery answers by (API, path); any other is a 404.
     paths: Vec<(&'static str, &'static str, Got)>,
@@ -150,7 +186,8 @@ impl Default for Run {
             model: "m",
             source: ModelSource::Flag,
             credentials: false,
-            connect: Ok(ms(1)),
+            connect: Ok(tcp(ms(1))),
+            resumed: None,
             models: models(&["m"]),
             paths: vec![("openai-chat", CHAT, chat_body(true))],
             non_stream: chat_body(true),
@@ -194,6 +231,17 @@ impl Run {
         let chosen_check = |kind, stream, got| request_check(kind, chosen, self.path, stream, got);
         checks.push(chosen_check(Kind::NonStream, false, self.non_stream));
         checks.push(chosen_check(Kind::Stream, true, self.stream));
+        if let Some(resumed) = self.resumed {
+            for c in &mut checks[1..] {
+                c.setup = Some(Setup {
+                    tls: Some(TlsInfo {
+                        resumed,
+                        ..tls_info(365, false)
+                    }),
+                    ..tcp(ms(1))
+                });
+            }
+        }
         (asked, checks)
     }
 
@@ -719,9 +767,9 @@ fn error_statuses_and_redirects() {
             CONNECTED,
             LISTED,
             "error: POST /v1/chat/completions → 301: redirected to https://127.0.0.1:8443/v1/chat/completions: \
-             llmload does not follow redirects; probe the final URL (https needs a TLS-terminating proxy)",
+             llmload does not follow redirects; probe the final URL",
             "error: POST /v1/chat/completions (stream) → 302: redirected to nowhere (no Location): \
-             llmload does not follow redirects; probe the final URL (https needs a TLS-terminating proxy)",
+             llmload does not follow redirects; probe the final URL",
             NOT_READY,
         ],
         1,
@@ -806,11 +854,9 @@ fn exchanges_that_fail() {
         r#"error: POST /v1/chat/completions: malformed HTTP response (not an HTTP response); it began b"SSH-2.0-OpenSSH_9.6\r\n""#,
     );
     failing(
-        || FetchError::Malformed {
-            what: "not an HTTP response".into(),
-            start: vec![0x15, 0x03, 0x01, 0x00, 0x02],
-        },
-        r#"error: POST /v1/chat/completions: malformed HTTP response (not an HTTP response); it began b"\x15\x03\x01\x00\x02"; the port speaks TLS: llmload needs plain http:// (put a TLS-terminating proxy in front)"#,
+        || FetchError::Tls("a TLS record did not decrypt (corrupted in transit?)".into()),
+        "error: POST /v1/chat/completions: TLS failed after the response started: \
+         a TLS record did not decrypt (corrupted in transit?)",
     );
     failing(
         || FetchError::Malformed {
@@ -860,4 +906,151 @@ fn findings_are_attached_to_their_checks() {
             None
         ]
     );
+}
+
+const HANDSHAKE_OK: &str =
+    "ok: TLS handshake in 2.00 ms: TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN http/1.1";
+const CERT: &str = "subject CN=localhost; issuer CN=llmload test CA; expires 2030-01-01T00:00:00Z";
+
+#[test]
+fn https_reports_the_handshake_the_certificate_and_resumption() {
+    check(
+        "verified, a year left, sessions resumed",
+        Run {
+            connect: https(tls_info(365, false)),
+            resumed: Some(true),
+            ..Run::default()
+        },
+        &[
+            CONNECTED,
+            HANDSHAKE_OK,
+            &format!("ok: certificate verified: {CERT} (365 days left)"),
+            "ok: TLS session resumption works: 7 of 7 later connections resumed",
+            LISTED,
+            NON_STREAM_OK,
+            STREAM_OK,
+            &ready(),
+        ],
+        0,
+    );
+    let no_alpn = TlsInfo {
+        alpn: None,
+        ..tls_info(29, true)
+    };
+    check(
+        "unverified, expiring within 30 days, no ALPN, no resumption",
+        Run {
+            connect: https(no_alpn),
+            resumed: Some(false),
+            ..Run::default()
+        },
+        &[
+            CONNECTED,
+            "ok: TLS handshake in 2.00 ms: TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN none",
+            &format!(
+                "warning: certificate verification is OFF (--insecure): the server's identity was not checked; \
+                 certificate: {CERT} (29 days left)"
+            ),
+            "warning: the server's certificate expires in 29 days on 2030-01-01T00:00:00Z: \
+             renew it before clients start failing",
+            "warning: no later connection resumed the TLS session (0 of 7): every new connection pays a full handshake",
+            LISTED,
+            NON_STREAM_OK,
+            STREAM_OK,
+            &ready(),
+        ],
+        0,
+    );
+    check(
+        "expired, seen only because verification is off",
+        Run {
+            connect: https(tls_info(-3, true)),
+            ..Run::default()
+        },
+        &[
+            CONNECTED,
+            HANDSHAKE_OK,
+            &format!(
+                "warning: certificate verification is OFF (--insecure): the server's identity was not checked; \
+                 certificate: {CERT} (expired 3 days ago)"
+            ),
+            "warning: the server's certificate expired on 2030-01-01T00:00:00Z (3 days ago)",
+            LISTED,
+            NON_STREAM_OK,
+            STREAM_OK,
+            &ready(),
+        ],
+        0,
+    );
+}
+
+#[test]
+fn handshake_failures_end_the_probe_with_the_reason_and_a_way_out() {
+    use rustls::{AlertDescription, CertificateError, Error};
+    let reason = |e: Error| crate::tls::reason::describe(&e).into_owned();
+    let table = [
+        (
+            FetchError::Handshake(reason(Error::InvalidCertificate(
+                CertificateError::UnknownIssuer,
+            ))),
+            "error: TLS handshake with 127.0.0.1:8000 failed: unknown issuer: the server's certificate \
+             is not signed by a trusted CA (add the CA with --ca-cert PATH, or skip verification with --insecure)",
+        ),
+        (
+            FetchError::Handshake(reason(Error::InvalidCertificate(CertificateError::Expired))),
+            "error: TLS handshake with 127.0.0.1:8000 failed: expired: the server's certificate has expired; \
+             renew the server's certificate (or pass --insecure to probe past it)",
+        ),
+        (
+            FetchError::Handshake(reason(Error::AlertReceived(
+                AlertDescription::CertificateRequired,
+            ))),
+            "error: TLS handshake with 127.0.0.1:8000 failed: alert received: CertificateRequired: \
+             the server requires a client certificate (--client-cert, --client-key)",
+        ),
+        (
+            FetchError::HandshakeTimeout,
+            "error: the TLS handshake with 127.0.0.1:8000 did not finish within 10s (--timeout): \
+             does the server speak TLS on this port?",
+        ),
+    ];
+    for (e, line) in table {
+        let run = Run {
+            connect: Err(Failure::of(&e, addr(), TIMEOUT)),
+            ..Run::default()
+        };
+        check(line, run, &[line], 1);
+    }
+}
+
+#[test]
+fn tls_on_an_http_url_ends_the_probe_at_the_model_list() {
+    let chosen = protocol::find("openai-chat").unwrap();
+    let checks = vec![
+        connect_check(Ok(tcp(ms(1)))),
+        models_check(fail(FetchError::TlsOnHttp), chosen),
+    ];
+    let asked = Asked {
+        api: "openai-chat",
+        url: URL,
+        path: CHAT,
+        addr: addr(),
+        model: "",
+        model_source: None,
+        credentials: false,
+    };
+    let f = diagnose(&asked, &checks);
+    let lines: Vec<String> = f
+        .verdicts
+        .iter()
+        .map(|v| format!("{}: {}", v.level.name(), v.text))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            CONNECTED,
+            "error: GET /v1/models: the server answered in TLS, not plain HTTP: use https:// for this endpoint",
+        ]
+    );
+    assert_eq!(f.exit_code, 1);
 }

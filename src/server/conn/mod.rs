@@ -24,16 +24,28 @@
 //! close, bounded by `LINGER_NS`): closing with unread input would send a
 //! reset that can destroy the response before the client reads it.
 //!
+//! With TLS, a rustls session sits between the socket and these buffers
+//! (`tls`): the handshake comes first, bounded by the idle timeout like any
+//! wait on the client; then every read and write goes through the session
+//! and nothing above them knows. Reads go on until the socket itself is
+//! drained, ciphertext rustls holds counts as unsent output (its buffer is
+//! capped, so the high-water bound still holds), a close says close_notify
+//! before the lingering close, and a client that does not speak TLS gets
+//! rustls's alert. The price is rustls's own copy into its record buffers.
+//!
 //! The wire format of a request (chat, text completions, SGLang, Anthropic)
 //! decides only the bytes, through `formats`; the pacing, the fault
 //! schedule and the access checks here are one code path for all of them.
 
 mod refusal;
+mod tls;
 
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 
 use mio::net::TcpStream;
+use rustls::{HandshakeKind, ServerConnection};
 
 use super::access::Access;
 use super::faults::{Fault, FaultPlan, MalformedKind};
@@ -44,6 +56,7 @@ use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
 use crate::http::chunked::{write_chunk, write_last_chunk};
 use crate::sys::socket;
+use crate::tls::io::{self as tls_io, FirstBytes, Handshake};
 use refusal::{Failure, NO_KEY, Rejection, output_tokens};
 
 /// Initial read buffer per connection.
@@ -146,6 +159,8 @@ pub(crate) struct Ctx<'a> {
     pub budget: InputBudget,
     /// Responses started by this worker, for unique ids.
     pub seq: u64,
+    /// The TLS configuration every connection is served with, if any.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// The worker's input budget: bytes of request input its connections may
@@ -256,6 +271,15 @@ enum Step {
 
 pub(crate) struct Conn {
     sock: TcpStream,
+    /// The TLS session, when the server speaks TLS: every byte to and from
+    /// `sock` goes through it, and nothing else knows. Boxed, so a plain
+    /// connection carries one null pointer.
+    tls: Option<Box<ServerConnection>>,
+    /// close_notify (or a fatal alert) is queued: nothing more is said.
+    tls_done: bool,
+    /// The sending side is shut down (lingering, once TLS's last records
+    /// are out).
+    shut: bool,
     slot: u32,
     generation: u32,
     inb: Vec<u8>,
@@ -302,10 +326,27 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// A connection accepted at `now`.
-    pub(crate) fn new(sock: TcpStream, slot: u32, generation: u32, now: u64, drip_ns: u64) -> Self {
+    /// A new TLS session for an accepted connection (`None` if rustls
+    /// refuses the configuration, which it accepted when it was built).
+    pub(crate) fn tls_session(config: &Arc<rustls::ServerConfig>) -> Option<Box<ServerConnection>> {
+        tls::session(config)
+    }
+
+    /// A connection accepted at `now`, through `tls` if the server speaks
+    /// TLS.
+    pub(crate) fn new(
+        sock: TcpStream,
+        tls: Option<Box<ServerConnection>>,
+        slot: u32,
+        generation: u32,
+        now: u64,
+        drip_ns: u64,
+    ) -> Self {
         Conn {
             sock,
+            tls,
+            tls_done: false,
+            shut: false,
             slot,
             generation,
             inb: Vec::new(),
@@ -339,12 +380,13 @@ impl Conn {
     /// closes. Nothing it sends is parsed.
     pub(crate) fn refuse(
         sock: TcpStream,
+        tls: Option<Box<ServerConnection>>,
         slot: u32,
         generation: u32,
         now: u64,
         busy: &[u8],
     ) -> Self {
-        let mut c = Conn::new(sock, slot, generation, now, 0);
+        let mut c = Conn::new(sock, tls, slot, generation, now, 0);
         c.out.extend_from_slice(busy);
         c.close_after = true;
         c.refused = true;
@@ -379,6 +421,9 @@ impl Conn {
         hup: bool,
     ) -> Outcome {
         self.hup_seen |= hup;
+        if !self.tls_done && self.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            return self.handshake(ctx, readable);
+        }
         if writable {
             if self.flush().is_err() {
                 return Outcome::Close;
@@ -393,6 +438,9 @@ impl Conn {
             }
         }
         if self.lingering {
+            if !self.shut {
+                return self.shut_down();
+            }
             return if readable && self.discard() {
                 Outcome::Close
             } else {
@@ -406,6 +454,44 @@ impl Conn {
         // after the read, not when the event was dequeued.
         let now = crate::clock::now_ns();
         self.settle(ctx, now)
+    }
+
+    /// Moves the TLS handshake on. Once it is done, reads at once: the
+    /// request may have come with the client's last flight, and rustls may
+    /// already hold it, so no edge would announce it. A failed handshake
+    /// leaves rustls's alert for the client (a plain-HTTP client then sees
+    /// a TLS record, not silence) and closes lingering, so unread input
+    /// cannot turn the close into a reset that destroys the alert.
+    fn handshake(&mut self, ctx: &mut Ctx<'_>, readable: bool) -> Outcome {
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return Outcome::Open;
+        };
+        if !readable && !tls_io::pending(tls) {
+            // The first writable edge: nothing to send, nothing arrived.
+            return Outcome::Open;
+        }
+        let c = ctx.counters;
+        match tls_io::handshake(tls, &mut self.sock, &mut FirstBytes::default()) {
+            Ok(Handshake::Blocked) => Outcome::Open,
+            Ok(Handshake::Done) => {
+                WorkerCounters::bump(&c.tls_handshakes, 1);
+                if tls.handshake_kind() == Some(HandshakeKind::Resumed) {
+                    WorkerCounters::bump(&c.tls_resumed, 1);
+                }
+                if self.read_some().is_err() {
+                    return Outcome::Close;
+                }
+                let now = crate::clock::now_ns();
+                self.settle(ctx, now)
+            }
+            Err(_) => {
+                WorkerCounters::bump(&c.tls_handshake_failures, 1);
+                // The alert is the last word: no close_notify after it.
+                self.tls_done = true;
+                self.close_after = true;
+                self.linger(crate::clock::now_ns())
+            }
+        }
     }
 
     /// Reads and drops input while lingering; true once the client's end
@@ -444,8 +530,12 @@ impl Conn {
         self.settle(ctx, now)
     }
 
+    /// Output not yet in the socket: bytes in `out`, plus one for any
+    /// ciphertext rustls holds (at most `tls::OUT_LIMIT`), so "nothing
+    /// pending" means nothing at all.
     fn pending_out(&self) -> usize {
-        self.out.len() - self.out_pos
+        let sealed = self.tls.as_deref().is_some_and(|t| tls_io::pending(t));
+        self.out.len() - self.out_pos + usize::from(sealed)
     }
 
     /// Asks for `on_timer` at `t`. One live entry per connection: an entry
@@ -459,24 +549,33 @@ impl Conn {
     }
 
     /// Writes buffered output until done or the socket is full (one byte
-    /// when it is due, when dripping).
+    /// when it is due, when dripping). With TLS, ciphertext rustls already
+    /// made goes first, and the socket is full once some of it waits.
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(tls) = self.tls.as_deref_mut() {
+            if tls_io::flush(tls, &mut self.sock)? {
+                return Ok(());
+            }
+        }
         if self.drip_ns != 0 {
             return self.drip();
         }
         while self.out_pos < self.out.len() {
-            match self.sock.write(&self.out[self.out_pos..]) {
+            match self.send(self.out.len()) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.out_pos += n;
                     // The client is reading: whatever it owes starts anew.
                     self.waiting_since = 0;
+                    if self.tls.as_deref().is_some_and(|t| tls_io::pending(t)) {
+                        // Taken, but the socket filled up: the writable
+                        // edge brings the rest.
+                        self.compact_out();
+                        return Ok(());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if self.out_pos > HIGH_WATER {
-                        self.out.drain(..self.out_pos);
-                        self.out_pos = 0;
-                    }
+                    self.compact_out();
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -491,8 +590,37 @@ impl Conn {
         Ok(())
     }
 
+    /// Drops output already sent once it is a good share of the buffer.
+    fn compact_out(&mut self) {
+        if self.out_pos > HIGH_WATER {
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
+    }
+
+    /// Sends `out[out_pos..end]` with a socket's meaning: `Ok(n)` bytes
+    /// taken, `WouldBlock` when none can be. With TLS, taken means sealed
+    /// into rustls, whose records may still wait for the socket.
+    fn send(&mut self, end: usize) -> io::Result<usize> {
+        let bytes = &self.out[self.out_pos..end];
+        let Some(tls) = self.tls.as_deref_mut() else {
+            return self.sock.write(bytes);
+        };
+        loop {
+            let n = tls_io::write(tls, &mut self.sock, bytes)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if tls_io::pending(tls) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            // rustls was full and the socket has just drained it: it takes
+            // more now.
+        }
+    }
+
     /// Writes one byte of output if one is due; the caller arms the timer
-    /// for the next (`settle`).
+    /// for the next (`settle`). With TLS each byte is a record of its own.
     fn drip(&mut self) -> io::Result<()> {
         if self.out_pos == self.out.len() {
             return Ok(());
@@ -502,7 +630,7 @@ impl Conn {
             return Ok(());
         }
         loop {
-            match self.sock.write(&self.out[self.out_pos..self.out_pos + 1]) {
+            match self.send(self.out_pos + 1) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => {
                     self.out_pos += n;
@@ -517,9 +645,8 @@ impl Conn {
         if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-        } else if self.out_pos > HIGH_WATER {
-            self.out.drain(..self.out_pos);
-            self.out_pos = 0;
+        } else {
+            self.compact_out();
         }
         Ok(())
     }
@@ -570,7 +697,19 @@ impl Conn {
                 }
             }
             let room = self.inb.len() - self.in_end;
-            match self.sock.read(&mut self.inb[self.in_end..]) {
+            let into = &mut self.inb[self.in_end..];
+            // With TLS, the plaintext read says nothing about the socket
+            // (rustls reads a record's worth at a time): whether the
+            // socket's own last read came up short does.
+            let (got, drained) = match self.tls.as_deref_mut() {
+                None => (self.sock.read(into), true),
+                Some(tls) => {
+                    let mut sock = tls::Sock::new(&mut self.sock);
+                    let got = tls_io::read(tls, &mut sock, into);
+                    (got, sock.short)
+                }
+            };
+            match got {
                 Ok(0) => {
                     self.peer_eof = true;
                     return Ok(());
@@ -580,8 +719,10 @@ impl Conn {
                     // A short read means the socket is empty now, and new
                     // data raises a fresh edge, so the EAGAIN read is saved.
                     // Not after a hang-up: its edge has been spent, so only
-                    // reading on to EOF observes it.
-                    if n < room && !self.hup_seen {
+                    // reading on to EOF observes it. Through TLS, a short
+                    // plaintext read means rustls holds no more, and a
+                    // short socket read that the socket had no more.
+                    if n < room && drained && !self.hup_seen {
                         return Ok(());
                     }
                 }
@@ -660,16 +801,37 @@ impl Conn {
         Outcome::Open
     }
 
-    /// Ends a connection whose response is out: shuts down the sending side
-    /// and reads on until the client closes its end (or `LINGER_NS`).
+    /// Ends a connection whose response is out: says close_notify (TLS),
+    /// shuts down the sending side and reads on until the client closes its
+    /// end (or `LINGER_NS`).
     fn linger(&mut self, now: u64) -> Outcome {
-        if self.sock.shutdown(std::net::Shutdown::Write).is_err() {
-            return Outcome::Close;
-        }
         self.lingering = true;
         self.waiting_since = now;
         self.in_start = 0;
         self.in_end = 0;
+        if let Some(tls) = self.tls.as_deref_mut() {
+            if !self.tls_done {
+                tls.send_close_notify();
+                self.tls_done = true;
+            }
+        }
+        self.shut_down()
+    }
+
+    /// The sending side's end, once TLS's last records are out (else the
+    /// writable edge calls again), then the read to the client's end.
+    fn shut_down(&mut self) -> Outcome {
+        if let Some(tls) = self.tls.as_deref_mut() {
+            match tls_io::flush(tls, &mut self.sock) {
+                Ok(false) => {}
+                Ok(true) => return Outcome::Open,
+                Err(_) => return Outcome::Close,
+            }
+        }
+        if self.sock.shutdown(std::net::Shutdown::Write).is_err() {
+            return Outcome::Close;
+        }
+        self.shut = true;
         if self.discard() {
             Outcome::Close
         } else {
