@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn a_pool_wider_than_eight_resumes_from_the_tickets_of_the_wave_before() {
         let (dir, cert, key) = files("pool");
-        let srv = server::config(&cert, &key, None).unwrap();
+        let srv = server::config(&cert, &key, None, true).unwrap();
         let settings = TlsSettings {
             ca_cert: Some(cert.clone()),
             ..TlsSettings::default()
@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn the_oldest_tickets_go_past_the_bound() {
         let (dir, cert, key) = files("bound");
-        let srv = server::config(&cert, &key, None).unwrap();
+        let srv = server::config(&cert, &key, None, true).unwrap();
         let settings = TlsSettings {
             ca_cert: Some(cert.clone()),
             ..TlsSettings::default()
