@@ -230,7 +230,8 @@ pub(crate) struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag))]
     pub ttft_timeout: Option<Duration>,
 
-    /// TCP connect timeout (default {CONNECT_TIMEOUT})
+    /// connect timeout: the TCP connect and, for https, the TLS handshake
+    /// (default {CONNECT_TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub connect_timeout: Option<Duration>,
 
