@@ -23,3 +23,4 @@ mod scenarios;
 mod secrets;
 mod serve;
 mod timing;
+mod tls;

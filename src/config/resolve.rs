@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::BenchConfig;
-use super::profile::typed::{self, Mode, nanos};
+use super::profile::typed::{self, Mode, TlsFields, nanos, tls_fields_set};
 use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
 };
@@ -20,6 +20,7 @@ use crate::config::duration::format_duration;
 use crate::dataset::{Order, SyntheticSpec};
 use crate::plan::{Checks, Limits, Load, Thresholds};
 use crate::protocol::{self, Protocol, Sampling};
+use crate::tls::TlsSettings;
 
 /// Worker processes a run may have.
 const MAX_WORKERS: usize = 64;
@@ -201,12 +202,26 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         );
     }
     let max_tokens = p.max_tokens.unwrap_or(defaults::MAX_TOKENS);
+    let tls = typed::tls_settings(
+        &mut errs,
+        "",
+        TlsFields {
+            ca_cert: p.ca_cert.as_ref(),
+            insecure: p.insecure,
+            server_name: p.tls_server_name.as_deref(),
+            client_cert: p.client_cert.as_ref(),
+            client_key: p.client_key.as_ref(),
+        },
+        &TlsSettings::default(),
+    );
     let top = Scenario {
         name: "default".to_string(),
         weight: defaults::WEIGHT,
         protocol,
         endpoint,
         headers: p.headers.clone().unwrap_or_default().into_iter().collect(),
+        tls,
+        keep_alive: p.keep_alive.unwrap_or(defaults::KEEP_ALIVE),
         model: p.model.clone(),
         max_tokens,
         stream: p.stream.unwrap_or(defaults::STREAM),
@@ -231,7 +246,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         (None, Some(n)) => n.max(defaults::CONNECTIONS),
         (None, None) => defaults::CONNECTIONS,
     };
-    let warnings = stages
+    let mut warnings: Vec<String> = stages
         .iter()
         .filter_map(|s| match s.load {
             Load::Closed { concurrency } if concurrency < scenarios.len() => Some(format!(
@@ -242,6 +257,11 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             _ => None,
         })
         .collect();
+    for w in unused_tls(&scenarios, p.scenarios.is_some()) {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
     // Gaps a request keeps: two per token the largest request asks for.
     let most_tokens = p
         .scenarios
@@ -314,6 +334,35 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         warnings,
         profile,
     })
+}
+
+/// A warning per scenario whose TLS settings go unused because its endpoint
+/// is plain http (the built-in endpoint is too); `named` says whether the
+/// profile has scenarios to name.
+fn unused_tls(scenarios: &[Scenario], named: bool) -> Vec<String> {
+    scenarios
+        .iter()
+        .filter(|s| !s.endpoint.as_ref().is_some_and(|e| e.tls))
+        .filter_map(|s| {
+            let set = tls_fields_set(&s.tls);
+            if set.is_empty() {
+                return None;
+            }
+            let whose = if named {
+                format!("scenario '{}': ", s.name)
+            } else {
+                String::new()
+            };
+            let endpoint = match &s.endpoint {
+                Some(_) => "its endpoint is plain http://",
+                None => "the built-in endpoint is plain http",
+            };
+            Some(format!(
+                "{whose}{} set but not used: {endpoint}",
+                set.join(", ")
+            ))
+        })
+        .collect()
 }
 
 /// Bytes an API key file may have: a key is short, and a path pointing at
@@ -515,6 +564,162 @@ mod tests {
         let cfg = resolved(r#"{"scenarios": [{"name": "a"}, {"name": "b", "api": "sglang"}]}"#);
         assert!(cfg.scenarios.iter().all(|s| s.endpoint.is_none()));
         assert_eq!(cfg.scenarios[1].protocol.name(), "sglang");
+    }
+
+    /// A CA certificate, a client certificate and its key, and a file
+    /// that is neither, under a fresh directory.
+    fn tls_files(tag: &str) -> (std::path::PathBuf, [String; 4]) {
+        let dir = std::env::temp_dir().join(format!("llmload-tlscfg-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let mut paths = Vec::new();
+        for (name, text) in [
+            ("ca.pem", cert.pem()),
+            ("client.pem", cert.pem()),
+            ("client.key", key.serialize_pem()),
+            ("junk.pem", "SECRET-NOT-PEM\n".to_string()),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            paths.push(p.display().to_string());
+        }
+        (dir, paths.try_into().unwrap())
+    }
+
+    #[test]
+    fn tls_settings_inherit_field_by_field_and_scenarios_reach_their_own_https() {
+        let (dir, [ca, cert, key, _]) = tls_files("inherit");
+        let cfg = resolved(&format!(
+            r#"{{"endpoint": "https://127.0.0.1:9/v1/chat/completions", "model": "m",
+                "ca_cert": "{ca}", "client_cert": "{cert}", "client_key": "{key}",
+                "tls_server_name": "gw.example", "keep_alive": false,
+                "scenarios": [
+                  {{"name": "a"}},
+                  {{"name": "b", "api": "anthropic", "insecure": true, "keep_alive": true,
+                    "tls_server_name": "other.example"}},
+                  {{"name": "c", "endpoint": "https://127.0.0.1:10/x", "ca_cert": "{cert}",
+                    "client_cert": "{ca}", "client_key": "{key}"}}
+                ]}}"#
+        ));
+        let [a, b, c] = &cfg.scenarios[..] else {
+            panic!("three scenarios");
+        };
+        let path = |p: &str| Some(std::path::PathBuf::from(p));
+        let top = TlsSettings {
+            ca_cert: path(&ca),
+            insecure: false,
+            server_name: Some("gw.example".into()),
+            client_cert: path(&cert),
+            client_key: path(&key),
+        };
+        assert_eq!((&a.tls, a.keep_alive), (&top, false));
+        assert!(a.endpoint.as_ref().unwrap().tls);
+        // Another API at the same https server keeps the scheme.
+        let eb = b.endpoint.as_ref().unwrap();
+        assert_eq!(
+            (eb.url.as_str(), eb.tls, eb.path.as_str()),
+            ("https://127.0.0.1:9", true, "/v1/messages")
+        );
+        assert_eq!(
+            (&b.tls, b.keep_alive),
+            (
+                &TlsSettings {
+                    insecure: true,
+                    server_name: Some("other.example".into()),
+                    ..top.clone()
+                },
+                true
+            )
+        );
+        assert_eq!(c.endpoint.as_ref().unwrap().addr.port(), 10);
+        assert_eq!(
+            c.tls,
+            TlsSettings {
+                ca_cert: path(&cert),
+                client_cert: path(&ca),
+                ..top.clone()
+            }
+        );
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        // Defaults: verified, reused, nothing set.
+        let plain = resolved("{}");
+        assert_eq!(
+            (&plain.scenarios[0].tls, plain.scenarios[0].keep_alive),
+            (&TlsSettings::default(), true)
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tls_errors_name_the_field_and_the_file_never_its_contents() {
+        let (dir, [ca, cert, key, junk]) = tls_files("errors");
+        let errors = |text: &str| {
+            let no_env = |_: &str| Err(VarError::NotPresent);
+            let p = Profile::parse(text, "run.json", &no_env).unwrap();
+            resolve(p).err().unwrap_or_default()
+        };
+        let missing = dir.join("nope.pem").display().to_string();
+        let e = errors(&format!(
+            r#"{{"endpoint": "https://127.0.0.1:9", "ca_cert": "{missing}",
+                "client_cert": "{cert}", "tls_server_name": "not a name",
+                "scenarios": [{{"name": "a", "client_key": "{junk}"}},
+                              {{"name": "b", "client_cert": "{junk}", "client_key": "{key}"}}]}}"#
+        ));
+        // Scenario a's key pairs with the certificate it inherits.
+        assert_eq!(e.len(), 5, "{e:#?}");
+        assert!(
+            e[0].starts_with(&format!("ca_cert: '{missing}': cannot read: ")),
+            "{e:#?}"
+        );
+        assert_eq!(
+            e[1],
+            "tls_server_name: 'not a name' is not a valid TLS server name (a DNS name or an IP address)"
+        );
+        assert_eq!(
+            e[2],
+            "client_cert: a client certificate needs its private key (client_key, --client-key)"
+        );
+        assert!(
+            e[3].starts_with(&format!(
+                "scenarios[0].client_key: key file '{junk}': no private key"
+            )),
+            "{e:#?}"
+        );
+        assert!(
+            e[4].starts_with(&format!(
+                "scenarios[1].client_cert: '{junk}': no certificate in it"
+            )),
+            "{e:#?}"
+        );
+        assert!(e.iter().all(|m| !m.contains("SECRET")), "{e:#?}");
+        // Skipping verification beside a CA file is allowed.
+        assert!(errors(&format!(r#"{{"insecure": true, "ca_cert": "{ca}"}}"#)).is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tls_settings_on_a_plain_endpoint_are_a_warning() {
+        let (dir, [ca, ..]) = tls_files("unused");
+        let cfg = resolved(&format!(
+            r#"{{"endpoint": "http://127.0.0.1:9", "insecure": true, "ca_cert": "{ca}"}}"#
+        ));
+        assert_eq!(
+            cfg.warnings,
+            ["ca_cert, insecure set but not used: its endpoint is plain http://"]
+        );
+        let cfg = resolved(
+            r#"{"tls_server_name": "h.example", "scenarios": [{"name": "a"},
+                {"name": "b", "endpoint": "https://127.0.0.1:9"}]}"#,
+        );
+        assert_eq!(
+            cfg.warnings,
+            ["scenario 'a': tls_server_name set but not used: the built-in endpoint is plain http"]
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -18,7 +18,24 @@ use std::net::SocketAddr;
 
 use crate::plan::{Checks, Limits, StagePlan, Thresholds};
 use crate::protocol::Protocol;
+use crate::tls::TlsClient;
 use requests::RequestSet;
+
+/// One endpoint the workers connect to: where, whether over TLS, and
+/// whether its connections are reused. Scenarios that share all three
+/// share one entry, and with it one pool of idle connections per worker.
+#[derive(Clone, Debug)]
+pub(crate) struct EndpointPlan {
+    /// `None` for a host that did not resolve (its requests fail as
+    /// `dns_error`).
+    pub addr: Option<SocketAddr>,
+    /// The TLS client of an https endpoint, built before the fork: each
+    /// worker process then resumes from its own copy of its session store.
+    pub tls: Option<TlsClient>,
+    /// Connections go back to the idle pool after a response; false: each
+    /// carries one request (sent with `Connection: close`) and is closed.
+    pub keep_alive: bool,
+}
 
 /// One weighted kind of traffic: its wire format, endpoint, content and
 /// checks.
@@ -55,9 +72,8 @@ impl ScenarioPlan<'_> {
 
 /// Everything the engine needs for a run.
 pub(crate) struct Plan<'a> {
-    /// Every endpoint scenarios send to, resolved once; `None` for a host
-    /// that did not resolve (its requests fail as `dns_error`).
-    pub endpoints: Vec<Option<SocketAddr>>,
+    /// Every endpoint scenarios send to, resolved once.
+    pub endpoints: Vec<EndpointPlan>,
     pub scenarios: Vec<ScenarioPlan<'a>>,
     pub stages: Vec<StagePlan>,
     /// Run before the first stage is measured, with the first stage's load.

@@ -43,6 +43,8 @@ pub(crate) struct RunInfo {
     pub events: events::EventsStats,
     /// What a reader must know to read the numbers right.
     pub notes: Vec<String>,
+    /// How the https endpoints were reached; `None` when none was https.
+    pub tls: Option<summary::TlsSummary>,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -101,6 +103,7 @@ mod tests {
             dataset: Value::Null,
             events: events::EventsStats::default(),
             notes: Vec::new(),
+            tls: None,
         }
     }
 

@@ -108,6 +108,7 @@ fn run_families(f: &mut Families, summary: &Summary) {
         "Most conversations in flight at once.",
     )
     .push("", &[], Some(g.max_inflight.to_string()));
+    connection_families(f, summary);
     let rss = f.get(
         "llmload_generator_worker_max_rss_bytes",
         Kind::Gauge,
@@ -119,6 +120,71 @@ fn run_families(f: &mut Families, summary: &Summary) {
             &[("worker", k.to_string())],
             Some((kib * 1024).to_string()),
         );
+    }
+}
+
+/// The run's connections: counts, connects per second, and the connect and
+/// handshake time distributions (whole run, no stage or scenario labels:
+/// connections are shared across them); whether verification was off.
+fn connection_families(f: &mut Families, summary: &Summary) {
+    let c = &summary.connections;
+    for (name, n, help) in [
+        (
+            "llmload_connections_opened_total",
+            c.opened,
+            "Connections ready for requests (TCP connected and, for https, the TLS handshake done).",
+        ),
+        (
+            "llmload_connections_resumed_total",
+            c.resumed,
+            "TLS handshakes that resumed a session.",
+        ),
+        (
+            "llmload_connections_failed_total",
+            c.failed,
+            "Connection attempts that ended without a usable connection (connect or TLS handshake failed).",
+        ),
+    ] {
+        f.get(name, Kind::Counter, help)
+            .push("", &[], Some(n.to_string()));
+    }
+    f.get(
+        "llmload_connects_per_second",
+        Kind::Gauge,
+        "Connections opened during the measured window, per second of it.",
+    )
+    .push("", &[], Some(float(c.connects_per_s)));
+    // No labels but the quantile's.
+    let at = |q: Option<Label>| q.into_iter().collect();
+    summary_family(
+        f,
+        (
+            "llmload_tcp_connect_seconds",
+            "TCP connect time per connection: connect start to connected.",
+        ),
+        &c.tcp_connect_ms,
+        1e-3,
+        &at,
+    );
+    if let Some(h) = &c.tls_handshake_ms {
+        summary_family(
+            f,
+            (
+                "llmload_tls_handshake_seconds",
+                "TLS handshake time per connection: TCP connected to handshake done.",
+            ),
+            h,
+            1e-3,
+            &at,
+        );
+    }
+    if let Some(tls) = &summary.tls {
+        f.get(
+            "llmload_tls_insecure",
+            Kind::Gauge,
+            "1 when some endpoint's TLS certificate was not verified (--insecure).",
+        )
+        .push("", &[], Some(bool01(tls.insecure)));
     }
 }
 
@@ -549,6 +615,49 @@ mod tests {
             text.matches("# TYPE llmload_requests_total counter\n")
                 .count(),
             1
+        );
+    }
+
+    #[test]
+    fn connections_are_counters_a_rate_and_summaries_in_seconds() {
+        let mut doc = fixture::summary();
+        doc.connections = crate::report::fixture::read(json!({
+            "tool": "llmload", "stages": [],
+            "connections": {"opened": 40, "resumed": 39, "failed": 2, "connects_per_s": 12.5,
+                            "tcp_connect_ms": fixture::hist(40, 0.2),
+                            "tls_handshake_ms": fixture::hist(40, 1.0)},
+            "tls": {"insecure": true, "endpoints": []}
+        }))
+        .connections;
+        doc.tls = Some(crate::report::summary::TlsSummary {
+            insecure: true,
+            endpoints: Vec::new(),
+        });
+        let (text, s) = rendered(&doc);
+        let v = |name, labels: &[(&str, &str)]| {
+            find(&s, name, labels).unwrap_or_else(|| panic!("no {name} {labels:?} in\n{text}"))
+        };
+        assert_eq!(v("llmload_connections_opened_total", &[]), 40.0);
+        assert_eq!(v("llmload_connections_resumed_total", &[]), 39.0);
+        assert_eq!(v("llmload_connections_failed_total", &[]), 2.0);
+        assert_eq!(v("llmload_connects_per_second", &[]), 12.5);
+        assert_eq!(
+            v("llmload_tcp_connect_seconds", &[("quantile", "0.5")]),
+            0.0002
+        );
+        assert_eq!(
+            v("llmload_tls_handshake_seconds", &[("quantile", "0.99")]),
+            0.0025
+        );
+        assert_eq!(v("llmload_tls_handshake_seconds_count", &[]), 40.0);
+        assert_eq!(v("llmload_tls_insecure", &[]), 1.0);
+        // Plain http: no handshake family, no insecure gauge.
+        let (text, s) = rendered(&fixture::summary());
+        assert_eq!(find(&s, "llmload_tls_handshake_seconds_count", &[]), None);
+        assert!(!text.contains("llmload_tls_insecure"), "{text}");
+        assert_eq!(
+            find(&s, "llmload_tcp_connect_seconds_count", &[]),
+            Some(0.0)
         );
     }
 

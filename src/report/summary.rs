@@ -21,7 +21,7 @@ use super::RunInfo;
 use super::events::EventsStats;
 use crate::clock::format_utc;
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
-use crate::metrics::run::{Incomplete, Limit, RunResult, ThresholdAbort};
+use crate::metrics::run::{ConnectionStats, Incomplete, Limit, RunResult, ThresholdAbort};
 use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
 use crate::plan::{self, ArrivalKind};
@@ -61,6 +61,11 @@ pub(crate) struct Summary {
     pub run: Numbers,
     pub warmup: Warmup,
     pub generator: Generator,
+    /// How connections were opened and what opening them cost.
+    pub connections: Connections,
+    /// How the https endpoints were reached; absent when none was https.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSummary>,
     pub stages: Vec<Stage>,
     /// Each scenario over the whole run.
     pub scenarios: Vec<Scenario>,
@@ -204,6 +209,99 @@ pub(crate) struct Generator {
     pub limits: Vec<String>,
 }
 
+/// The run's connections: how many were opened, resumed a TLS session or
+/// failed, and how long the TCP connect and the TLS handshake took, each
+/// measured per connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Connections {
+    /// Ready for requests (TCP connected and, for https, the TLS handshake
+    /// done), warm-up connections included.
+    pub opened: u64,
+    /// TLS handshakes that resumed a session.
+    pub resumed: u64,
+    /// Attempts that ended without a usable connection.
+    pub failed: u64,
+    /// Connections opened during the measured window, per second of it.
+    pub connects_per_s: f64,
+    /// Connections were reused; false when some endpoint's carried one
+    /// request each (`--keep-alive false`).
+    pub keep_alive: bool,
+    /// Connect start to TCP connected.
+    pub tcp_connect_ms: Rollup,
+    /// TCP connected to TLS handshake done; only when an endpoint was https.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_ms: Option<Rollup>,
+}
+
+/// What a document without the block reads as: nothing measured, and
+/// connections reused (the only behaviour before the setting existed).
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            opened: 0,
+            resumed: 0,
+            failed: 0,
+            connects_per_s: 0.0,
+            keep_alive: true,
+            tcp_connect_ms: Rollup::default(),
+            tls_handshake_ms: None,
+        }
+    }
+}
+
+impl Connections {
+    /// Whether any connection was tried (an older document has none).
+    pub(crate) fn any(&self) -> bool {
+        self.opened + self.failed > 0 || self.tcp_connect_ms.count > 0
+    }
+
+    fn of(c: &ConnectionStats, window_ns: u64) -> Connections {
+        let secs = window_ns as f64 / 1e9;
+        Connections {
+            opened: c.opened,
+            resumed: c.resumed,
+            failed: c.failed,
+            connects_per_s: if secs > 0.0 {
+                c.opened_in_window as f64 / secs
+            } else {
+                0.0
+            },
+            keep_alive: c.keep_alive,
+            tcp_connect_ms: c.tcp_connect.rollup(MS),
+            tls_handshake_ms: c.tls.then(|| c.tls_handshake.rollup(MS)),
+        }
+    }
+}
+
+/// How the run's https endpoints were reached.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct TlsSummary {
+    /// Some endpoint's certificate was not verified (`--insecure`).
+    pub insecure: bool,
+    pub endpoints: Vec<TlsEndpoint>,
+}
+
+/// One https endpoint and its settings (file paths only).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct TlsEndpoint {
+    /// As echoed: query values masked.
+    pub url: String,
+    /// The name verified and sent as SNI.
+    pub server_name: String,
+    /// The certificate was verified (false with `--insecure`).
+    pub verify: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<String>,
+}
+
+/// The line the report and summary show when verification was off.
+pub(crate) const INSECURE_LINE: &str = "TLS verification OFF (--insecure): the server's certificate was not checked, so the endpoint's identity is unproven";
+
 /// One stage: its load, its numbers, its scenarios and thresholds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -336,6 +434,8 @@ impl Summary {
                 limited_by_generator: !g.limits.is_empty(),
                 limits: g.limits.iter().map(limit).collect(),
             },
+            connections: Connections::of(&run.connections, run.total_window_ns),
+            tls: info.tls.clone(),
             stages: run
                 .stages
                 .iter()
@@ -361,7 +461,7 @@ impl Summary {
             thresholds_passed: run.thresholds_passed,
             aborted_on_threshold: run.aborted_on_threshold.as_ref().map(threshold_abort),
             events: info.events.clone(),
-            notes: info.notes.clone(),
+            notes: notes(info),
             builtin_endpoint: info.builtin_endpoint.clone(),
         }
     }
@@ -468,6 +568,16 @@ impl Scenario {
             send_lateness_us: b.send_lateness.rollup(US),
         }
     }
+}
+
+/// The run's notes, the insecure line first when verification was off.
+fn notes(info: &RunInfo) -> Vec<String> {
+    let insecure = info.tls.as_ref().is_some_and(|t| t.insecure);
+    insecure
+        .then(|| INSECURE_LINE.to_string())
+        .into_iter()
+        .chain(info.notes.iter().cloned())
+        .collect()
 }
 
 /// Why the generator limited the run, for a person.

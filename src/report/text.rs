@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::fmt::{Whole, num};
-use super::summary::{Load, Numbers, Scenario, Summary};
+use super::summary::{INSECURE_LINE, Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Rollup;
 use crate::protocol::Finish;
@@ -35,7 +35,11 @@ pub(crate) fn render(s: &Summary) -> String {
         let _ = writeln!(o, "load: {} ({})", load(st.load.as_ref()), st.name);
     }
     for note in &s.notes {
-        let _ = writeln!(o, "note: {note}");
+        if note == INSECURE_LINE {
+            let _ = writeln!(o, "WARNING: {note}");
+        } else {
+            let _ = writeln!(o, "note: {note}");
+        }
     }
     if let Some(skipped) = s.dataset["skipped"].as_u64()
         && skipped > 0
@@ -56,6 +60,10 @@ pub(crate) fn render(s: &Summary) -> String {
     }
     o.push('\n');
     block(&mut o, &s.run);
+    // Without keep-alive, connecting is what the run measures: right here.
+    if !s.connections.keep_alive && s.connections.any() {
+        connections(&mut o, s);
+    }
     if s.scenarios.len() > 1 {
         o.push('\n');
         scenario_table(&mut o, &s.scenarios);
@@ -71,6 +79,9 @@ pub(crate) fn render(s: &Summary) -> String {
         }
     }
     thresholds(&mut o, s);
+    if s.connections.keep_alive && s.connections.any() {
+        connections(&mut o, s);
+    }
     generator(&mut o, s);
     if s.events.dropped > 0 || s.events.error.is_some() {
         let _ = writeln!(
@@ -176,6 +187,34 @@ fn block(o: &mut String, b: &Numbers) {
     );
     row(o, "input (isl)", &k.isl);
     row(o, "output (osl)", &k.osl);
+}
+
+/// Connections opened, resumed and failed, connects/s, and the connect and
+/// handshake time percentiles.
+fn connections(o: &mut String, s: &Summary) {
+    let c = &s.connections;
+    let _ = writeln!(
+        o,
+        "\nconnections opened {}  resumed {}  failed {}  {:.2} connects/s{}",
+        c.opened,
+        c.resumed,
+        c.failed,
+        c.connects_per_s,
+        if c.keep_alive {
+            ""
+        } else {
+            "  (one request per connection: --keep-alive false)"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "{:<18}{:>8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "connect (ms)", "count", "min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"
+    );
+    row(o, "tcp connect", &c.tcp_connect_ms);
+    if let Some(h) = &c.tls_handshake_ms {
+        row(o, "tls handshake", h);
+    }
 }
 
 fn scenario_table(o: &mut String, scenarios: &[Scenario]) {
@@ -333,6 +372,69 @@ definitions
   ttft     first token − t_send; the first token is the first SSE event with non-empty output text
   tpot     (last token − first token) / (output tokens − 1), per request with ≥ 2 output tokens
   itl      each gap between consecutive text-bearing events
+  connect  per connection, warm-up ones included: tcp from connect start to connected, tls from connected to handshake done
   tokens   output: the endpoint's usage, else --tokenizer on the text, else text-bearing events;
            input: token ids given, else --tokenizer on the prompt, else the endpoint's usage
 ";
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::report::fixture;
+
+    fn with_connections(keep_alive: bool) -> Summary {
+        let mut s = fixture::summary();
+        s.connections = fixture::read(json!({
+            "tool": "llmload", "stages": [],
+            "connections": {"opened": 400, "resumed": 398, "failed": 1, "connects_per_s": 40.0,
+                            "keep_alive": keep_alive,
+                            "tcp_connect_ms": fixture::hist(400, 0.2),
+                            "tls_handshake_ms": fixture::hist(400, 1.0)}
+        }))
+        .connections;
+        s
+    }
+
+    #[test]
+    fn connections_come_first_without_keep_alive() {
+        let text = render(&with_connections(false));
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("no {needle:?} in\n{text}"))
+        };
+        assert!(text.contains(
+            "connections opened 400  resumed 398  failed 1  40.00 connects/s  (one request per connection: --keep-alive false)"
+        ));
+        assert!(at("connections opened") < at("generator health"));
+        assert!(at("connections opened") < at("thresholds"));
+        let row: Vec<&str> = text
+            .lines()
+            .find(|l| l.starts_with("tls handshake"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(row[2..6], ["400", "0.500", "1.100", "1"]);
+        // With keep-alive the section comes later, before generator health.
+        let text = render(&with_connections(true));
+        let thresholds = text.find("\nthresholds").unwrap();
+        let conns = text.find("connections opened").unwrap();
+        assert!(thresholds < conns && conns < text.find("generator health").unwrap());
+        assert!(!text.contains("--keep-alive false"));
+    }
+
+    #[test]
+    fn insecure_runs_say_so_in_a_warning_line() {
+        let mut s = fixture::summary();
+        s.notes.insert(0, INSECURE_LINE.to_string());
+        let text = render(&s);
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("WARNING: TLS verification OFF (--insecure)")),
+            "{text}"
+        );
+        // A document without connections shows no such section.
+        assert!(!text.contains("\nconnections opened"), "{text}");
+    }
+}

@@ -1,7 +1,8 @@
 //! The one shared mapping of a bench run and what lives in it: a control
-//! block (run phase), per-worker counters, the parent's doorbell, and per
-//! worker an issue ring (parent → worker, fixed `IssueSlot`s), a completion
-//! ring (worker → parent, variable records) and the worker's doorbell.
+//! block (run phase), per-worker counters and connection statistics, the
+//! parent's doorbell, and per worker an issue ring (parent → worker, fixed
+//! `IssueSlot`s), a completion ring (worker → parent, variable records) and
+//! the worker's doorbell.
 //! Everything is placed before `fork()`; afterwards each process takes the
 //! ring ends it owns. Each end is handed out once across all processes (the
 //! ring header records it), so safe code cannot make a second producer.
@@ -89,7 +90,8 @@ pub(crate) struct WorkerCounters {
     pub completion_ring_full: AtomicU64,
     /// Requests whose inter-token gaps did not all fit the worker's buffer.
     pub itl_truncated: AtomicU64,
-    /// TCP connections opened.
+    /// Connections opened and ready for requests (TCP connected and, for
+    /// https, the TLS handshake done).
     pub connections_opened: AtomicU64,
     /// Requests re-sent because a reused keep-alive connection turned out
     /// closed before any response byte.
@@ -98,6 +100,98 @@ pub(crate) struct WorkerCounters {
 
 // SAFETY: atomics only: valid as zero, no pointers, changed atomically.
 unsafe impl Plain for WorkerCounters {}
+
+/// Buckets of a [`TimeHist`]: every value below 128 ns has its own, then
+/// 64 per power of two (each at most 1/64 ≈ 1.6 % wide, so a bucket's
+/// middle is within 0.8 % of any value in it), up to `TIME_TOP_NS`.
+pub(crate) const TIME_BUCKETS: usize = 2240;
+/// Sub-buckets per power of two, as a shift.
+const SUB_BITS: u32 = 6;
+/// The largest value with a bucket of its own, about 18 minutes; longer
+/// ones are counted in the last bucket (their exact maximum is kept).
+pub(crate) const TIME_TOP_NS: u64 = (1 << 40) - 1;
+
+/// The bucket `ns` is counted in.
+#[inline]
+pub(crate) fn time_bucket(ns: u64) -> usize {
+    let v = ns.min(TIME_TOP_NS);
+    if v < 2 << SUB_BITS {
+        return v as usize;
+    }
+    // v in [2^e, 2^(e+1)), e ≥ 7: its top SUB_BITS + 1 bits pick the bucket.
+    let shift = 63 - v.leading_zeros() - SUB_BITS;
+    ((shift as u64) << SUB_BITS) as usize + (v >> shift) as usize
+}
+
+/// The middle of bucket `i`: the value its counts stand for.
+pub(crate) fn time_bucket_mid(i: usize) -> u64 {
+    if i < 2 << SUB_BITS {
+        return i as u64;
+    }
+    let shift = (i >> SUB_BITS) as u32 - 1;
+    let m = (i - ((shift as usize) << SUB_BITS)) as u64;
+    (m << shift) + (1 << shift) / 2
+}
+
+/// A histogram of durations one worker records (connect and handshake
+/// times) and the parent reads at the end: fixed log-linear buckets of
+/// atomics, so recording is a few relaxed adds with no allocation, beside
+/// the exact count, sum, minimum and maximum. On its own cache lines
+/// (64-byte aligned).
+#[repr(C, align(64))]
+pub(crate) struct TimeHist {
+    pub count: AtomicU64,
+    pub sum_ns: AtomicU64,
+    /// The minimum, bit-inverted, so the mapping's zero means "none yet"
+    /// and `fetch_max` keeps the smallest.
+    min_ns_inverted: AtomicU64,
+    pub max_ns: AtomicU64,
+    pub buckets: [AtomicU64; TIME_BUCKETS],
+}
+
+// SAFETY: atomics only: valid as zero (an empty histogram), no pointers,
+// changed only atomically.
+unsafe impl Plain for TimeHist {}
+
+impl TimeHist {
+    /// Counts one duration. Relaxed: the parent reads after the worker
+    /// exits (or a moment's skew does not matter).
+    #[inline]
+    pub(crate) fn record(&self, ns: u64) {
+        self.buckets[time_bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.min_ns_inverted.fetch_max(!ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// The smallest duration recorded; `None` when empty.
+    pub(crate) fn min_ns(&self) -> Option<u64> {
+        (self.count.load(Ordering::Relaxed) > 0)
+            .then(|| !self.min_ns_inverted.load(Ordering::Relaxed))
+    }
+}
+
+/// One worker's connection statistics beside its `WorkerCounters`: how its
+/// connections were opened, and how long connecting took.
+#[repr(C, align(64))]
+pub(crate) struct ConnStats {
+    /// TLS handshakes that resumed a session (no certificate exchange).
+    pub resumed: AtomicU64,
+    /// Connection attempts that ended without a usable connection: the TCP
+    /// connect failed or timed out, or the TLS handshake failed (including
+    /// a server rejecting the client right after it, as TLS 1.3 servers do
+    /// with a missing client certificate).
+    pub failed: AtomicU64,
+    /// TCP connect start to connected.
+    pub tcp_connect: TimeHist,
+    /// TCP connected to TLS handshake done (https only).
+    pub tls_handshake: TimeHist,
+}
+
+// SAFETY: atomics only (and `TimeHist`, itself `Plain`): valid as zero, no
+// pointers, changed only atomically.
+unsafe impl Plain for ConnStats {}
 
 /// Issue ring slots per worker.
 pub(crate) const ISSUE_SLOTS: usize = 16384;
@@ -120,6 +214,7 @@ pub(crate) const MAX_RECORD: usize = COMPLETION_BYTES / 4 - 8;
 pub(crate) struct Shared {
     control: usize,
     counters: Vec<usize>,
+    conn_stats: Vec<usize>,
     issue: Vec<usize>,
     completion: Vec<usize>,
     /// Rung by workers when they publish completions.
@@ -137,6 +232,9 @@ impl Shared {
         let control = l.reserve(size_of::<Control>(), align_of::<Control>());
         let counters: Vec<usize> = (0..workers)
             .map(|_| l.reserve(size_of::<WorkerCounters>(), align_of::<WorkerCounters>()))
+            .collect();
+        let conn_stats: Vec<usize> = (0..workers)
+            .map(|_| l.reserve(size_of::<ConnStats>(), align_of::<ConnStats>()))
             .collect();
         let parent_bell = l.reserve(DOORBELL_BYTES, 64);
         let bells: Vec<usize> = (0..workers)
@@ -172,6 +270,7 @@ impl Shared {
         Ok(Shared {
             control,
             counters,
+            conn_stats,
             issue,
             completion,
             parent_bell,
@@ -195,6 +294,10 @@ impl Shared {
 
     pub(crate) fn counters(&self, worker: usize) -> &WorkerCounters {
         self.place(self.counters[worker])
+    }
+
+    pub(crate) fn conn_stats(&self, worker: usize) -> &ConnStats {
+        self.place(self.conn_stats[worker])
     }
 
     pub(crate) fn phase(&self) -> RunPhase {
@@ -266,6 +369,51 @@ mod tests {
         assert_eq!(size_of::<IssueSlot>(), 24);
         assert_eq!(size_of::<Control>(), 64);
         assert_eq!(size_of::<WorkerCounters>(), 64);
+        assert_eq!(align_of::<TimeHist>(), 64);
+        assert_eq!(
+            size_of::<TimeHist>(),
+            ((4 + TIME_BUCKETS) * 8).next_multiple_of(64)
+        );
+        assert_eq!(align_of::<ConnStats>(), 64);
+    }
+
+    #[test]
+    fn time_buckets_are_contiguous_and_fine() {
+        // Every bucket is reached, in order, and each value lies in its
+        // bucket's range, whose middle is within 0.8 % of it.
+        let mut last = 0;
+        let mut v = 0u64;
+        while v <= TIME_TOP_NS {
+            let b = time_bucket(v);
+            assert!(b == last || b == last + 1, "gap at {v}: {last} → {b}");
+            last = b;
+            let mid = time_bucket_mid(b);
+            let err = (mid as f64 - v as f64).abs() / (v.max(1) as f64);
+            assert!(err <= 0.008, "{v} in bucket {b} (middle {mid}): {err}");
+            v = if v < 1 << 20 { v + 1 } else { v + v / 997 };
+        }
+        assert_eq!(time_bucket(TIME_TOP_NS), TIME_BUCKETS - 1);
+        assert_eq!(time_bucket(u64::MAX), TIME_BUCKETS - 1);
+        for i in 0..TIME_BUCKETS {
+            assert_eq!(time_bucket(time_bucket_mid(i)), i, "bucket {i}");
+        }
+    }
+
+    #[test]
+    fn a_time_histogram_keeps_exact_count_sum_min_and_max() {
+        let shared = Shared::new(2).unwrap();
+        let h = &shared.conn_stats(1).tcp_connect;
+        assert_eq!(h.min_ns(), None);
+        for ns in [250_000, 90_000, 1_000_000, 90_000] {
+            h.record(ns);
+        }
+        assert_eq!(h.count.load(Ordering::Relaxed), 4);
+        assert_eq!(h.sum_ns.load(Ordering::Relaxed), 1_430_000);
+        assert_eq!(h.min_ns(), Some(90_000));
+        assert_eq!(h.max_ns.load(Ordering::Relaxed), 1_000_000);
+        assert_eq!(h.buckets[time_bucket(90_000)].load(Ordering::Relaxed), 2);
+        // Other workers' statistics are their own.
+        assert_eq!(shared.conn_stats(0).tcp_connect.min_ns(), None);
     }
 
     #[test]

@@ -6,17 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use rustls::client::Resumption;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ClientSessionMemoryCache, Resumption};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use super::sessions::SessionStore;
 use super::{ALPN_HTTP11, provider};
 
-/// Sessions the client keeps for resumption, per process: enough for every
-/// endpoint of a run; a TLS 1.3 ticket is used once, so this also bounds
-/// how many resumptions can be ready at once.
+/// TLS 1.3 tickets the client keeps per server, per process; a ticket is
+/// used once, so this bounds how many resumptions can be ready at once (a
+/// pool of this many connections opens without a full handshake each).
 const SESSION_CACHE: usize = 4096;
 
 /// The TLS settings of one endpoint, as flags and profile fields give them.
@@ -40,6 +41,8 @@ pub(crate) struct TlsClient {
     pub server_name: ServerName<'static>,
     /// Verification is off (`--insecure`).
     pub insecure: bool,
+    /// The sessions `config` resumes from (shared with it).
+    pub sessions: Arc<SessionStore>,
 }
 
 impl TlsClient {
@@ -76,13 +79,19 @@ impl TlsClient {
             (None, Some(_)) => return Err("--client-key needs --client-cert".into()),
         };
         config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
-        config.resumption =
-            Resumption::store(Arc::new(ClientSessionMemoryCache::new(SESSION_CACHE)));
+        let sessions = Arc::new(SessionStore::new(SESSION_CACHE));
+        config.resumption = Resumption::store(sessions.clone());
         Ok(TlsClient {
             config: Arc::new(config),
             server_name,
             insecure: settings.insecure,
+            sessions,
         })
+    }
+
+    /// TLS 1.3 tickets ready for this endpoint's server.
+    pub(crate) fn tickets(&self) -> usize {
+        self.sessions.tickets(&self.server_name)
     }
 
     /// A new client connection to this endpoint.

@@ -13,6 +13,7 @@ pub(crate) mod client;
 pub(crate) mod io;
 pub(crate) mod reason;
 pub(crate) mod server;
+pub(crate) mod sessions;
 
 pub(crate) use client::{TlsClient, TlsSettings};
 

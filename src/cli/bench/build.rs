@@ -15,13 +15,15 @@ use crate::config::BenchConfig;
 use crate::config::profile::{CacheMode, Content, Scenario};
 use crate::dataset::synthetic::Dist;
 use crate::dataset::{self, DatasetSpec, LoadStats, Order, Sample, SyntheticSpec};
-use crate::engine::ScenarioPlan;
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
 use crate::engine::requests::{RequestSet, RequestTemplate};
+use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::http::endpoint::Endpoint;
 use crate::http::headers::{is_auth_header, is_secret_header};
 use crate::protocol::errors::one_line;
+use crate::report::summary::{TlsEndpoint, TlsSummary};
 use crate::server::{ServerConfig, ServerHandle};
+use crate::tls::{TlsClient, TlsSettings};
 use crate::tokens::Tokenizer;
 
 /// Distinct prompts generated for a `sized` scenario.
@@ -29,7 +31,7 @@ const SIZED_PROMPTS: usize = 256;
 
 /// What building found out, beside the plan's pieces.
 pub(super) struct Built<'a> {
-    pub endpoints: Vec<Option<std::net::SocketAddr>>,
+    pub endpoints: Vec<EndpointPlan>,
     pub scenarios: Vec<ScenarioPlan<'a>>,
     /// The first scenario's endpoint URL (as echoed: query values masked)
     /// and model, for the report's title.
@@ -37,7 +39,14 @@ pub(super) struct Built<'a> {
     pub model: String,
     /// Per scenario: where its prompts came from.
     pub datasets: Vec<DatasetInfo>,
+    /// How the https endpoints were reached; `None` when none is https.
+    pub tls: Option<TlsSummary>,
 }
+
+/// What makes two scenarios' endpoints one entry of the engine's table:
+/// the address (or the URL, for a host that did not resolve), and for
+/// https the name verified and the TLS settings; then connection reuse.
+type EndpointKey = (String, Option<(String, TlsSettings)>, bool);
 
 /// Where one scenario's prompts came from, as the summary's `dataset`
 /// block shows it.
@@ -162,8 +171,11 @@ pub(super) fn build<'a>(
     server: Option<&ServerHandle>,
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Built<'a>, String> {
-    let mut endpoints: Vec<Option<std::net::SocketAddr>> = Vec::new();
-    let mut endpoint_index = BTreeMap::new();
+    let mut endpoints: Vec<EndpointPlan> = Vec::new();
+    let mut endpoint_index: BTreeMap<EndpointKey, usize> = BTreeMap::new();
+    // One client per server and settings, whatever the reuse: the scenarios
+    // that share it share its sessions.
+    let mut tls_clients: BTreeMap<(String, String, TlsSettings), TlsClient> = BTreeMap::new();
     let mut models: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Built {
         endpoints: Vec::new(),
@@ -171,6 +183,7 @@ pub(super) fn build<'a>(
         url: String::new(),
         model: String::new(),
         datasets: Vec::new(),
+        tls: None,
     };
     if let Some(w) = cleartext_warning(cfg) {
         errln!("llmload bench: warning: {w}");
@@ -182,15 +195,46 @@ pub(super) fn build<'a>(
             (None, Some(s)) => Endpoint::local(s.addr, proto.default_path()),
             (None, None) => return Err(format!("scenario '{}' has no endpoint", sc.name)),
         };
-        let key = if endpoint.resolved() {
+        let where_ = if endpoint.resolved() {
             endpoint.addr.to_string()
         } else {
             endpoint.url.clone()
         };
-        let ep = *endpoint_index.entry(key).or_insert_with(|| {
-            endpoints.push(endpoint.resolved().then_some(endpoint.addr));
-            endpoints.len() - 1
-        });
+        let tls = if endpoint.tls {
+            let key = (where_.clone(), endpoint.hostname.clone(), sc.tls.clone());
+            let client = match tls_clients.get(&key) {
+                Some(c) => c.clone(),
+                None => {
+                    let c = TlsClient::new(&sc.tls, &endpoint.hostname)
+                        .map_err(|e| format!("{}: {e}", endpoint.display()))?;
+                    tls_note(&mut out.tls, &endpoint, &sc.tls, &c);
+                    tls_clients.insert(key, c.clone());
+                    c
+                }
+            };
+            Some(client)
+        } else {
+            None
+        };
+        let key: EndpointKey = (
+            where_,
+            endpoint
+                .tls
+                .then(|| (endpoint.hostname.clone(), sc.tls.clone())),
+            sc.keep_alive,
+        );
+        let ep = match endpoint_index.get(&key) {
+            Some(&ep) => ep,
+            None => {
+                endpoints.push(EndpointPlan {
+                    addr: endpoint.resolved().then_some(endpoint.addr),
+                    tls: tls.clone(),
+                    keep_alive: sc.keep_alive,
+                });
+                endpoint_index.insert(key, endpoints.len() - 1);
+                endpoints.len() - 1
+            }
+        };
         let mut headers = sc.headers.clone();
         if let Some(key) = &cfg.api_key
             && !headers.iter().any(|(k, _)| is_auth_header(k))
@@ -203,12 +247,22 @@ pub(super) fn build<'a>(
             None => match models.get(&endpoint.url) {
                 Some(m) => m.clone(),
                 None => {
-                    let m = discover_model(&endpoint, &headers, cfg)?;
+                    let m = discover_model(&endpoint, &headers, cfg, tls.as_ref())?;
                     models.insert(endpoint.url.clone(), m.clone());
                     m
                 }
             },
         };
+        // Without keep-alive the server is told each connection carries one
+        // request, so it closes its side too (unless the user set the
+        // header).
+        if !sc.keep_alive
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+        {
+            headers.push(("Connection".to_string(), "close".to_string()));
+        }
         let (stream, max_tokens, system) = (sc.stream, sc.max_tokens, sc.system.as_deref());
         let bust = sc.cache_mode == CacheMode::Bust && cfg.uuid_in_prompt;
         let multi_turn = sc.turns.max > 1
@@ -454,13 +508,14 @@ fn discover_model(
     endpoint: &Endpoint,
     headers: &[(String, String)],
     cfg: &BenchConfig,
+    tls: Option<&TlsClient>,
 ) -> Result<String, String> {
     let connect = Duration::from_nanos(cfg.limits.connect_ns);
     let headers: Vec<(&str, &str)> = headers
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    match crate::cli::models::first_model(endpoint, &headers, connect, None) {
+    match crate::cli::models::first_model(endpoint, &headers, connect, tls) {
         Ok(m) => Ok(m),
         Err(e @ ModelsError::Refused { .. }) => {
             let sent = if headers.iter().any(|(k, _)| is_secret_header(k)) {
@@ -486,9 +541,26 @@ fn discover_model(
     }
 }
 
+/// Notes how an https endpoint is reached, for the summary's `tls` block
+/// (paths only: a key file's contents never leave it).
+fn tls_note(tls: &mut Option<TlsSummary>, endpoint: &Endpoint, s: &TlsSettings, c: &TlsClient) {
+    let t = tls.get_or_insert_with(TlsSummary::default);
+    t.insecure |= c.insecure;
+    t.endpoints.push(TlsEndpoint {
+        url: endpoint.display(),
+        server_name: s
+            .server_name
+            .clone()
+            .unwrap_or_else(|| endpoint.hostname.clone()),
+        verify: !c.insecure,
+        ca_cert: s.ca_cert.as_ref().map(|p| p.display().to_string()),
+        client_cert: s.client_cert.as_ref().map(|p| p.display().to_string()),
+    });
+}
+
 /// The warning to give when credentials (the API key, or a header whose
 /// name marks it secret) will travel in clear text to a host off this
-/// machine: every endpoint is plain http. Names the hosts and what is sent,
+/// machine: on every plain-http endpoint. Names the hosts and what is sent,
 /// never a value. A key from `$OPENAI_API_KEY` is sent like one given, as
 /// OpenAI's own clients do, but the warning says where it came from, since
 /// the user may not have meant to send it.
@@ -496,8 +568,8 @@ fn cleartext_warning(cfg: &BenchConfig) -> Option<String> {
     let mut hosts = std::collections::BTreeSet::new();
     let mut what = std::collections::BTreeSet::new();
     for sc in &cfg.scenarios {
-        // No endpoint: the built-in one, on loopback.
-        let Some(e) = sc.endpoint.as_ref().filter(|e| !e.is_loopback()) else {
+        // No endpoint: the built-in one, on loopback; https is not clear text.
+        let Some(e) = sc.endpoint.as_ref().filter(|e| !e.is_loopback() && !e.tls) else {
             continue;
         };
         let secret: Vec<&str> = sc
@@ -598,6 +670,19 @@ mod tests {
         for (source, want) in cases {
             assert_eq!(value(Datasets::of(vec![info("s", 3, source)])), want);
         }
+    }
+
+    #[test]
+    fn credentials_to_an_https_endpoint_are_not_clear_text() {
+        let cfg = |url: &str| {
+            let no_env = |_: &str| Err(std::env::VarError::NotPresent);
+            let text = format!(r#"{{"endpoint": "{url}", "api_key": "k"}}"#);
+            let p = crate::config::profile::Profile::parse(&text, "run.json", &no_env).unwrap();
+            crate::config::resolve::resolve(p).unwrap()
+        };
+        assert_eq!(cleartext_warning(&cfg("https://203.0.113.9/v1")), None);
+        let w = cleartext_warning(&cfg("http://203.0.113.9/v1")).unwrap();
+        assert!(w.contains("clear text") && w.contains("203.0.113.9"), "{w}");
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub profile: Option<PathBuf>,
 
-    /// endpoint URL, http://host:port[/path] (default path from --api); without
+    /// endpoint URL, http[s]://host[:port][/path] (default path from --api); without
     /// it, a built-in endpoint (ttft {BUILTIN_TTFT}, tpot {BUILTIN_TPOT}) is
     /// started and measured
     #[argh(option)]
@@ -155,6 +155,36 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub api_key_file: Option<PathBuf>,
 
+    /// https: a PEM file of CA certificates to trust beside the system store
+    /// (may hold several)
+    #[argh(option)]
+    pub ca_cert: Option<PathBuf>,
+
+    /// https: skip certificate verification, as curl -k does (the report
+    /// says so)
+    #[argh(switch)]
+    pub insecure: bool,
+
+    /// https: the name to verify and send as SNI instead of the URL's host
+    /// (to test a gateway by its IP address)
+    #[argh(option)]
+    pub tls_server_name: Option<String>,
+
+    /// https: a client certificate chain (PEM), for gateways that require
+    /// one (mTLS); needs --client-key
+    #[argh(option)]
+    pub client_cert: Option<PathBuf>,
+
+    /// https: the client certificate's private key (PEM); never shown
+    #[argh(option)]
+    pub client_key: Option<PathBuf>,
+
+    /// reuse each connection for further requests: true or false (default
+    /// {KEEP_ALIVE}); false opens a new connection for every request and the
+    /// report shows connects/s and connect and handshake percentiles
+    #[argh(option)]
+    pub keep_alive: Option<bool>,
+
     /// sampling temperature
     #[argh(option)]
     pub temperature: Option<f64>,
@@ -200,7 +230,8 @@ pub(crate) struct BenchArgs {
     #[argh(option, from_str_fn(duration_flag))]
     pub ttft_timeout: Option<Duration>,
 
-    /// TCP connect timeout (default {CONNECT_TIMEOUT})
+    /// connect timeout: the TCP connect and, for https, the TLS handshake
+    /// (default {CONNECT_TIMEOUT})
     #[argh(option, from_str_fn(duration_flag))]
     pub connect_timeout: Option<Duration>,
 
@@ -297,6 +328,12 @@ impl BenchArgs {
             headers: (!headers.is_empty()).then_some(headers),
             api_key: self.api_key.clone(),
             api_key_file: self.api_key_file.clone(),
+            ca_cert: self.ca_cert.clone(),
+            insecure: on(self.insecure),
+            tls_server_name: self.tls_server_name.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
+            keep_alive: self.keep_alive,
             cache_mode: self.cache_mode.clone(),
             correlation: self.correlation_header.as_ref().map(|h| Correlation {
                 header: Some(h.clone()),

@@ -234,6 +234,7 @@ fn execute(
         dataset,
         events,
         notes: notes(cfg),
+        tls: built.tls,
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.

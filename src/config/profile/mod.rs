@@ -69,6 +69,9 @@ pub(crate) mod defaults {
     pub(crate) const CACHE_MODE: CacheMode = CacheMode::Bust;
     pub(crate) const CORRELATION_HEADER: &str = "x-request-id";
     pub(crate) const UUID_IN_PROMPT: bool = true;
+    /// Connections carry one request after another; false opens a new one
+    /// for every request.
+    pub(crate) const KEEP_ALIVE: bool = true;
     pub(crate) const WEIGHT: f64 = 1.0;
     pub(crate) const TURNS: u32 = 1;
     /// The one stage of a run without `stages`.
@@ -97,6 +100,7 @@ pub(crate) mod defaults {
             "ARRIVAL" => ARRIVAL.name().to_string(),
             "CACHE_MODE" => CACHE_MODE.name().to_string(),
             "CORRELATION_HEADER" => CORRELATION_HEADER.to_string(),
+            "KEEP_ALIVE" => KEEP_ALIVE.to_string(),
             _ => return None,
         })
     }
@@ -111,7 +115,7 @@ pub(crate) const MODES: &[&str] = &["offline", "poisson", "uniform", "concurrenc
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Profile {
-    /// `http://host[:port][/path]`; unset: the built-in endpoint.
+    /// `http[s]://host[:port][/path]`; unset: the built-in endpoint.
     #[serde(skip_serializing_if = "unset")]
     pub endpoint: Option<String>,
     #[serde(skip_serializing_if = "unset")]
@@ -186,6 +190,28 @@ pub(crate) struct Profile {
     /// of the command line, where `ps` shows it. An alternative to `api_key`.
     #[serde(skip_serializing_if = "unset")]
     pub api_key_file: Option<PathBuf>,
+
+    // TLS, for https endpoints; scenarios inherit each field they do not set.
+    /// PEM file of CA certificates trusted beside the system store.
+    #[serde(skip_serializing_if = "unset")]
+    pub ca_cert: Option<PathBuf>,
+    /// Skip certificate verification (the report says so).
+    #[serde(skip_serializing_if = "unset")]
+    pub insecure: Option<bool>,
+    /// The name verified and sent as SNI instead of the URL's host.
+    #[serde(skip_serializing_if = "unset")]
+    pub tls_server_name: Option<String>,
+    /// Client certificate chain (PEM) for gateways that require one (mTLS).
+    #[serde(skip_serializing_if = "unset")]
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM); its contents are never
+    /// shown.
+    #[serde(skip_serializing_if = "unset")]
+    pub client_key: Option<PathBuf>,
+    /// false: a new connection for every request (`Connection: close`), to
+    /// measure connection and handshake capacity.
+    #[serde(skip_serializing_if = "unset")]
+    pub keep_alive: Option<bool>,
 
     /// `bust` (a per-conversation UUID defeats prompt caches) or `natural`.
     #[serde(skip_serializing_if = "unset")]
@@ -273,6 +299,20 @@ pub(crate) struct ScenarioSpec {
     pub endpoint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+    // TLS and connection reuse, as at the top level (each unset field
+    // inherits the top level's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_cert: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_server_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_alive: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

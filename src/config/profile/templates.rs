@@ -121,6 +121,8 @@ impl Profile {
             ignore_eos: Some(false),
             extra_body: Some(Map::new()),
             headers: Some(BTreeMap::new()),
+            insecure: Some(false),
+            keep_alive: Some(defaults::KEEP_ALIVE),
             cache_mode: Some(defaults::CACHE_MODE.name().to_string()),
             correlation: Some(Correlation {
                 header: Some(defaults::CORRELATION_HEADER.to_string()),

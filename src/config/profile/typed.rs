@@ -7,16 +7,18 @@
 //! discards the result when any error was collected.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::validate::{
-    Errors, check_api, check_dataset, check_endpoint, check_headers, check_positive,
+    Errors, check_api, check_dataset, check_endpoint, check_headers, check_positive, unflag,
 };
 use super::{ContentSpec, MODES, Profile, ScenarioSpec, StageSpec, Turns, defaults};
 use crate::dataset::DatasetSpec;
 use crate::http::endpoint::Endpoint;
 use crate::plan::{ArrivalKind, Checks, Load, StagePlan};
 use crate::protocol::Protocol;
+use crate::tls::TlsSettings;
 
 /// Prompt-cache handling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +88,10 @@ pub(crate) struct Scenario {
     /// The top level's headers with the scenario's over them (names compare
     /// case-insensitively), in that order.
     pub headers: Vec<(String, String)>,
+    /// How its https endpoint is reached (unused for http).
+    pub tls: TlsSettings,
+    /// Connections carry further requests; false: one request each.
+    pub keep_alive: bool,
     /// `None`: the endpoint's first listed model.
     pub model: Option<String>,
     pub max_tokens: u32,
@@ -433,6 +439,18 @@ fn scenario_of(s: &ScenarioSpec, top: &Scenario, path: &str, errs: &mut Errors) 
         }),
     };
     check_headers(errs, &format!("{path}.headers"), s.headers.as_ref());
+    let tls = tls_settings(
+        errs,
+        &format!("{path}."),
+        TlsFields {
+            ca_cert: s.ca_cert.as_ref(),
+            insecure: s.insecure,
+            server_name: s.tls_server_name.as_deref(),
+            client_cert: s.client_cert.as_ref(),
+            client_key: s.client_key.as_ref(),
+        },
+        &top.tls,
+    );
     let mut headers = top.headers.clone();
     for (k, v) in s.headers.iter().flatten() {
         headers.retain(|(old, _)| !old.eq_ignore_ascii_case(k));
@@ -492,6 +510,8 @@ fn scenario_of(s: &ScenarioSpec, top: &Scenario, path: &str, errs: &mut Errors) 
         protocol,
         endpoint,
         headers,
+        tls,
+        keep_alive: s.keep_alive.unwrap_or(top.keep_alive),
         model: s.model.clone().or_else(|| top.model.clone()),
         max_tokens: s.max_tokens.unwrap_or(top.max_tokens),
         stream: s.stream.unwrap_or(top.stream),
@@ -593,15 +613,106 @@ fn content_of(c: &ContentSpec, path: &str, errs: &mut Errors) -> Option<Content>
     })
 }
 
-/// `http://host:port` of a URL (its path dropped).
+/// `http[s]://host:port` of a URL (its path dropped).
 fn origin(url: &str) -> String {
-    match url
-        .strip_prefix("http://")
-        .and_then(|r| r.find('/').map(|i| (r, i)))
-    {
-        Some((rest, i)) => format!("http://{}", &rest[..i]),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.find('/') {
+        Some(i) => format!("{scheme}://{}", &rest[..i]),
         None => url.to_string(),
     }
+}
+
+/// The TLS fields of the top level or of one scenario, as written.
+pub(crate) struct TlsFields<'a> {
+    pub ca_cert: Option<&'a PathBuf>,
+    pub insecure: Option<bool>,
+    pub server_name: Option<&'a str>,
+    pub client_cert: Option<&'a PathBuf>,
+    pub client_key: Option<&'a PathBuf>,
+}
+
+/// TLS settings: each field written in `f`, else `inherit`'s. The files
+/// written here are read once, so a missing or non-PEM file is reported at
+/// its field (`prefix` + name) before anything is contacted; a client
+/// certificate and its key must come as a pair. Inherited fields were
+/// checked where they were written.
+pub(crate) fn tls_settings(
+    errs: &mut Errors,
+    prefix: &str,
+    f: TlsFields<'_>,
+    inherit: &TlsSettings,
+) -> TlsSettings {
+    use crate::tls::client::{read_certs, read_key};
+    for (field, flag, path) in [
+        ("ca_cert", "--ca-cert", f.ca_cert),
+        ("client_cert", "--client-cert", f.client_cert),
+    ] {
+        if let Some(p) = path
+            && let Err(e) = read_certs(p, flag)
+        {
+            errs.at(format!("{prefix}{field}"), unflag(e, flag));
+        }
+    }
+    if let Some(p) = f.client_key
+        && let Err(e) = read_key(p)
+    {
+        errs.at(format!("{prefix}client_key"), e);
+    }
+    if let Some(name) = f.server_name
+        && rustls::pki_types::ServerName::try_from(name).is_err()
+    {
+        errs.at(
+            format!("{prefix}tls_server_name"),
+            format!("'{name}' is not a valid TLS server name (a DNS name or an IP address)"),
+        );
+    }
+    let settings = TlsSettings {
+        ca_cert: f.ca_cert.cloned().or_else(|| inherit.ca_cert.clone()),
+        insecure: f.insecure.unwrap_or(inherit.insecure),
+        server_name: f
+            .server_name
+            .map(str::to_string)
+            .or_else(|| inherit.server_name.clone()),
+        client_cert: f
+            .client_cert
+            .cloned()
+            .or_else(|| inherit.client_cert.clone()),
+        client_key: f.client_key.cloned().or_else(|| inherit.client_key.clone()),
+    };
+    // Only where this level wrote one of the pair: an inherited half was
+    // reported where it was written.
+    if f.client_cert.is_some() || f.client_key.is_some() {
+        match (&settings.client_cert, &settings.client_key) {
+            (Some(_), None) => errs.at(
+                format!("{prefix}client_cert"),
+                "a client certificate needs its private key (client_key, --client-key)",
+            ),
+            (None, Some(_)) => errs.at(
+                format!("{prefix}client_key"),
+                "a client key needs its certificate (client_cert, --client-cert)",
+            ),
+            _ => {}
+        }
+    }
+    settings
+}
+
+/// The TLS fields `s` sets, by name: what is unused when its endpoint is
+/// plain http.
+pub(crate) fn tls_fields_set(s: &TlsSettings) -> Vec<&'static str> {
+    [
+        ("ca_cert", s.ca_cert.is_some()),
+        ("insecure", s.insecure),
+        ("tls_server_name", s.server_name.is_some()),
+        ("client_cert", s.client_cert.is_some()),
+        ("client_key", s.client_key.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set)
+    .map(|(name, _)| name)
+    .collect()
 }
 
 /// Nanoseconds, as the plan counts time.

@@ -543,6 +543,15 @@ impl Rx {
             .extend_from_slice(&data[..data.len().min(MAX_MESSAGE)]);
     }
 
+    /// Keeps `msg` as the request's error message, over any kept before:
+    /// for failures the worker names itself (a TLS reason). Cold: a
+    /// failure path.
+    #[cold]
+    pub(crate) fn set_message(&mut self, msg: &[u8]) {
+        self.tally.error = None;
+        self.tally.set_error(msg);
+    }
+
     /// The response's status; 0 before its head.
     #[inline]
     pub(crate) fn status(&self) -> u16 {

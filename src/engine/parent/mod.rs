@@ -140,6 +140,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     incomplete: Vec<Incomplete>,
     next_liveness: u64,
     live: Option<LiveWindow>,
+    /// Connections opened when the measured window began (for connects/s).
+    opened_at_measure: Option<u64>,
 }
 
 impl<'a, 's, 'o> Parent<'a, 's, 'o> {
@@ -185,6 +187,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             incomplete: Vec::new(),
             next_liveness: 0,
             live: None,
+            opened_at_measure: None,
             lane,
             observer,
             plan,
@@ -274,6 +277,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 return Stop::NoWorkers;
             }
             let now = now_ns();
+            if self.opened_at_measure.is_none() && now >= self.measure_start {
+                self.opened_at_measure = Some(self.connections_opened());
+            }
             if now >= end || issued >= limit {
                 return Stop::Reached;
             }

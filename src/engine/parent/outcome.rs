@@ -9,8 +9,10 @@ use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::Block;
 use crate::metrics::run::{
-    GeneratorStats, Incomplete, Limit, RunResult, ScenarioResult, StageResult,
+    ConnTimes, ConnectionStats, GeneratorStats, Incomplete, Limit, RunResult, ScenarioResult,
+    StageResult,
 };
+use crate::shm::run::{TIME_BUCKETS, TimeHist, time_bucket_mid};
 
 impl Parent<'_, '_, '_> {
     pub(super) fn finish(mut self, started_ns: u64) -> RunResult {
@@ -33,6 +35,7 @@ impl Parent<'_, '_, '_> {
             let busy = c.busy_ns.load(Ordering::Relaxed) as f64 / wall as f64;
             generator.worker_busy_max = generator.worker_busy_max.max(busy.min(1.0));
         }
+        let connections = self.connection_stats(generator.connections_opened);
         let names: Vec<String> = self.plan.scenarios.iter().map(|s| s.name.clone()).collect();
         let mut total = Block::default();
         let mut by_scenario: Vec<Block> = names.iter().map(|_| Block::default()).collect();
@@ -88,10 +91,71 @@ impl Parent<'_, '_, '_> {
             total_window_ns,
             warmup: std::mem::take(&mut self.warmup),
             generator,
+            connections,
             interrupted: self.interrupted,
             complete: incomplete.is_empty(),
             incomplete_reasons: incomplete,
             startup_ns: self.first_send.saturating_sub(started_ns),
         }
     }
+}
+
+impl Parent<'_, '_, '_> {
+    /// Every worker's connection statistics merged; `opened` is the run's
+    /// total from the workers' counters.
+    fn connection_stats(&self, opened: u64) -> ConnectionStats {
+        let n = self.workers.len();
+        let stats = || (0..n).map(|k| self.shared.conn_stats(k));
+        ConnectionStats {
+            opened,
+            resumed: stats().map(|s| s.resumed.load(Ordering::Relaxed)).sum(),
+            failed: stats().map(|s| s.failed.load(Ordering::Relaxed)).sum(),
+            opened_in_window: opened.saturating_sub(self.opened_at_measure.unwrap_or(opened)),
+            tls: self.plan.endpoints.iter().any(|e| e.tls.is_some()),
+            keep_alive: self.plan.endpoints.iter().all(|e| e.keep_alive),
+            tcp_connect: merge(stats().map(|s| &s.tcp_connect)),
+            tls_handshake: merge(stats().map(|s| &s.tls_handshake)),
+        }
+    }
+
+    /// Connections opened so far, over every worker.
+    pub(super) fn connections_opened(&self) -> u64 {
+        (0..self.workers.len())
+            .map(|k| {
+                self.shared
+                    .counters(k)
+                    .connections_opened
+                    .load(Ordering::Relaxed)
+            })
+            .sum()
+    }
+}
+
+/// The workers' histograms of one kind as one.
+fn merge<'a>(hists: impl Iterator<Item = &'a TimeHist>) -> ConnTimes {
+    let mut counts = vec![0u64; TIME_BUCKETS];
+    let mut t = ConnTimes {
+        min_ns: u64::MAX,
+        ..ConnTimes::default()
+    };
+    for h in hists {
+        let Some(min) = h.min_ns() else { continue };
+        t.count += h.count.load(Ordering::Relaxed);
+        t.sum_ns += u128::from(h.sum_ns.load(Ordering::Relaxed));
+        t.min_ns = t.min_ns.min(min);
+        t.max_ns = t.max_ns.max(h.max_ns.load(Ordering::Relaxed));
+        for (c, b) in counts.iter_mut().zip(&h.buckets) {
+            *c += b.load(Ordering::Relaxed);
+        }
+    }
+    if t.count == 0 {
+        return ConnTimes::default();
+    }
+    t.buckets = counts
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| *c > 0)
+        .map(|(i, c)| (time_bucket_mid(i), c))
+        .collect();
+    t
 }

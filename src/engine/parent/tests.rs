@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::dataset::Order;
-use crate::engine::ScenarioPlan;
 use crate::engine::record::{CONV_END, Completion};
 use crate::engine::requests::RequestSet;
+use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::metrics::errors::ErrorClass;
 use crate::plan::{Checks, Limits, Load, StagePlan, Thresholds};
 use crate::shm::ring::ByteProducer;
@@ -43,7 +43,11 @@ fn plan() -> Plan<'static> {
         requests: None,
     };
     Plan {
-        endpoints: vec![None],
+        endpoints: vec![EndpointPlan {
+            addr: None,
+            tls: None,
+            keep_alive: true,
+        }],
         scenarios: vec![scenario("a"), scenario("b")],
         stages: vec![stage("one"), stage("two")],
         warmup_ns: 0,

@@ -3,15 +3,28 @@
 //! then record the outcome and return the connection to the pool. The bytes
 //! are parsed by `engine::conn`, which is pure; this file is the syscalls
 //! and the bookkeeping around it.
+//!
+//! Over TLS the same buffers are used: plaintext goes into rustls and comes
+//! out of it (`tls::io`), so the parsers never know. The one branch on the
+//! plain path is whether the connection has a TLS state. Two rules differ
+//! for TLS in this edge-triggered loop: a short read does not mean the
+//! socket is drained (rustls reads a record at a time), so reading goes on
+//! to `WouldBlock`; and a request is sent only when rustls holds no
+//! ciphertext for it either.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
+
+use mio::net::TcpStream;
+use rustls::ClientConnection;
 
 use super::pool::ConnState;
 use super::{Job, NO_CONV, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::Step;
 use crate::metrics::errors::ErrorClass;
+use crate::tls::io as tls_io;
+use crate::tls::reason;
 use crate::uuid::write_uuid;
 
 /// How soon after a request was sent a reused connection's close or reset
@@ -95,10 +108,20 @@ impl Worker<'_> {
                 sc.requests.get(c.job.slot.sample)
             };
             let stream = c.stream.as_mut().expect("sending has a stream");
-            match stream.write(&bytes[c.written..]) {
+            let rest = &bytes[c.written..];
+            let wrote = match c.tls.as_deref_mut() {
+                None => stream.write(rest),
+                Some(tls) => tls_write(tls, stream, rest),
+            };
+            match wrote {
                 Ok(n) => {
                     c.written += n;
                     if c.written == bytes.len() {
+                        // Over TLS the last bytes may still wait as
+                        // ciphertext: a writable edge brings them out.
+                        if c.tls.as_deref().is_some_and(|t| tls_io::pending(t)) {
+                            return;
+                        }
                         c.state = ConnState::Receiving;
                         return;
                     }
@@ -106,29 +129,33 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.lost(i, io_error(&e));
+                    self.broken(i, &e);
                     return;
                 }
             }
         }
     }
 
-    /// Reads until the socket is drained. A short read means drained, so
-    /// the next bytes bring a new edge — unless the peer has closed or reset
-    /// (`closed`): no edge follows that, so then reading goes on until the
-    /// end or the error is seen.
+    /// Reads until the socket is drained. A short plain read means drained,
+    /// so the next bytes bring a new edge — unless the peer has closed or
+    /// reset (`closed`): no edge follows that, so then reading goes on until
+    /// the end or the error is seen. Over TLS only `WouldBlock` says drained.
     pub(super) fn read_more(&mut self, i: usize, closed: bool) {
         let proto = self.s.scenarios[self.conns[i].job.slot.scenario as usize].protocol;
         loop {
             let c = &mut self.conns[i];
             if c.filled == c.buf.len() {
                 // Only a head can fill the buffer: bodies are consumed whole.
-                self.fail(i, ErrorClass::MalformedResponse, now_ns());
+                self.malformed(i, now_ns());
                 return;
             }
             let space = c.buf.len() - c.filled;
             let stream = c.stream.as_mut().expect("receiving has a stream");
-            let n = match stream.read(&mut c.buf[c.filled..]) {
+            let got = match c.tls.as_deref_mut() {
+                None => stream.read(&mut c.buf[c.filled..]),
+                Some(tls) => tls_read(tls, stream, &mut c.buf[c.filled..]),
+            };
+            let n = match got {
                 Ok(0) => {
                     self.on_eof(i);
                     return;
@@ -137,7 +164,7 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.lost(i, io_error(&e));
+                    self.broken(i, &e);
                     return;
                 }
             };
@@ -149,15 +176,52 @@ impl Worker<'_> {
                     self.complete(i, keep_alive, t);
                     return;
                 }
+                Err(ErrorClass::MalformedResponse) => {
+                    self.malformed(i, t);
+                    return;
+                }
                 Err(class) => {
                     self.fail(i, class, t);
                     return;
                 }
             }
-            if n < space && !closed {
+            if n < space && !closed && self.conns[i].tls.is_none() {
                 return;
             }
         }
+    }
+
+    /// The response on connection `i` is not HTTP. An http:// endpoint that
+    /// answers with a TLS record is a TLS server: the message says to use
+    /// https://.
+    #[cold]
+    fn malformed(&mut self, i: usize, t: u64) {
+        let c = &mut self.conns[i];
+        if c.tls.is_none() && c.rx.head.is_none() && reason::looks_like_tls(&c.buf[..c.filled]) {
+            c.rx.set_message(reason::TLS_ON_HTTP.as_bytes());
+        }
+        self.fail(i, ErrorClass::MalformedResponse, t);
+    }
+
+    /// A read or write on connection `i` failed. A TLS failure is named by
+    /// its reason: `tls_handshake` when the server refused the connection
+    /// right after the handshake (`unconfirmed`), else `tls_error`; a socket
+    /// error is the connection breaking (`lost`).
+    #[cold]
+    fn broken(&mut self, i: usize, e: &io::Error) {
+        if self.conns[i].tls.is_none() || tls_io::tls_error(e).is_none() {
+            self.lost(i, io_error(e));
+            return;
+        }
+        let (class, why) = if self.unconfirmed(i) {
+            self.refused_after_handshake(i);
+            let c = &self.conns[i];
+            (ErrorClass::TlsHandshake, reason::handshake(e, &c.first))
+        } else {
+            (ErrorClass::TlsError, reason::after_handshake(e))
+        };
+        self.conns[i].rx.set_message(why.as_bytes());
+        self.fail(i, class, now_ns());
     }
 
     fn on_eof(&mut self, i: usize) {
@@ -166,6 +230,13 @@ impl Worker<'_> {
         match c.state {
             ConnState::Idle => self.close_idle(i),
             _ if c.rx.eof_completes() => self.complete(i, false, t),
+            // A TLS server's alert to a plain-HTTP request, then its close.
+            _ if c.tls.is_none()
+                && c.rx.head.is_none()
+                && reason::looks_like_tls(&c.buf[..c.filled]) =>
+            {
+                self.malformed(i, t)
+            }
             _ => self.lost(i, ErrorClass::Reset),
         }
     }
@@ -204,7 +275,8 @@ impl Worker<'_> {
         let c = &mut self.conns[i];
         c.served += 1;
         self.busy -= 1;
-        if keep_alive && c.state == ConnState::Receiving {
+        if keep_alive && c.state == ConnState::Receiving && self.s.endpoints[c.endpoint].keep_alive
+        {
             c.state = ConnState::Idle;
             self.idle[c.endpoint].push(i);
         } else {
@@ -214,6 +286,13 @@ impl Worker<'_> {
 
     /// Request on connection `i` failed: record it and drop the connection.
     pub(super) fn fail(&mut self, i: usize, class: ErrorClass, t_end: u64) {
+        if matches!(
+            self.conns[i].state,
+            ConnState::Connecting | ConnState::Handshaking
+        ) && !matches!(class, ErrorClass::Aborted | ErrorClass::Dns)
+        {
+            self.conn_stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
         if self.conns[i].warm {
             self.conns[i].warm = false;
             self.release(i);
@@ -223,6 +302,24 @@ impl Worker<'_> {
         self.emit(i, class, status, t_end);
         self.busy -= 1;
         self.release(i);
+    }
+}
+
+/// Plaintext through TLS. Out of line, as is [`tls_write`], so the plain
+/// path's loop stays the size it was.
+#[inline(never)]
+fn tls_read(tls: &mut ClientConnection, sock: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    tls_io::read(tls, sock, buf)
+}
+
+/// Plaintext into TLS, as `write` on a socket: `WouldBlock` when nothing
+/// was taken, or when all was taken and its ciphertext could not go out
+/// (the socket is full either way).
+#[inline(never)]
+fn tls_write(tls: &mut ClientConnection, sock: &mut TcpStream, bytes: &[u8]) -> io::Result<usize> {
+    match tls_io::write(tls, sock, bytes) {
+        Ok(0) if !bytes.is_empty() || tls_io::pending(tls) => Err(io::ErrorKind::WouldBlock.into()),
+        other => other,
     }
 }
 

@@ -23,21 +23,20 @@ mod pool;
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use super::ScenarioPlan;
+use super::{EndpointPlan, ScenarioPlan};
 use crate::clock::now_ns;
 use crate::engine::conn::Budget;
 use crate::metrics::errors::ErrorClass;
 use crate::plan::Limits;
 use crate::rng::Rng;
 use crate::shm::ring::SlotConsumer;
-use crate::shm::run::{IssueSlot, RunPhase, Shared, WorkerCounters};
+use crate::shm::run::{ConnStats, IssueSlot, RunPhase, Shared, WorkerCounters};
 use convs::Convs;
 use emit::{Outbox, Outcome};
 use pool::{Conn, ConnState};
@@ -47,13 +46,13 @@ pub(crate) struct WorkerSetup<'a> {
     pub index: usize,
     pub shared: &'a Shared,
     pub scenarios: &'a [ScenarioPlan<'a>],
-    /// Resolved endpoints; `None` when the name did not resolve.
-    pub endpoints: &'a [Option<SocketAddr>],
+    /// Every endpoint: its address, TLS client and connection reuse.
+    pub endpoints: &'a [EndpointPlan],
     /// Connections this worker may open (to all endpoints together).
     pub max_conns: usize,
     pub limits: Limits,
     /// Connections to open before reporting ready, so a closed loop's first
-    /// requests do not queue behind a burst of TCP handshakes.
+    /// requests do not queue behind a burst of TCP (and TLS) handshakes.
     pub warm_conns: usize,
     /// Endpoint the warm connections go to.
     pub warm_endpoint: usize,
@@ -156,6 +155,7 @@ fn test_switch(var: &str, worker: usize) -> Option<u64> {
 struct Worker<'a> {
     s: WorkerSetup<'a>,
     counters: &'a WorkerCounters,
+    conn_stats: &'a ConnStats,
     poll: Poll,
     conns: Vec<Conn>,
     /// Connections with no socket.
@@ -170,7 +170,8 @@ struct Worker<'a> {
     draining: bool,
     issue: SlotConsumer<IssueSlot>,
     out: Outbox,
-    /// Connections carrying a request (Connecting, Sending, Receiving).
+    /// Connections carrying a request (Connecting, Handshaking, Sending,
+    /// Receiving).
     busy: usize,
     /// Test-only: issues to take before panicking (`test_switch`).
     panic_after: Option<u64>,
@@ -192,6 +193,7 @@ impl<'a> Worker<'a> {
         let budget = Budget::for_worker(s.limits.max_output_text);
         Ok(Worker {
             counters: s.shared.counters(s.index),
+            conn_stats: s.shared.conn_stats(s.index),
             conns: (0..s.max_conns).map(|_| Conn::new(&budget)).collect(),
             free: (0..s.max_conns).rev().collect(),
             idle: vec![Vec::new(); s.endpoints.len()],
@@ -365,6 +367,11 @@ impl<'a> Worker<'a> {
                     self.on_connecting(i, readable, closed);
                 }
             }
+            ConnState::Handshaking => {
+                if readable || writable {
+                    self.handshake_more(i);
+                }
+            }
             ConnState::Sending => {
                 if writable {
                     self.write_more(i);
@@ -382,10 +389,16 @@ impl<'a> Worker<'a> {
                 if readable {
                     self.read_more(i, closed);
                 }
+                // Ciphertext a post-handshake message left behind.
+                if writable && self.conns[i].tls.is_some() {
+                    self.flush_tls(i);
+                }
             }
             ConnState::Idle => {
                 if readable {
                     self.check_idle(i);
+                } else if writable && self.conns[i].tls.is_some() {
+                    self.flush_tls(i);
                 }
             }
         }
@@ -395,13 +408,24 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.state {
-                ConnState::Connecting
+                // The connect timeout covers the TLS handshake too.
+                ConnState::Connecting | ConnState::Handshaking
                     if now.saturating_sub(c.t_connect) > self.s.limits.connect_ns =>
                 {
+                    if c.state == ConnState::Handshaking {
+                        self.conns[i].rx.set_message(
+                            b"the TLS handshake did not finish within the connect timeout",
+                        );
+                    }
                     self.fail(i, ErrorClass::ConnectTimeout, now);
                 }
-                ConnState::Connecting | ConnState::Sending | ConnState::Receiving
-                    if now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
+                // A warm connection carries no request yet.
+                ConnState::Connecting
+                | ConnState::Handshaking
+                | ConnState::Sending
+                | ConnState::Receiving
+                    if !c.warm
+                        && now.saturating_sub(c.job.t_dispatch) > self.s.limits.timeout_ns =>
                 {
                     self.fail(i, ErrorClass::RequestTimeout, now);
                 }
@@ -423,7 +447,10 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             if matches!(
                 self.conns[i].state,
-                ConnState::Connecting | ConnState::Sending | ConnState::Receiving
+                ConnState::Connecting
+                    | ConnState::Handshaking
+                    | ConnState::Sending
+                    | ConnState::Receiving
             ) {
                 self.fail(i, ErrorClass::Aborted, now);
             }

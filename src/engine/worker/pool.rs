@@ -1,10 +1,16 @@
 //! The worker's connections: a fixed table of `Conn` slots, the free list
 //! (slots with no socket) and the idle keep-alive list of each endpoint, and
-//! what moves a slot between them: connect, warm-up, the idle check, close.
-//! Slots are allocated once and keep their buffers for the whole run, so a
-//! reconnect costs the handshake and nothing else; only the memory of an
-//! unusually large response is given back after it (`Rx::shrink`), to the
-//! worker's byte budget all slots share.
+//! what moves a slot between them: connect, the TLS handshake of an https
+//! endpoint, warm-up, the idle check, close. Slots are allocated once and
+//! keep their buffers for the whole run, so a reconnect costs the handshake
+//! and nothing else (plus, for https, the rustls connection state, which
+//! cannot be reused); only the memory of an unusually large response is
+//! given back after it (`Rx::shrink`), to the worker's byte budget all
+//! slots share.
+//!
+//! Each connection's TCP connect time and TLS handshake time go into the
+//! worker's histograms in shared memory (`shm::run::ConnStats`): a few
+//! relaxed adds per connection, none per request.
 
 use std::io::{self, Read};
 use std::sync::atomic::Ordering;
@@ -13,16 +19,25 @@ use std::time::Duration;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Token};
 
+use rustls::{ClientConnection, HandshakeKind, ProtocolVersion};
+
 use super::{BELL, Job, Ready, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::{Budget, READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
+use crate::tls::TlsClient;
+use crate::tls::io::{self as tls_io, FirstBytes, Handshake};
+use crate::tls::reason;
 
 /// Longest the warm-up waits for its connections before the worker reports
-/// ready; a slot still connecting then connects on demand.
+/// ready; a connection still opening then finishes in the run's loop.
 const WARM_UP_MAX_NS: u64 = 2_000_000_000;
 /// Poll slice while warming up.
 const WARM_UP_POLL_NS: u64 = 10_000_000;
+/// Shortest wait for a warm-up wave's session tickets; otherwise twice as
+/// long as its handshakes took (tickets follow them by about a round trip).
+/// Paid in full only once, by a server that sends no tickets.
+const TICKET_WAIT_MIN_NS: u64 = 50_000_000;
 
 /// Where a connection slot is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +45,8 @@ pub(super) enum ConnState {
     /// No socket (on the free list).
     Empty,
     Connecting,
+    /// TCP connected, TLS handshake under way (https).
+    Handshaking,
     /// Connected, no request (on its endpoint's idle list).
     Idle,
     Sending,
@@ -47,6 +64,14 @@ pub(super) struct Conn {
     pub(super) wbuf: Vec<u8>,
     pub(super) from_wbuf: bool,
     pub(super) stream: Option<TcpStream>,
+    /// The TLS state of an https connection (boxed: a few hundred bytes
+    /// the plain slots do not carry).
+    pub(super) tls: Option<Box<ClientConnection>>,
+    /// The server's first bytes in the handshake, to name a plain-HTTP
+    /// server behind an https URL.
+    pub(super) first: FirstBytes,
+    /// When TCP connected (the handshake's start).
+    pub(super) t_tcp: u64,
     /// Responses this connection has completed; > 0 means it was reused.
     pub(super) served: u32,
     pub(super) job: Job,
@@ -70,6 +95,9 @@ impl Conn {
             wbuf: Vec::new(),
             from_wbuf: false,
             stream: None,
+            tls: None,
+            first: FirstBytes::default(),
+            t_tcp: 0,
             served: 0,
             job: Job::default(),
             written: 0,
@@ -85,36 +113,70 @@ impl Conn {
 impl Worker<'_> {
     /// Opens `warm_conns` connections and waits (bounded) until each is
     /// connected or has failed; failures are not errors, since no request
-    /// was riding on them, and the slot connects again on demand.
+    /// was riding on them (they count as failed connections), and the slot
+    /// connects again on demand.
+    ///
+    /// To an https endpoint the connections open in waves, so that most
+    /// resume a session instead of paying a full handshake: a TLS 1.3
+    /// ticket is used once and arrives only after a handshake, so the first
+    /// wave is one connection (or as many as there are tickets already, from
+    /// model discovery), and each next wave as many as the tickets the last
+    /// one brought. A server that sends none gets the rest at once.
     pub(super) fn warm_up(&mut self, events: &mut Events) {
         let n = self.s.warm_conns.min(self.conns.len());
         if n == 0 {
             return;
         }
         let ep = self.s.warm_endpoint;
-        for _ in 0..n {
-            let Some(i) = self.free.pop() else { break };
-            self.conns[i].warm = true;
-            self.connect(i, ep, Job::default());
-        }
         let deadline = now_ns() + self.s.limits.connect_ns.min(WARM_UP_MAX_NS);
-        while self.conns.iter().any(|c| c.warm) && now_ns() < deadline {
-            if self
-                .poll
-                .poll(events, Some(Duration::from_nanos(WARM_UP_POLL_NS)))
-                .is_err()
-            {
+        let tls: Option<TlsClient> = self.s.endpoints[ep].tls.clone();
+        let mut wave = tls.as_ref().map_or(n, |t| t.tickets().max(1));
+        let mut opened = 0;
+        while opened < n {
+            let start = now_ns();
+            for _ in 0..wave.min(n - opened) {
+                let Some(i) = self.free.pop() else { break };
+                self.conns[i].warm = true;
+                self.connect(i, ep, Job::default());
+                opened += 1;
+            }
+            self.warm_poll(events, deadline, |w| !w.conns.iter().any(|c| c.warm));
+            let Some(t) = &tls else { break };
+            if opened >= n || self.free.is_empty() || now_ns() >= deadline {
+                break;
+            }
+            let took = now_ns() - start;
+            let until = deadline.min(now_ns() + took.saturating_mul(2).max(TICKET_WAIT_MIN_NS));
+            self.warm_poll(events, until, |w| {
+                w.conns
+                    .iter()
+                    .filter_map(|c| c.tls.as_ref().filter(|_| c.state == ConnState::Idle))
+                    .all(|t| t.tls13_tickets_received() > 0)
+            });
+            wave = match t.tickets() {
+                0 => n - opened,
+                k => k,
+            };
+        }
+        // Connections still opening finish in the run's loop (bounded by
+        // the connect timeout there) and go idle then.
+    }
+
+    /// Handles events until `done` or `until`.
+    fn warm_poll(&mut self, events: &mut Events, until: u64, done: impl Fn(&Self) -> bool) {
+        while !done(self) {
+            let now = now_ns();
+            if now >= until {
+                break;
+            }
+            let slice = Duration::from_nanos((until - now).min(WARM_UP_POLL_NS));
+            if self.poll.poll(events, Some(slice)).is_err() {
                 break;
             }
             for ev in events.iter() {
                 if ev.token() != BELL {
                     self.on_event(ev.token().0, Ready::of(ev));
                 }
-            }
-        }
-        for i in 0..self.conns.len() {
-            if self.conns[i].warm {
-                self.fail(i, ErrorClass::ConnectTimeout, now_ns());
             }
         }
     }
@@ -131,7 +193,7 @@ impl Worker<'_> {
         c.served = 0;
         c.t_connect = now;
         c.rx.reset(0);
-        let Some(addr) = self.s.endpoints[ep] else {
+        let Some(addr) = self.s.endpoints[ep].addr else {
             c.state = ConnState::Connecting;
             self.fail(i, ErrorClass::Dns, now);
             return;
@@ -192,10 +254,87 @@ impl Worker<'_> {
                 budget,
             );
         }
-        c.handshake_ns = now_ns().saturating_sub(c.t_connect);
+        let now = now_ns();
+        c.handshake_ns = now.saturating_sub(c.t_connect);
+        self.conn_stats.tcp_connect.record(c.handshake_ns);
+        if self.s.endpoints[c.endpoint].tls.is_some() {
+            self.start_tls(i, now);
+            return;
+        }
+        self.ready(i, readable, closed);
+    }
+
+    /// TCP connection `i` to an https endpoint is up (since `now`): its
+    /// TLS handshake starts.
+    #[inline(never)]
+    fn start_tls(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        let Some(client) = &self.s.endpoints[c.endpoint].tls else {
+            return;
+        };
+        match client.connect() {
+            Ok(tls) => {
+                c.tls = Some(Box::new(tls));
+                c.first = FirstBytes::default();
+                c.t_tcp = now;
+                c.state = ConnState::Handshaking;
+                self.handshake_more(i);
+            }
+            Err(e) => {
+                c.rx.set_message(reason::describe(&e).as_bytes());
+                self.fail(i, ErrorClass::TlsHandshake, now);
+            }
+        }
+    }
+
+    /// Moves the TLS handshake of connection `i` on as far as the socket
+    /// allows; when it is done, the connection is ready. Out of line: the
+    /// event loop's plain path does not carry it.
+    #[inline(never)]
+    pub(super) fn handshake_more(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let (Some(tls), Some(stream)) = (c.tls.as_deref_mut(), c.stream.as_mut()) else {
+            return;
+        };
+        match tls_io::handshake(tls, stream, &mut c.first) {
+            Ok(Handshake::Blocked) => {}
+            Ok(Handshake::Done) => {
+                let now = now_ns();
+                self.conn_stats
+                    .tls_handshake
+                    .record(now.saturating_sub(c.t_tcp));
+                if tls.handshake_kind() == Some(HandshakeKind::Resumed) {
+                    self.conn_stats.resumed.fetch_add(1, Ordering::Relaxed);
+                }
+                self.ready(i, false, false);
+                // A warm connection gone idle: whatever already came after
+                // the handshake (its tickets) is taken in now, as no new
+                // edge may announce it.
+                if self.conns[i].state == ConnState::Idle {
+                    self.check_idle(i);
+                }
+            }
+            Err(e) => self.handshake_failed(i, &e),
+        }
+    }
+
+    /// The handshake of connection `i` failed: its request fails as
+    /// `tls_handshake`, the reason its message.
+    #[cold]
+    fn handshake_failed(&mut self, i: usize, e: &io::Error) {
+        let c = &mut self.conns[i];
+        let why = reason::handshake(e, &c.first);
+        c.rx.set_message(why.as_bytes());
+        self.fail(i, ErrorClass::TlsHandshake, now_ns());
+    }
+
+    /// Connection `i` is open (and, for https, its handshake done): a warm
+    /// one goes idle, otherwise its request is sent at once.
+    fn ready(&mut self, i: usize, readable: bool, closed: bool) {
         self.counters
             .connections_opened
             .fetch_add(1, Ordering::Relaxed);
+        let c = &mut self.conns[i];
         if c.warm {
             c.warm = false;
             c.state = ConnState::Idle;
@@ -208,11 +347,69 @@ impl Worker<'_> {
         }
     }
 
+    /// Whether connection `i` is a TLS 1.3 connection the server may still
+    /// reject: nothing has come from the server since the handshake (no
+    /// ticket, no response byte) on its first request. A TLS 1.3 server
+    /// checks the client's certificate after the client considers the
+    /// handshake done, so its refusal arrives here, as an alert.
+    pub(super) fn unconfirmed(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        c.served == 0
+            && c.rx.t_first_byte == 0
+            && c.tls.as_ref().is_some_and(|t| {
+                t.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+                    && t.tls13_tickets_received() == 0
+            })
+    }
+
+    /// The server refused connection `i` right after the handshake: it is
+    /// counted as a failed connection, not an opened one.
+    #[cold]
+    pub(super) fn refused_after_handshake(&mut self, i: usize) {
+        self.counters
+            .connections_opened
+            .fetch_sub(1, Ordering::Relaxed);
+        self.conn_stats.failed.fetch_add(1, Ordering::Relaxed);
+        if self.conns[i].tls.as_ref().and_then(|t| t.handshake_kind())
+            == Some(HandshakeKind::Resumed)
+        {
+            self.conn_stats.resumed.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends ciphertext waiting in connection `i`'s TLS state (a reply to
+    /// a post-handshake message), on a writable event in a state that
+    /// writes nothing else. A failure shows on the next read.
+    #[inline(never)]
+    pub(super) fn flush_tls(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if let (Some(tls), Some(stream)) = (c.tls.as_deref_mut(), c.stream.as_mut())
+            && tls_io::pending(tls)
+        {
+            let _ = tls_io::flush(tls, stream);
+        }
+    }
+
     /// Idle connection `i` became readable: anything it says means it is
-    /// no longer usable.
+    /// no longer usable — except, over TLS, records with no plaintext (a
+    /// TLS 1.3 server's session tickets after the handshake), which are
+    /// taken in and the connection kept.
     pub(super) fn check_idle(&mut self, i: usize) {
         let c = &mut self.conns[i];
         let stream = c.stream.as_mut().expect("idle has a stream");
+        if let Some(tls) = c.tls.as_deref_mut() {
+            // Read to `WouldBlock`: a record at a time, not a short read,
+            // says the socket is drained.
+            match tls_io::read(tls, stream, &mut c.buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if tls_io::tls_error(&e).is_some() && self.unconfirmed(i) => {
+                    self.refused_after_handshake(i);
+                    self.close_idle(i);
+                }
+                _ => self.close_idle(i),
+            }
+            return;
+        }
         let mut probe = [0u8; 1];
         match stream.read(&mut probe) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -229,9 +426,18 @@ impl Worker<'_> {
         self.release(i);
     }
 
-    /// Closes connection `i` and puts its slot on the free list.
+    /// Closes connection `i` and puts its slot on the free list. A TLS
+    /// connection past its handshake says goodbye first (close_notify, best
+    /// effort), so the server does not see a truncation.
     pub(super) fn release(&mut self, i: usize) {
         let c = &mut self.conns[i];
+        if let Some(mut tls) = c.tls.take()
+            && !tls.is_handshaking()
+            && let Some(s) = c.stream.as_mut()
+        {
+            tls.send_close_notify();
+            let _ = tls_io::flush(&mut tls, s);
+        }
         if let Some(mut s) = c.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
-use crate::metrics::run::{GeneratorStats, ScenarioResult, StageResult};
+use crate::metrics::run::{ConnTimes, GeneratorStats, ScenarioResult, StageResult};
 use crate::report::fixture;
 
 /// A run with two stages (one closed, one a uniform ramp), two scenarios,
@@ -113,6 +113,28 @@ fn run() -> RunResult {
             ],
             ..GeneratorStats::default()
         },
+        connections: ConnectionStats {
+            opened: 12,
+            resumed: 9,
+            failed: 1,
+            opened_in_window: 11,
+            tls: true,
+            keep_alive: false,
+            tcp_connect: ConnTimes {
+                buckets: vec![(100_000, 12)],
+                count: 12,
+                sum_ns: 1_200_000,
+                min_ns: 90_000,
+                max_ns: 110_000,
+            },
+            tls_handshake: ConnTimes {
+                buckets: vec![(1_000_000, 11), (3_000_000, 1)],
+                count: 12,
+                sum_ns: 14_000_000,
+                min_ns: 980_000,
+                max_ns: 3_000_000,
+            },
+        },
         interrupted: true,
         complete: false,
         incomplete_reasons: vec![
@@ -138,6 +160,7 @@ fn run() -> RunResult {
 
 fn info() -> RunInfo {
     RunInfo {
+        tls: None,
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
@@ -261,6 +284,47 @@ fn numbers_and_shape() {
     );
     assert_eq!(v["events"]["dropped"], 2);
     assert_eq!(v["builtin_endpoint"]["requests"], 82);
+    let c = &v["connections"];
+    assert_eq!(
+        (&c["opened"], &c["resumed"], &c["failed"], &c["keep_alive"]),
+        (&json!(12), &json!(9), &json!(1), &json!(false))
+    );
+    assert_eq!(c["connects_per_s"], 2.0);
+    assert_eq!(c["tcp_connect_ms"]["p50"], 0.1);
+    assert_eq!(c["tcp_connect_ms"]["max"], 0.11);
+    assert_eq!(c["tls_handshake_ms"]["p50"], 1.0);
+    assert_eq!(c["tls_handshake_ms"]["p99"], 3.0);
+    assert_eq!(c["tls_handshake_ms"]["count"], 12);
+    // No https endpoint: no handshake numbers and no tls block.
+    let mut plain = run();
+    plain.connections.tls = false;
+    let v = serde_json::to_value(Summary::build(&plain, &info())).unwrap();
+    assert!(v["connections"].get("tls_handshake_ms").is_none(), "{v}");
+    assert!(v.get("tls").is_none());
+}
+
+#[test]
+fn insecure_tls_is_said_in_a_note_first() {
+    let mut i = info();
+    i.tls = Some(TlsSummary {
+        insecure: true,
+        endpoints: vec![TlsEndpoint {
+            url: "https://10.0.0.1:8443".into(),
+            server_name: "gw.example".into(),
+            verify: false,
+            ..TlsEndpoint::default()
+        }],
+    });
+    let s = Summary::build(&run(), &i);
+    assert_eq!(s.notes, [INSECURE_LINE, "a note"]);
+    assert!(s.notes[0].starts_with("TLS verification OFF (--insecure)"));
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["tls"]["insecure"], true);
+    assert_eq!(v["tls"]["endpoints"][0]["server_name"], "gw.example");
+    assert!(v["tls"]["endpoints"][0].get("ca_cert").is_none());
+    // Verified endpoints: no such note.
+    i.tls.as_mut().unwrap().insecure = false;
+    assert_eq!(Summary::build(&run(), &i).notes, ["a note"]);
 }
 
 #[test]
