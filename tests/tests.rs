@@ -11,6 +11,7 @@ mod crash;
 mod datasets;
 mod failures;
 mod faults;
+mod info;
 mod interrupt;
 mod memory;
 mod probe;

@@ -4,6 +4,7 @@
 
 pub(crate) mod bench;
 pub(crate) mod compare;
+pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod models;
 pub(crate) mod probe;
@@ -75,6 +76,7 @@ enum Command {
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
     Probe(probe::ProbeArgs),
+    Info(info::InfoArgs),
 }
 
 /// The exit status of a command line argh refused: 1 for `bench`, whose 2
@@ -96,5 +98,6 @@ pub fn run(top: Top) -> i32 {
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Probe(args) => probe::run(args),
+        Command::Info(args) => info::run(args),
     }
 }

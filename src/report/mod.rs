@@ -35,6 +35,8 @@ pub(crate) struct RunInfo {
     pub started_wall_ns: u64,
     /// The soft descriptor limit in force.
     pub fd_limit: u64,
+    /// The machine the run ran on, read at its start.
+    pub host: crate::sys::info::HostInfo,
     /// Counters of the built-in endpoint, when the run started one.
     pub builtin_endpoint: Option<Value>,
     /// Where the prompts came from and how many were loaded or skipped.
@@ -99,6 +101,7 @@ mod tests {
             target: "t".into(),
             started_wall_ns: 0,
             fd_limit: 0,
+            host: Default::default(),
             builtin_endpoint: None,
             dataset: Value::Null,
             events: events::EventsStats::default(),

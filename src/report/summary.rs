@@ -26,6 +26,7 @@ use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
 use crate::plan::{self, ArrivalKind};
 use crate::protocol::Finish;
+use crate::sys::info::HostInfo;
 use crate::sys::process::Exit;
 
 const MS: f64 = 1e6;
@@ -61,6 +62,10 @@ pub(crate) struct Summary {
     pub run: Numbers,
     pub warmup: Warmup,
     pub generator: Generator,
+    /// The machine the run ran on (what `llmload info --json` prints), read
+    /// once at the start; absent from summaries older than it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub info: Option<HostInfo>,
     /// How connections were opened and what opening them cost.
     pub connections: Connections,
     /// How the https endpoints were reached; absent when none was https.
@@ -434,6 +439,7 @@ impl Summary {
                 limited_by_generator: !g.limits.is_empty(),
                 limits: g.limits.iter().map(limit).collect(),
             },
+            info: Some(info.host.clone()),
             connections: Connections::of(&run.connections, run.total_window_ns),
             tls: info.tls.clone(),
             stages: run

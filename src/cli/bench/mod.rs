@@ -26,6 +26,7 @@ use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
 use crate::shm::run::MAX_GAPS;
+use crate::sys::info::HostInfo;
 use crate::tokens::Tokenizer;
 
 /// How a bench ended, as its exit status. When several apply, the first in
@@ -99,7 +100,10 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
             return Outcome::Failed as i32;
         }
     };
-    match execute(&cfg, started_ns, started_wall, fd_limit) {
+    // The host block, read once before anything runs (after the raise, so
+    // its fd limit is the workers').
+    let host = HostInfo::collect();
+    match execute(&cfg, started_ns, started_wall, fd_limit, host) {
         Ok(outcome) => outcome as i32,
         Err(e) => {
             errln!("llmload bench: {e}");
@@ -153,6 +157,7 @@ fn execute(
     started_ns: u64,
     started_wall: u64,
     fd_limit: u64,
+    host: HostInfo,
 ) -> Result<Outcome, String> {
     let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
     let server = if build::needs_builtin(cfg) {
@@ -230,6 +235,7 @@ fn execute(
         ),
         started_wall_ns: started_wall,
         fd_limit,
+        host,
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset,
         events,

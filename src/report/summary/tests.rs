@@ -5,6 +5,7 @@ use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::{ConnTimes, GeneratorStats, ScenarioResult, StageResult};
 use crate::report::fixture;
+use crate::sys::info::PortRange;
 
 /// A run with two stages (one closed, one a uniform ramp), two scenarios,
 /// failures of two classes, a broken threshold and every reason the run
@@ -165,6 +166,16 @@ fn info() -> RunInfo {
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
         fd_limit: 65_536,
+        host: HostInfo {
+            tool: "llmload".into(),
+            version: "0.0.0".into(),
+            cpus_online: Some(8),
+            ephemeral_ports: Some(PortRange {
+                low: 32768,
+                high: 60999,
+            }),
+            ..HostInfo::default()
+        },
         builtin_endpoint: Some(json!({"requests": 82})),
         dataset: json!({"source": "builtin", "samples": 16}),
         events: EventsStats {
