@@ -5,6 +5,7 @@
 
 pub(crate) mod block;
 pub(crate) mod errors;
+pub(crate) mod mlperf;
 pub(crate) mod observe;
 pub(crate) mod run;
 pub(crate) mod series;
