@@ -157,3 +157,36 @@ pub(crate) struct Limits {
     /// and the response is marked `output_truncated`.
     pub max_output_text: usize,
 }
+
+/// `--token-source`: where token counts come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum TokenPolicy {
+    /// The endpoint's `usage`, else `--tokenizer`, else the text events.
+    #[default]
+    Auto,
+    /// `--tokenizer` always, even when the endpoint reports usage (as
+    /// MLPerf counts): output text goes to the parent to be counted.
+    Tokenizer,
+    /// The endpoint's `usage` only; a response without it is counted by its
+    /// text events (unknown when not streamed), never by the tokenizer.
+    Usage,
+}
+
+impl TokenPolicy {
+    pub(crate) fn parse(s: &str) -> Result<TokenPolicy, String> {
+        match s {
+            "auto" => Ok(TokenPolicy::Auto),
+            "tokenizer" => Ok(TokenPolicy::Tokenizer),
+            "usage" => Ok(TokenPolicy::Usage),
+            _ => Err(format!("'{s}': expected auto, tokenizer or usage")),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TokenPolicy::Auto => "auto",
+            TokenPolicy::Tokenizer => "tokenizer",
+            TokenPolicy::Usage => "usage",
+        }
+    }
+}

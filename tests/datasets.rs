@@ -357,6 +357,110 @@ fn tokenizer_counts_output_when_the_endpoint_reports_no_usage() {
     assert_eq!(u(&s["tokens"]["output_total"]), 20);
 }
 
+/// A character-level tokenizer.json: every non-space character is a token,
+/// so it counts the mock's words very differently from its usage.
+fn char_tokenizer(dir: &Path) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&llmload::tokens::word_level_json(&["a", "b"])).unwrap();
+    v["pre_tokenizer"] = serde_json::json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Whitespace"},
+        {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated", "invert": false}
+    ]});
+    let p = dir.join("tokenizer.json");
+    std::fs::write(&p, v.to_string()).unwrap();
+    p
+}
+
+#[test]
+fn token_source_tokenizer_overrides_usage_and_usage_ignores_the_tokenizer() {
+    let dir = temp_dir("tok-source");
+    let tok = char_tokenizer(&dir);
+    // The mock reports usage; its first 7 output tokens are these words.
+    let server = Server::start(&[]);
+    let words = ["the", "quick", "brown", "fox", "jumps", "over", "a"];
+    let chars: usize = words.iter().map(|w| w.len()).sum();
+    for stream in ["--stream", "--no-stream"] {
+        let run = |source: &str| {
+            let run = bench_at(
+                &server,
+                &[
+                    "--tokenizer",
+                    tok.to_str().unwrap(),
+                    "--token-source",
+                    source,
+                    stream,
+                    "--requests",
+                    "10",
+                    "--concurrency",
+                    "2",
+                    "--max-tokens",
+                    "7",
+                ],
+                Duration::from_secs(30),
+            );
+            run.assert_success();
+            run.summary()
+        };
+        let s = run("tokenizer");
+        assert_eq!(s["tokens"]["output_source"], "tokenizer", "{stream}");
+        assert_eq!(
+            u(&s["tokens"]["output_total"]),
+            10 * chars as u64,
+            "{stream}"
+        );
+        assert_eq!(s["tokens"]["input_source"], "tokenizer", "{stream}");
+        assert_eq!(s["config"]["token_source"], "tokenizer", "{stream}");
+        let s = run("usage");
+        assert_eq!(s["tokens"]["output_source"], "usage", "{stream}");
+        assert_eq!(u(&s["tokens"]["output_total"]), 70, "{stream}");
+        assert_eq!(s["tokens"]["input_source"], "usage", "{stream}");
+        // auto: the usage first, as before.
+        let s = run("auto");
+        assert_eq!(s["tokens"]["output_source"], "usage", "{stream}");
+        assert_eq!(u(&s["tokens"]["output_total"]), 70, "{stream}");
+    }
+    // Without usage, `usage` falls back to the text events, never the tokenizer.
+    let bare = Server::start(&["--no-usage"]);
+    let run = bench_at(
+        &bare,
+        &[
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--token-source",
+            "usage",
+            "--requests",
+            "4",
+            "--concurrency",
+            "1",
+            "--max-tokens",
+            "5",
+        ],
+        Duration::from_secs(30),
+    );
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(s["tokens"]["output_source"], "events");
+    assert_eq!(u(&s["tokens"]["output_total"]), 20);
+    assert_eq!(s["tokens"]["input_source"], "unknown");
+}
+
+#[test]
+fn token_source_tokenizer_without_a_tokenizer_is_an_error_naming_it() {
+    let server = Server::start(&[]);
+    let run = bench_at(
+        &server,
+        &["--token-source", "tokenizer", "--requests", "1"],
+        Duration::from_secs(30),
+    );
+    assert!(!run.status.success(), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--token-source: tokenizer needs a tokenizer.json"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Runs `llmload ARGS` to its end (killed after 60 s): its exit code,
 /// stderr, the highest peak RSS (`VmHWM`, KiB) sampled while it ran, and
 /// its run time. Sampled, so a lower bound on the true peak: enough to tell

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::http::endpoint::redact_url;
 use crate::http::headers::{REDACTED, is_secret_header};
-use crate::plan::{Limits, Load, StagePlan, Thresholds};
+use crate::plan::{Limits, Load, StagePlan, Thresholds, TokenPolicy};
 use crate::protocol::{Protocol, Sampling};
 use profile::{Profile, Scenario};
 
@@ -34,6 +34,7 @@ pub(crate) struct BenchConfig {
     pub synthetic: Option<SyntheticSpec>,
     pub order: Order,
     pub tokenizer: Option<PathBuf>,
+    pub token_source: TokenPolicy,
     pub sampling: Sampling,
     pub extra_body: Option<Map<String, Value>>,
     /// Secret: never written anywhere.

@@ -18,7 +18,7 @@ use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, def
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{Order, SyntheticSpec};
-use crate::plan::{Checks, Limits, Load, Thresholds};
+use crate::plan::{Checks, Limits, Load, Thresholds, TokenPolicy};
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
 
@@ -114,6 +114,21 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         .is_some_and(|t| t.as_os_str().is_empty())
     {
         errs.at("tokenizer", "empty path");
+    }
+    let token_source = p
+        .token_source
+        .as_deref()
+        .map_or(defaults::TOKEN_SOURCE, |t| {
+            TokenPolicy::parse(t).unwrap_or_else(|e| {
+                errs.at("token_source", e);
+                defaults::TOKEN_SOURCE
+            })
+        });
+    if token_source == TokenPolicy::Tokenizer && p.tokenizer.is_none() {
+        errs.at(
+            "token_source",
+            "tokenizer needs a tokenizer.json (tokenizer, --tokenizer)",
+        );
     }
     if let Some(t) = p.temperature
         && !(t.is_finite() && t >= 0.0)
@@ -286,6 +301,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         synthetic,
         order,
         tokenizer: p.tokenizer.clone(),
+        token_source,
         sampling: Sampling {
             temperature: p.temperature,
             top_p: p.top_p,
@@ -758,6 +774,39 @@ mod tests {
             }
         );
         assert_eq!((cfg.live_interval_ns, cfg.warmup_ns), (0, S));
+    }
+
+    #[test]
+    fn token_source_defaults_to_auto_and_tokenizer_needs_one() {
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        let errors = |text: &str| {
+            let p = Profile::parse(text, "run.json", &no_env).unwrap();
+            resolve(p).err().unwrap_or_default()
+        };
+        assert_eq!(resolved("{}").token_source, TokenPolicy::Auto);
+        assert_eq!(
+            resolved(r#"{"token_source": "usage"}"#).token_source,
+            TokenPolicy::Usage
+        );
+        assert_eq!(
+            resolved(r#"{"token_source": "tokenizer", "tokenizer": "t.json"}"#).token_source,
+            TokenPolicy::Tokenizer
+        );
+        assert_eq!(
+            errors(r#"{"token_source": "tokenizer"}"#),
+            ["token_source: tokenizer needs a tokenizer.json (tokenizer, --tokenizer)"]
+        );
+        assert_eq!(
+            errors(r#"{"token_source": "server"}"#),
+            ["token_source: 'server': expected auto, tokenizer or usage"]
+        );
+        for p in [
+            TokenPolicy::Auto,
+            TokenPolicy::Tokenizer,
+            TokenPolicy::Usage,
+        ] {
+            assert_eq!(TokenPolicy::parse(p.name()), Ok(p));
+        }
     }
 
     #[test]

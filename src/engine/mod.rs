@@ -89,8 +89,11 @@ pub(crate) struct Plan<'a> {
     pub seed: u64,
     /// Workers send each response's text (to count tokens or record outputs).
     pub keep_text: bool,
-    /// Counts output tokens of responses that report no usage.
+    /// Counts output tokens of responses that report no usage (or of
+    /// every response, with `TokenPolicy::Tokenizer`).
     pub tokenizer: Option<&'a crate::tokens::Tokenizer>,
+    /// Where token counts come from (`--token-source`).
+    pub token_source: crate::plan::TokenPolicy,
     pub thresholds: Thresholds,
     /// Rolling progress every this often (0: none).
     pub live_interval_ns: u64,

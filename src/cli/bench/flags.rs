@@ -137,6 +137,12 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub tokenizer: Option<PathBuf>,
 
+    /// where token counts come from: auto (usage, else --tokenizer, else
+    /// text events), tokenizer (always --tokenizer, as MLPerf) or usage
+    /// (never the tokenizer) (default {TOKEN_SOURCE})
+    #[argh(option)]
+    pub token_source: Option<String>,
+
     /// system prompt sent with every request
     #[argh(option)]
     pub system: Option<String>,
@@ -319,6 +325,7 @@ impl BenchArgs {
             synthetic: self.synthetic.clone(),
             order: self.order.clone(),
             tokenizer: self.tokenizer.clone(),
+            token_source: self.token_source.clone(),
             temperature: self.temperature,
             top_p: self.top_p,
             stop: (!self.stop.is_empty()).then(|| self.stop.clone()),

@@ -21,7 +21,7 @@ use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
-use crate::plan::{Limits, Load};
+use crate::plan::{Limits, Load, TokenPolicy};
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
@@ -189,8 +189,11 @@ fn execute(
             ..cfg.limits
         },
         seed: cfg.seed,
-        keep_text: tokenizer.is_some() || cfg.record_output,
+        // The tokenizer counts output only when usage may be set aside.
+        keep_text: (tokenizer.is_some() && cfg.token_source != TokenPolicy::Usage)
+            || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
+        token_source: cfg.token_source,
         thresholds: cfg.thresholds.clone(),
         live_interval_ns: cfg.live_interval_ns,
     };

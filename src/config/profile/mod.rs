@@ -44,7 +44,7 @@ pub(crate) mod defaults {
     use crate::config::bytes::format_bytes;
     use crate::config::duration::format_duration;
     use crate::dataset::Order;
-    use crate::plan::ArrivalKind;
+    use crate::plan::{ArrivalKind, TokenPolicy};
 
     pub(crate) const API: &str = "openai-chat";
     pub(crate) const CONCURRENCY: usize = 64;
@@ -56,6 +56,7 @@ pub(crate) mod defaults {
     pub(crate) const STREAM: bool = true;
     pub(crate) const ORDER: Order = Order::Sequential;
     pub(crate) const SEED: u64 = 0;
+    pub(crate) const TOKEN_SOURCE: TokenPolicy = TokenPolicy::Auto;
     /// The in-flight bound of offline and open-loop runs.
     pub(crate) const CONNECTIONS: usize = 1024;
     pub(crate) const TIMEOUT: Duration = Duration::from_secs(300);
@@ -91,6 +92,7 @@ pub(crate) mod defaults {
             "STREAM" => on(STREAM),
             "ORDER" => ORDER.name().to_string(),
             "SEED" => SEED.to_string(),
+            "TOKEN_SOURCE" => TOKEN_SOURCE.name().to_string(),
             "CONNECTIONS" => CONNECTIONS.to_string(),
             "TIMEOUT" => format_duration(TIMEOUT),
             "CONNECT_TIMEOUT" => format_duration(CONNECT_TIMEOUT),
@@ -164,6 +166,9 @@ pub(crate) struct Profile {
     pub order: Option<String>,
     #[serde(skip_serializing_if = "unset")]
     pub tokenizer: Option<PathBuf>,
+    /// `auto`, `tokenizer` or `usage`, as `--token-source`.
+    #[serde(skip_serializing_if = "unset")]
+    pub token_source: Option<String>,
 
     // Sampling: sent only when set.
     #[serde(skip_serializing_if = "unset", serialize_with = "ser_num")]

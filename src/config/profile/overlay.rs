@@ -79,6 +79,7 @@ impl Profile {
             synthetic,
             order,
             tokenizer,
+            token_source,
             temperature,
             top_p,
             stop,

@@ -117,6 +117,7 @@ impl Profile {
             max_tokens: Some(defaults::MAX_TOKENS),
             stream: Some(defaults::STREAM),
             order: Some(defaults::ORDER.name().to_string()),
+            token_source: Some(defaults::TOKEN_SOURCE.name().to_string()),
             stop: Some(Vec::new()),
             ignore_eos: Some(false),
             extra_body: Some(Map::new()),

@@ -12,6 +12,7 @@ use crate::engine::requests::{InputSource, RequestSet};
 use crate::metrics::block::{InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::Finished;
+use crate::plan::TokenPolicy;
 use crate::protocol::errors;
 use crate::protocol::json::unescape;
 
@@ -102,12 +103,18 @@ impl Parent<'_, '_, '_> {
         let scenario = (d.c.scenario as usize).min(self.plan.scenarios.len() - 1);
         let sc = &self.plan.scenarios[scenario];
         let mut sample = d.c.sample();
+        let policy = self.plan.token_source;
         resolve_input(
             &mut sample,
             &sc.requests,
             d.c.sample,
             sc.conversation.is_some(),
+            policy,
         );
+        if policy == TokenPolicy::Tokenizer {
+            // The tokenizer's count stands in for the endpoint's.
+            sample.completion_tokens = None;
+        }
         if sample.t_send != 0 && (self.first_send == 0 || sample.t_send < self.first_send) {
             self.first_send = sample.t_send;
         }
@@ -123,6 +130,7 @@ impl Parent<'_, '_, '_> {
             message: (!d.msg.is_empty()).then(|| errors::readable(d.msg, MAX_MESSAGE)),
         };
         if let Some(lane) = self.lane.as_mut()
+            && policy != TokenPolicy::Usage
             && f.sample.error.is_none()
             && f.sample.completion_tokens.is_none()
             && !f.text.is_empty()
@@ -189,9 +197,16 @@ impl Parent<'_, '_, '_> {
     }
 }
 
-/// Input tokens: known before sending (ids, tokenizer), else the usage.
-fn resolve_input(s: &mut RequestSample, requests: &RequestSet, sample: u32, conversation: bool) {
-    let known = if conversation {
+/// Input tokens: known before sending (ids, tokenizer), else the usage;
+/// with `TokenPolicy::Usage`, the usage only.
+fn resolve_input(
+    s: &mut RequestSample,
+    requests: &RequestSet,
+    sample: u32,
+    conversation: bool,
+    policy: TokenPolicy,
+) {
+    let known = if conversation || policy == TokenPolicy::Usage {
         None
     } else {
         requests.input_tokens(sample)

@@ -66,6 +66,7 @@ fn plan() -> Plan<'static> {
         seed: 1,
         keep_text: false,
         tokenizer: None,
+        token_source: crate::plan::TokenPolicy::Auto,
         thresholds: Thresholds::default(),
         live_interval_ns: 0,
     }
