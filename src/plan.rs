@@ -115,6 +115,9 @@ impl ArrivalKind {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Thresholds {
     pub ttft_p95_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    /// On the requests' time per output token.
+    pub tpot_p99_ms: Option<f64>,
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
     /// Failed over issued, 0..1.
@@ -128,6 +131,8 @@ impl Thresholds {
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.ttft_p95_ms.is_none()
+            && self.ttft_p99_ms.is_none()
+            && self.tpot_p99_ms.is_none()
             && self.p95_ms.is_none()
             && self.p99_ms.is_none()
             && self.error_rate.is_none()

@@ -277,6 +277,57 @@ fn broken_threshold_exits_2_and_abort_on_fail_stops_early() {
     assert_eq!(run.summary()["thresholds_passed"], true);
 }
 
+/// The MLPerf-style p99 caps: TTFT p99 and TPOT p99 below what the server
+/// paces fail the stage (exit 2), caps above it pass.
+#[test]
+fn ttft_and_tpot_p99_caps_pass_and_fail() {
+    let server = Server::start(&["--ttft", "20ms", "--tpot", "2ms"]);
+    let dir = temp_dir("p99-caps");
+    let run_with = |caps: serde_json::Value| {
+        let p = serde_json::json!({
+            "model": "m", "max_tokens": 8, "live_interval": "0", "warmup": "0s",
+            "stages": [{"name": "one", "concurrency": 2, "duration": "1s"}],
+            "thresholds": caps
+        });
+        let profile = write_profile(&dir, &p);
+        bench(
+            &["--profile", &profile, "--endpoint", &server.url()],
+            Duration::from_secs(60),
+        )
+    };
+    let verdict = |s: &serde_json::Value, name: &str| {
+        s["stages"][0]["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {s}"))
+            .clone()
+    };
+
+    let run = run_with(serde_json::json!({"ttft_p99_ms": 5, "tpot_p99_ms": 0.5}));
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(s["thresholds_passed"], false);
+    for (name, at_least) in [("ttft_p99_ms", 15.0), ("tpot_p99_ms", 1.5)] {
+        let v = verdict(&s, name);
+        assert_eq!(v["pass"], false, "{v}");
+        assert!(v["value"].as_f64().unwrap() >= at_least, "{v}");
+    }
+    let report = read(&run.out.join("report.txt"));
+    assert!(
+        report.contains("ttft_p99_ms") && report.contains("FAIL"),
+        "{report}"
+    );
+
+    let run = run_with(serde_json::json!({"ttft_p99_ms": 2000, "tpot_p99_ms": 100}));
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(s["thresholds_passed"], true);
+    assert_eq!(verdict(&s, "ttft_p99_ms")["pass"], true);
+    assert_eq!(verdict(&s, "tpot_p99_ms")["pass"], true);
+}
+
 #[test]
 fn sigint_leaves_one_events_line_per_issued_turn() {
     let server = Server::start(&["--ttft", "20ms", "--tpot", "2ms"]);

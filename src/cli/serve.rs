@@ -178,6 +178,12 @@ pub(crate) struct ServeArgs {
     /// handshake is a full one (to measure a client's full-handshake cost)
     #[argh(switch)]
     pub tls_no_resumption: bool,
+
+    /// answer a request whose body this worker has seen before at once,
+    /// every token with no --ttft or --tpot delay (an output cache); first
+    /// sightings stay paced; counted as cache_hits
+    #[argh(switch)]
+    pub cache_repeats: bool,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -225,6 +231,7 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         tls_key: args.tls_key,
         tls_client_ca: args.tls_client_ca,
         tls_no_resumption: args.tls_no_resumption,
+        cache_repeats: args.cache_repeats,
     })
 }
 

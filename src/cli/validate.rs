@@ -136,6 +136,8 @@ pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     let mut limits = Vec::new();
     for (name, v) in [
         ("TTFT p95", t.ttft_p95_ms),
+        ("TTFT p99", t.ttft_p99_ms),
+        ("TPOT p99", t.tpot_p99_ms),
         ("p95", t.p95_ms),
         ("p99", t.p99_ms),
     ] {

@@ -452,6 +452,8 @@ fn thresholds(p: &Profile, errs: &mut Errors) -> Thresholds {
     };
     for (name, v) in [
         ("ttft_p95_ms", t.ttft_p95_ms),
+        ("ttft_p99_ms", t.ttft_p99_ms),
+        ("tpot_p99_ms", t.tpot_p99_ms),
         ("p95_ms", t.p95_ms),
         ("p99_ms", t.p99_ms),
         ("min_rps", t.min_rps),
@@ -476,6 +478,8 @@ fn thresholds(p: &Profile, errs: &mut Errors) -> Thresholds {
     let set = |v: Option<f64>| v.filter(|x| *x > 0.0);
     Thresholds {
         ttft_p95_ms: set(t.ttft_p95_ms),
+        ttft_p99_ms: set(t.ttft_p99_ms),
+        tpot_p99_ms: set(t.tpot_p99_ms),
         p95_ms: set(t.p95_ms),
         p99_ms: set(t.p99_ms),
         error_rate: t.error_rate,
@@ -871,12 +875,15 @@ mod tests {
     fn thresholds_of_zero_are_unset_except_the_error_rate() {
         let cfg = resolved(
             r#"{"thresholds": {"p95_ms": 0, "p99_ms": 250, "ttft_p95_ms": 0,
+                "ttft_p99_ms": 0, "tpot_p99_ms": 12.5,
                 "error_rate": 0, "min_rps": 0, "abort_on_fail": true}}"#,
         );
         assert_eq!(
             cfg.thresholds,
             Thresholds {
                 ttft_p95_ms: None,
+                ttft_p99_ms: None,
+                tpot_p99_ms: Some(12.5),
                 p95_ms: None,
                 p99_ms: Some(250.0),
                 error_rate: Some(0.0),

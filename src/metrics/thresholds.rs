@@ -33,6 +33,8 @@ impl Thresholds {
             }
         };
         upper("ttft_p95_ms", self.ttft_p95_ms, ms(0.95, &b.ttft));
+        upper("ttft_p99_ms", self.ttft_p99_ms, ms(0.99, &b.ttft));
+        upper("tpot_p99_ms", self.tpot_p99_ms, ms(0.99, &b.tpot));
         upper("p95_ms", self.p95_ms, ms(0.95, &b.e2e));
         upper("p99_ms", self.p99_ms, ms(0.99, &b.e2e));
         let rate = (b.issued > 0).then(|| b.failed as f64 / b.issued as f64);
@@ -89,7 +91,7 @@ mod tests {
             ttft_p95_ms: Some(10.0),
             error_rate: Some(0.001),
             min_rps: Some(10.0),
-            abort_on_fail: false,
+            ..Thresholds::default()
         };
         let v = t.evaluate(&b, 2_000_000_000);
         let get = |n: &str| v.iter().find(|x| x.name == n).unwrap().clone();
@@ -105,5 +107,88 @@ mod tests {
         }
         .evaluate(&Block::default(), 0);
         assert!(!empty[0].pass);
+    }
+
+    /// The p99 caps read the tails of the TTFT and TPOT series: 98 requests
+    /// with a 5 ms first token and 1 ms per token, two with 40 ms and 9 ms.
+    #[test]
+    fn p99_caps_on_ttft_and_tpot() {
+        let mut b = Block::default();
+        for i in 0..100u64 {
+            let (ttft, tpot) = if i >= 98 { (40, 9) } else { (5, 1) };
+            let first = 1 + ttft * 1_000_000;
+            let last = first + 10 * tpot * 1_000_000;
+            let s = RequestSample {
+                t_sched: 1,
+                t_send: 1,
+                t_first_token: first,
+                t_last_token: last,
+                t_end: last,
+                completion_tokens: Some(11),
+                ..Default::default()
+            };
+            b.record(&s, []);
+        }
+        let eval = |t: Thresholds| {
+            let v = t.evaluate(&b, 1_000_000_000);
+            assert_eq!(v.len(), 1);
+            v[0].clone()
+        };
+        let below = eval(Thresholds {
+            ttft_p99_ms: Some(20.0),
+            ..Thresholds::default()
+        });
+        assert_eq!(below.name, "ttft_p99_ms");
+        assert!(!below.pass);
+        assert!(below.value.unwrap() > 35.0, "{below:?}");
+        assert!(
+            eval(Thresholds {
+                ttft_p99_ms: Some(50.0),
+                ..Thresholds::default()
+            })
+            .pass
+        );
+        let below = eval(Thresholds {
+            tpot_p99_ms: Some(5.0),
+            ..Thresholds::default()
+        });
+        assert_eq!(below.name, "tpot_p99_ms");
+        assert!(!below.pass);
+        assert!((below.value.unwrap() - 9.0).abs() < 0.5, "{below:?}");
+        assert!(
+            eval(Thresholds {
+                tpot_p99_ms: Some(10.0),
+                ..Thresholds::default()
+            })
+            .pass
+        );
+        // The p95 does not see the two slow requests.
+        assert!(
+            eval(Thresholds {
+                ttft_p95_ms: Some(20.0),
+                ..Thresholds::default()
+            })
+            .pass
+        );
+        // No TPOT (one-token replies) is a failure, as for any latency cap.
+        let mut one = Block::default();
+        one.record(
+            &RequestSample {
+                t_sched: 1,
+                t_send: 1,
+                t_first_token: 2,
+                t_last_token: 2,
+                t_end: 3,
+                completion_tokens: Some(1),
+                ..Default::default()
+            },
+            [],
+        );
+        let v = Thresholds {
+            tpot_p99_ms: Some(100.0),
+            ..Thresholds::default()
+        }
+        .evaluate(&one, 1);
+        assert_eq!((v[0].value, v[0].pass), (None, false));
     }
 }

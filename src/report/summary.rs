@@ -381,7 +381,8 @@ impl From<&plan::Load> for Load {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct Threshold {
-    /// `ttft_p95_ms`, `p95_ms`, `p99_ms`, `error_rate` or `min_rps`.
+    /// `ttft_p95_ms`, `ttft_p99_ms`, `tpot_p99_ms`, `p95_ms`, `p99_ms`,
+    /// `error_rate` or `min_rps`.
     pub name: String,
     pub limit: f64,
     /// `None` when the stage had no data for it.

@@ -31,12 +31,14 @@
 //!
 //! Modules: `supervisor` (bind, fork, stop), `worker` (event loop), `conn`
 //! (one connection's state machine), `timer` (deadline heap and timerfd),
+//! `cache` (the bodies seen, for `--cache-repeats`),
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
 //! `faults` (which requests fail), `stats` (shared counters). Numbers are
 //! written by `crate::ascii`, raw socket options by `sys::socket`.
 
 mod access;
+mod cache;
 pub(crate) mod conn;
 mod faults;
 pub mod formats;
@@ -132,6 +134,9 @@ pub struct ServerConfig {
     /// Issue no session tickets and keep no session cache: every TLS
     /// handshake is a full one.
     pub tls_no_resumption: bool,
+    /// Answer a request whose body this worker has seen before at once, all
+    /// tokens with no TTFT or TPOT delay (an output cache).
+    pub cache_repeats: bool,
 }
 
 impl Default for ServerConfig {
@@ -168,6 +173,7 @@ impl Default for ServerConfig {
             tls_key: None,
             tls_client_ca: None,
             tls_no_resumption: false,
+            cache_repeats: false,
         }
     }
 }

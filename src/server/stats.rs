@@ -73,6 +73,8 @@ pub struct ServerStats {
     /// TLS handshakes that failed: a client that does not speak TLS, or
     /// lacks the client certificate asked for, or rejects ours.
     pub tls_handshake_failures: u64,
+    /// Generation requests answered at once as repeats (`--cache-repeats`).
+    pub cache_hits: u64,
 }
 
 /// The snapshot of a shared counter block and the sum of two snapshots, one
@@ -124,6 +126,7 @@ counters!(
     tls_handshakes,
     tls_resumed,
     tls_handshake_failures,
+    cache_hits,
 );
 
 impl WorkerCounters {

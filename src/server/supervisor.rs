@@ -252,6 +252,7 @@ fn prepare<'a>(
         reasoning: cfg.reasoning_tokens,
         ignore_stream: cfg.ignore_stream,
         no_usage: cfg.no_usage,
+        cache_repeats: cfg.cache_repeats,
         worker: k as u32,
         started_unix: crate::clock::wall_ns() / 1_000_000_000,
     };

@@ -26,6 +26,7 @@ use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
 use super::access::Access;
+use super::cache::RepeatCache;
 use super::conn::{Conn, Ctx, InputBudget, Outcome, Settings};
 use super::faults::FaultPlan;
 use super::formats::{self, Problem};
@@ -126,6 +127,7 @@ impl<'a> Worker<'a> {
                     used: 0,
                 },
                 seq: 0,
+                cache: settings.cache_repeats.then(RepeatCache::new),
             },
             due: Vec::new(),
             live: 0,

@@ -9,6 +9,7 @@ use llmload::server::formats::Format;
 
 use super::client::Client;
 use super::{Fixture, cfg, chat, chat_body, gen_req, ms, stream_frame};
+use crate::util::ServeProcess;
 
 /// One timed exchange: when the response head (and any arrival events)
 /// came, per output token its lateness against the schedule
@@ -104,4 +105,71 @@ fn token_timing_is_exact_in_every_format() {
         }
         panic!("no attempt met the timing tolerances:\n{}", log.join("\n"));
     }
+}
+
+/// `serve --cache-repeats`: a body the worker has seen is answered at once,
+/// every token with no TTFT or TPOT, streamed or not; a body not seen
+/// before keeps the pacing; the final counters line counts the repeats.
+#[test]
+fn cache_repeats_answers_a_seen_body_at_once() {
+    const TTFT: u64 = 100_000_000;
+    const TPOT: u64 = 5_000_000;
+    const TOKENS: usize = 8;
+    let _serial = super::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let server = ServeProcess::start(
+        &[],
+        &["--ttft", "100ms", "--tpot", "5ms", "--cache-repeats"],
+    );
+    let mut c = Client::connect(server.addr);
+    let (lead, trail) = stream_frame(Format::Chat);
+    // The first and last content tokens, from the client's send.
+    let mut stream = |body: &str| {
+        let sent = c.send(&chat(body));
+        let r = c.response();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.chunks.len(), lead + TOKENS + trail);
+        let at = |k: usize| r.chunks[lead + k].1 - sent;
+        (at(0), at(TOKENS - 1))
+    };
+    let body = chat_body(true, TOKENS as u32, false);
+    let (first, last) = stream(&body);
+    assert!(
+        first >= TTFT - 1_000_000,
+        "first sighting paced: {}",
+        ms(first)
+    );
+    assert!(last >= TTFT + 7 * TPOT - 1_000_000, "{}", ms(last));
+    let (first, last) = stream(&body);
+    assert!(
+        last < TTFT / 4,
+        "a repeat comes at once: first token {} ms, last {} ms",
+        ms(first),
+        ms(last)
+    );
+    let other = body.replace("one two three", "four five six");
+    let (first, _) = stream(&other);
+    assert!(
+        first >= TTFT - 1_000_000,
+        "a new body is paced: {}",
+        ms(first)
+    );
+    let (_, last) = stream(&other);
+    assert!(last < TTFT / 4, "{}", ms(last));
+
+    // A non-streamed body comes with its last token: paced, then at once.
+    let plain = chat(&chat_body(false, TOKENS as u32, false));
+    let mut whole = || {
+        let sent = c.send(&plain);
+        assert_eq!(c.response().status, 200);
+        c.stamp - sent
+    };
+    let paced = whole();
+    assert!(paced >= TTFT + 7 * TPOT - 1_000_000, "{}", ms(paced));
+    let cached = whole();
+    assert!(cached < TTFT / 4, "{}", ms(cached));
+
+    drop(c);
+    let s = server.stop();
+    assert_eq!(s["cache_hits"], 3, "{s}");
+    assert_eq!(s["completed"], 6, "{s}");
 }

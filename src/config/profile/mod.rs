@@ -386,6 +386,11 @@ pub(crate) struct ThresholdsSpec {
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
     pub ttft_p95_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub ttft_p99_ms: Option<f64>,
+    /// The p99 of the requests' time per output token.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
+    pub tpot_p99_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
     pub p95_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_num")]
     pub p99_ms: Option<f64>,

@@ -220,6 +220,8 @@ impl Profile {
             ]),
             thresholds: Some(ThresholdsSpec {
                 ttft_p95_ms: Some(2000.0),
+                ttft_p99_ms: None,
+                tpot_p99_ms: None,
                 p95_ms: Some(15000.0),
                 p99_ms: Some(30000.0),
                 error_rate: Some(0.01),

@@ -48,6 +48,7 @@ use mio::net::TcpStream;
 use rustls::{HandshakeKind, ServerConnection};
 
 use super::access::Access;
+use super::cache::RepeatCache;
 use super::faults::{Fault, FaultPlan, MalformedKind};
 use super::formats::text::CYCLE;
 use super::formats::{self, Events, Format, Identity, Problem, Reply, Request, openai};
@@ -143,6 +144,8 @@ pub(crate) struct Settings {
     /// Answer `"stream": true` requests with one JSON body anyway.
     pub ignore_stream: bool,
     pub no_usage: bool,
+    /// Answer a body seen before at once (`Ctx::cache`).
+    pub cache_repeats: bool,
     /// This worker's index, part of every response id.
     pub worker: u32,
     /// Unix seconds when the worker started (the model's `created`).
@@ -161,6 +164,8 @@ pub(crate) struct Ctx<'a> {
     pub seq: u64,
     /// The TLS configuration every connection is served with, if any.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The bodies this worker has seen, with `--cache-repeats`.
+    pub cache: Option<RepeatCache>,
 }
 
 /// The worker's input budget: bytes of request input its connections may
@@ -230,6 +235,8 @@ struct Response {
     stall_at: Option<u32>,
     /// A stream that never ends, each event carrying `FAT_TEXT`.
     endless: bool,
+    /// A repeat answered from the cache: every token is due at arrival.
+    cached: bool,
 }
 
 impl Response {
@@ -249,6 +256,9 @@ impl Response {
             Kind::Full => self.inband_at.unwrap_or(n.saturating_sub(1)),
             Kind::Filler { .. } => 0,
         };
+        if self.cached {
+            return self.arrival;
+        }
         self.arrival
             .saturating_add(s.ttft_ns)
             .saturating_add(u64::from(k).saturating_mul(s.tpot_ns))
@@ -1170,6 +1180,15 @@ impl Conn {
         // count can say, whatever was asked.
         let endless = fault == Fault::Endless;
         let n = if endless { u32::MAX } else { n };
+        // A repeat is answered at once; an endless stream stays paced.
+        let cached = !endless
+            && ctx
+                .cache
+                .as_mut()
+                .is_some_and(|cache| cache.repeat(format as u8, body));
+        if cached {
+            WorkerCounters::bump(&c.cache_hits, 1);
+        }
         let mut reply = Reply::new(
             format,
             n,
@@ -1239,6 +1258,7 @@ impl Conn {
             inband_at,
             stall_at,
             endless,
+            cached,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -1320,6 +1340,7 @@ impl Conn {
             inband_at: None,
             stall_at: None,
             endless: false,
+            cached: false,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
