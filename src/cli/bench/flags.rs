@@ -361,6 +361,15 @@ impl BenchArgs {
             stages: None,
             scenarios: None,
             thresholds: None,
+            endpoints: None,
+            preset: None,
+            warmup_requests: None,
+            min_duration: None,
+            min_requests: None,
+            max_duration: None,
+            scheduler_seed: None,
+            dataloader_seed: None,
+            early_stopping: None,
         })
     }
 }

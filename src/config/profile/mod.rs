@@ -120,6 +120,13 @@ pub(crate) struct Profile {
     /// `http[s]://host[:port][/path]`; unset: the built-in endpoint.
     #[serde(skip_serializing_if = "unset")]
     pub endpoint: Option<String>,
+    /// Several endpoints sharing one workload; replaces `endpoint`.
+    #[serde(skip_serializing_if = "unset")]
+    pub endpoints: Option<Vec<String>>,
+    /// `mlperf`: MLPerf's defaults, run rules, metric contract and result
+    /// files (`docs/DESIGN.md`, "MLPerf mode").
+    #[serde(skip_serializing_if = "unset")]
+    pub preset: Option<String>,
     #[serde(skip_serializing_if = "unset")]
     pub api: Option<String>,
     /// Unset: the first model listed at `/v1/models`.
@@ -140,6 +147,20 @@ pub(crate) struct Profile {
 
     #[serde(skip_serializing_if = "unset")]
     pub warmup: Option<HumanDuration>,
+    /// Warm-up by count: this many requests before measuring.
+    #[serde(skip_serializing_if = "unset")]
+    pub warmup_requests: Option<u64>,
+    /// Issue until at least this long has been scheduled (MLPerf's
+    /// `min_duration_ms`: it sizes the sample count, it is not a clock).
+    #[serde(skip_serializing_if = "unset")]
+    pub min_duration: Option<HumanDuration>,
+    /// Issue at least this many requests (rounded up to whole dataset
+    /// passes in MLPerf mode).
+    #[serde(skip_serializing_if = "unset")]
+    pub min_requests: Option<u64>,
+    /// The wall-clock cap of an MLPerf-mode run (`max_duration_ms`).
+    #[serde(skip_serializing_if = "unset")]
+    pub max_duration: Option<HumanDuration>,
     /// Open-loop inter-arrival law: `uniform` or `poisson`.
     #[serde(skip_serializing_if = "unset")]
     pub arrival: Option<String>,
@@ -237,6 +258,15 @@ pub(crate) struct Profile {
 
     #[serde(skip_serializing_if = "unset")]
     pub seed: Option<u64>,
+    /// Seed of the arrival schedule alone; unset: `seed`.
+    #[serde(skip_serializing_if = "unset")]
+    pub scheduler_seed: Option<u64>,
+    /// Seed of the dataset order alone; unset: `seed`.
+    #[serde(skip_serializing_if = "unset")]
+    pub dataloader_seed: Option<u64>,
+    /// MLPerf's early-stopping estimates in the MLPerf files (default on).
+    #[serde(skip_serializing_if = "unset")]
+    pub early_stopping: Option<bool>,
     /// Unset: CPUs − 1, at least 1.
     #[serde(skip_serializing_if = "unset")]
     pub workers: Option<usize>,
