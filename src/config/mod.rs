@@ -35,6 +35,9 @@ pub(crate) struct BenchConfig {
     pub order: Order,
     pub tokenizer: Option<PathBuf>,
     pub token_source: TokenPolicy,
+    /// `preset: mlperf`: MLPerf's run rules and result files.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub mlperf: bool,
     pub sampling: Sampling,
     pub extra_body: Option<Map<String, Value>>,
     /// Secret: never written anywhere.

@@ -115,6 +115,14 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("tokenizer", "empty path");
     }
+    let mlperf = match p.preset.as_deref() {
+        None => false,
+        Some("mlperf") => true,
+        Some(other) => {
+            errs.at("preset", format!("'{other}': expected mlperf"));
+            false
+        }
+    };
     let token_source = p
         .token_source
         .as_deref()
@@ -302,6 +310,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         order,
         tokenizer: p.tokenizer.clone(),
         token_source,
+        mlperf,
         sampling: Sampling {
             temperature: p.temperature,
             top_p: p.top_p,
