@@ -2,6 +2,7 @@
 //! hands it to the library; each returns the process exit status. What they
 //! print goes through `outln!`/`errln!`, which never panic.
 
+pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod info;
@@ -71,6 +72,7 @@ pub struct Top {
 #[argh(subcommand)]
 enum Command {
     Bench(Box<bench::BenchArgs>),
+    Audit(audit::AuditArgs),
     Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
@@ -93,6 +95,7 @@ pub fn usage_status(args: &[&str]) -> i32 {
 pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Audit(args) => audit::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),

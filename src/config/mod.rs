@@ -104,7 +104,7 @@ impl BenchConfig {
         }
         o.insert("stream".into(), self.stream.into());
         o.insert("max_tokens".into(), self.max_tokens.into());
-        o.insert("order".into(), self.order.name().into());
+        o.insert("order".into(), self.order.to_string().into());
         o.insert("workers".into(), self.workers.into());
         o.insert("connections".into(), self.connections.into());
         o.insert("seed".into(), self.seed.into());

@@ -1,6 +1,9 @@
 //! Which sample each request sends: in file order, shuffled (a new
-//! permutation each pass over the dataset), or drawn at random with
-//! replacement. Reproducible by seed.
+//! permutation each pass over the dataset), drawn at random with
+//! replacement, or always the same one (MLPerf's single-index order, which
+//! the output-caching audit repeats). Reproducible by seed.
+
+use std::fmt;
 
 use crate::rng::Rng;
 
@@ -11,6 +14,9 @@ pub enum Order {
     Sequential,
     Shuffle,
     Random,
+    /// Every request sends sample `i` (`single:I`); the dataset must have it,
+    /// which is checked once it is loaded.
+    Single(u32),
 }
 
 impl Order {
@@ -19,17 +25,32 @@ impl Order {
             "sequential" => Ok(Order::Sequential),
             "shuffle" => Ok(Order::Shuffle),
             "random" => Ok(Order::Random),
-            _ => Err(format!(
-                "--order '{s}': expected sequential, shuffle or random"
-            )),
+            _ => match s.strip_prefix("single:").map(str::parse::<u32>) {
+                Some(Ok(i)) => Ok(Order::Single(i)),
+                _ => Err(format!(
+                    "--order '{s}': expected sequential, shuffle, random or single:INDEX (a row number from 0)"
+                )),
+            },
         }
     }
 
+    /// The order's kind, without a single order's index.
     pub fn name(self) -> &'static str {
         match self {
             Order::Sequential => "sequential",
             Order::Shuffle => "shuffle",
             Order::Random => "random",
+            Order::Single(_) => "single",
+        }
+    }
+}
+
+/// As `--order` spells it (`single:3`), so it parses back.
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Order::Single(i) => write!(f, "single:{i}"),
+            other => f.write_str(other.name()),
         }
     }
 }
@@ -72,6 +93,7 @@ impl Picker {
                 i
             }
             Order::Random => self.rng.below(self.n as u64) as u32,
+            Order::Single(i) => i,
             Order::Shuffle => {
                 if self.pos == self.n {
                     self.pos = 0;
@@ -121,5 +143,36 @@ mod tests {
         let distinct: std::collections::BTreeSet<_> = v.iter().collect();
         assert_eq!(distinct.len(), 10);
         assert_eq!(v, take(Order::Random, 10, 3, 1000));
+    }
+
+    #[test]
+    fn single_always_sends_its_row() {
+        assert_eq!(take(Order::Single(3), 5, 7, 6), vec![3; 6]);
+        assert_eq!(take(Order::Single(0), 1, 7, 3), vec![0; 3]);
+    }
+
+    #[test]
+    fn orders_parse_back_from_their_spelling() {
+        for o in [
+            Order::Sequential,
+            Order::Shuffle,
+            Order::Random,
+            Order::Single(0),
+            Order::Single(4_000_000),
+        ] {
+            assert_eq!(Order::parse(&o.to_string()), Ok(o));
+        }
+        assert_eq!(Order::Single(7).name(), "single");
+        for bad in [
+            "single",
+            "single:",
+            "single:-1",
+            "single:x",
+            "single:1.5",
+            "Single:1",
+        ] {
+            let e = Order::parse(bad).unwrap_err();
+            assert!(e.contains("single:INDEX"), "{bad}: {e}");
+        }
     }
 }

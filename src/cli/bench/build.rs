@@ -363,6 +363,16 @@ pub(super) fn build<'a>(
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),
             }
         }
+        if let Order::Single(row) = plan.order
+            && row as usize >= plan.samples()
+        {
+            let n = plan.samples();
+            return Err(format!(
+                "--order single:{row}: scenario '{}' has {n} samples (rows 0 to {})",
+                sc.name,
+                n - 1
+            ));
+        }
         if let Some(source) = source {
             out.datasets.push(DatasetInfo {
                 scenario: sc.name.clone(),

@@ -128,8 +128,8 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub synthetic: Option<String>,
 
-    /// sample order: sequential, shuffle (each pass) or random (default
-    /// {ORDER})
+    /// sample order: sequential, shuffle (each pass), random or single:I
+    /// (always row I, from 0) (default {ORDER})
     #[argh(option)]
     pub order: Option<String>,
 

@@ -103,8 +103,8 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
     // The host block, read once before anything runs (after the raise, so
     // its fd limit is the workers').
     let host = HostInfo::collect();
-    match execute(&cfg, started_ns, started_wall, fd_limit, host) {
-        Ok(outcome) => outcome as i32,
+    match execute(&cfg, started_ns, started_wall, fd_limit, host, &|_| Ok(())) {
+        Ok(ran) => ran.outcome as i32,
         Err(e) => {
             errln!("llmload bench: {e}");
             Outcome::Failed as i32
@@ -112,15 +112,61 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
     }
 }
 
+/// A finished run of a configuration: its exit status as `bench` would give
+/// it, and its results (already printed and written under the run's `out`).
+pub(crate) struct Ran {
+    pub outcome: Outcome,
+    pub result: RunResult,
+}
+
+/// Checks each scenario's count of distinct samples once they are loaded,
+/// before any request is sent.
+pub(crate) type SamplesCheck<'a> = &'a dyn Fn(usize) -> Result<(), String>;
+
+/// Runs a resolved configuration exactly as `bench` does, for commands made
+/// of bench runs (`audit`). `check` may refuse the loaded samples.
+pub(crate) fn run_config(
+    cfg: &BenchConfig,
+    fd_limit: u64,
+    check: SamplesCheck<'_>,
+) -> Result<Ran, String> {
+    let (started_ns, started_wall) = (now_ns(), wall_ns());
+    execute(
+        cfg,
+        started_ns,
+        started_wall,
+        fd_limit,
+        HostInfo::collect(),
+        check,
+    )
+}
+
 /// The profile (if any) with the flags over it, resolved and checked
 /// against this machine (`fd_limit`: each worker's descriptor limit).
 pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
+    let (profile, origin) = profile_of(args)?;
+    configure_profile(profile, &origin, fd_limit)
+}
+
+/// The `--profile` file (or an empty profile) with the flags over it, and
+/// the file's name to put before its errors (empty: they came from flags).
+pub(crate) fn profile_of(args: &BenchArgs) -> Result<(Profile, String), String> {
     let flags = args.to_profile()?;
     let (mut profile, origin) = match &args.profile {
         Some(path) => (Profile::load(path)?, path.display().to_string()),
         None => (Profile::default(), String::new()),
     };
     profile.overlay(&flags);
+    Ok((profile, origin))
+}
+
+/// `profile` resolved and checked against this machine; errors are named by
+/// `origin` (a file), or as flags when it is empty.
+pub(crate) fn configure_profile(
+    profile: Profile,
+    origin: &str,
+    fd_limit: u64,
+) -> Result<BenchConfig, String> {
     let cfg = resolve(profile).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()
@@ -158,7 +204,8 @@ fn execute(
     started_wall: u64,
     fd_limit: u64,
     host: HostInfo,
-) -> Result<Outcome, String> {
+    check: SamplesCheck<'_>,
+) -> Result<Ran, String> {
     let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
     let server = if build::needs_builtin(cfg) {
         Some(
@@ -169,6 +216,9 @@ fn execute(
         None
     };
     let built = build::build(cfg, server.as_ref(), tokenizer.as_ref())?;
+    for sc in &built.scenarios {
+        check(sc.samples())?;
+    }
     supervisor::install_signal_handlers().map_err(|e| format!("signal handlers: {e}"))?;
     let out = cfg
         .out
@@ -267,7 +317,7 @@ fn execute(
     if let Some(why) = outcome.message() {
         errln!("llmload bench: {why}");
     }
-    Ok(outcome)
+    Ok(Ran { outcome, result })
 }
 
 /// What the report must say for its numbers to be read right.
@@ -343,7 +393,7 @@ fn describe(cfg: &BenchConfig) -> String {
 }
 
 /// `results/<UTC timestamp>`, made unique with a suffix when needed.
-fn default_out_dir(wall: u64) -> PathBuf {
+pub(crate) fn default_out_dir(wall: u64) -> PathBuf {
     let stamp: String = crate::clock::format_utc(wall)
         .chars()
         .filter(|c| *c != '-' && *c != ':')

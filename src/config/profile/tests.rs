@@ -406,7 +406,7 @@ fn top_level_errors_name_the_field() {
     for needle in [
         "api: unknown API 'soap'",
         "endpoint: 'ftp://x': expected http://host:port[/path]",
-        "order: 'sorted': expected sequential, shuffle or random",
+        "order: 'sorted': expected sequential, shuffle, random or single:INDEX",
         "arrival: 'bursty': expected uniform or poisson",
         "cache_mode: 'warm': expected bust or natural",
         "temperature: -1: expected a number ≥ 0",
