@@ -267,8 +267,7 @@ fn check_shape(cfg: &BenchConfig, requested: u64) -> Result<(), String> {
     }
     if stage.requests != Some(requested) || stage.duration_ns.is_some() {
         return Err(format!(
-            "the phase's length resolved to {:?} requests and {:?} ns, not the {requested} requests it must send",
-            stage.requests, stage.duration_ns
+            "the phase must send exactly {requested} requests, but its run length resolved otherwise (a preset or profile that sets it?)"
         ));
     }
     let [sc] = cfg.scenarios.as_slice() else {

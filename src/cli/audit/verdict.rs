@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::RunResult;
 
 /// MLPerf's name of the test, in the JSON record and both file names.
@@ -17,7 +18,8 @@ pub(crate) struct PhaseStats {
     pub qps: f64,
     /// Queries that came back, failed ones included (MLPerf's
     /// `n_samples_completed` counts every query that completed, answered
-    /// or not).
+    /// or not); not those aborted at the end or lost with a worker, which
+    /// never completed.
     pub completed: u64,
     /// Queries the phase was asked to send.
     pub requested: u64,
@@ -29,7 +31,10 @@ impl PhaseStats {
     /// measured window. `None` when the phase has no window or completed
     /// nothing, where no comparison is possible.
     pub(crate) fn of(run: &RunResult, requested: u64) -> Option<PhaseStats> {
-        let completed = run.total.completed + run.total.failed;
+        let t = &run.total;
+        let never_completed =
+            t.errors.get(ErrorClass::Aborted) + t.errors.get(ErrorClass::WorkerLost);
+        let completed = (t.completed + t.failed).saturating_sub(never_completed);
         if completed == 0 || run.total_window_ns == 0 {
             return None;
         }
@@ -250,6 +255,12 @@ mod tests {
         assert_eq!(PhaseStats::of(&run, 10), None, "nothing completed");
         run.total.completed = 7;
         run.total.failed = 1;
+        assert_eq!(PhaseStats::of(&run, 10), Some(phase(4.0, 8, 10)));
+        // Two aborted at the end, one lost with a worker: never completed.
+        run.total.failed = 4;
+        run.total.errors.add(ErrorClass::Aborted, 0, 2);
+        run.total.errors.add(ErrorClass::WorkerLost, 0, 1);
+        run.total.errors.add(ErrorClass::Reset, 0, 1);
         assert_eq!(PhaseStats::of(&run, 10), Some(phase(4.0, 8, 10)));
         run.total_window_ns = 0;
         assert_eq!(PhaseStats::of(&run, 10), None, "no window");
