@@ -193,6 +193,12 @@ impl Series {
         (self.count > 0).then(|| mlperf::std_dev(self.count, self.sum, self.sum_sq))
     }
 
+    /// MLPerf's 30-bucket log histogram of the values, over their exact
+    /// min and max; `None` when empty.
+    pub(crate) fn log_histogram(&self) -> Option<mlperf::LogHistogram> {
+        (self.count > 0).then(|| mlperf::LogHistogram::from_hdr(&self.hist, self.min, self.max))
+    }
+
     /// The values in ascending order as MLPerf's statistics read them: by
     /// rank from the histogram, the first and last rank the exact min and
     /// max.
