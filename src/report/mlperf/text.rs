@@ -51,7 +51,8 @@ pub(crate) fn render(r: &ResultSummary) -> String {
         .collect();
     let _ = write!(o, "\n{:<26}", "(ms)");
     for &p in &shown {
-        let _ = write!(o, "{:>10}", format!("p{}", percentile_key(p)));
+        let label = percentile_key(p);
+        let _ = write!(o, "{:>10}", format!("p{}", label.trim_end_matches(".0")));
     }
     o.push('\n');
     for (name, s) in [
