@@ -497,6 +497,43 @@ mod tests {
         assert_eq!(m.sum_sq(), 0);
     }
 
+    /// MLPerf's grid and early-stopping estimates read from a series (its
+    /// HDR histogram, exact min and max) against the exact order statistics
+    /// of the same values: equal within the histogram's resolution.
+    #[test]
+    fn mlperf_statistics_from_the_series_match_the_exact_ones() {
+        let mut rng = Rng::seeded(14);
+        for n in [1usize, 64, 700, 20_000] {
+            let values = log_normal_ns(&mut rng, n);
+            let mut s = Series::new();
+            for &v in &values {
+                s.record(v);
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let close = |exact: u64, got: u64, what: String| {
+                let rel = (got as f64 - exact as f64).abs() / exact as f64;
+                assert!(rel <= 0.001, "{what}: exact {exact} series {got}");
+            };
+            let exact = mlperf::grid(&sorted[..]).unwrap();
+            let ours = mlperf::grid(&s.order()).unwrap();
+            for (e, o) in exact.iter().zip(&ours) {
+                close(e.1, o.1, format!("n {n} p{}", e.0));
+            }
+            let exact = mlperf::early_stopping_grid(&sorted[..]);
+            let ours = mlperf::early_stopping_grid(&s.order());
+            for (e, o) in exact.iter().zip(&ours) {
+                match (e.1, o.1) {
+                    (Some(a), Some(b)) => close(a, b, format!("n {n} es p{}", e.0)),
+                    (a, b) => assert_eq!(a, b, "n {n} es p{}", e.0),
+                }
+            }
+            let h = s.log_histogram().unwrap();
+            assert_eq!(h.counts.iter().sum::<u64>(), n as u64);
+        }
+        assert!(Series::new().log_histogram().is_none());
+    }
+
     #[test]
     fn clear_forgets_values() {
         let mut s = Series::new();
