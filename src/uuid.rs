@@ -37,6 +37,37 @@ pub(crate) fn uuid_text(id: &[u8; 16]) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// The id of one request (MLPerf's `sample_uuid`): its conversation's id
+/// for the first turn, and for turn `t > 1` that id with `t − 1` folded
+/// into its last two bytes, so every turn has its own id and the id of a
+/// single-turn request is the one it was sent with (`x-request-id`). The
+/// version and variant bits are untouched, so it is still a UUID v4.
+pub(crate) fn sample_uuid(conv_id: &[u8; 16], turn: u16) -> [u8; 16] {
+    let mut id = *conv_id;
+    let k = turn.saturating_sub(1).to_be_bytes();
+    id[14] ^= k[0];
+    id[15] ^= k[1];
+    id
+}
+
+/// The 32-character hex form without dashes (Python's `uuid.hex`), written
+/// into `out` without allocating.
+pub(crate) fn write_hex(id: &[u8; 16], out: &mut [u8; 32]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, byte) in id.iter().enumerate() {
+        out[2 * i] = HEX[(byte >> 4) as usize];
+        out[2 * i + 1] = HEX[(byte & 0xf) as usize];
+    }
+}
+
+/// The hex form as a `String`.
+#[cfg(test)]
+pub(crate) fn hex_text(id: &[u8; 16]) -> String {
+    let mut buf = [0u8; 32];
+    write_hex(id, &mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// The placeholder prebuilt requests carry where the id goes.
 pub(crate) const UUID_PLACEHOLDER: &str = "00000000-0000-4000-8000-000000000000";
 
@@ -54,5 +85,20 @@ mod tests {
         assert_eq!(&a[14..15], "4");
         assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
         assert_eq!(a.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn sample_uuids_are_hex_and_distinct_per_turn() {
+        let conv = new_uuid(&mut Rng::seeded(2));
+        assert_eq!(sample_uuid(&conv, 1), conv);
+        assert_eq!(sample_uuid(&conv, 0), conv);
+        let ids: std::collections::HashSet<[u8; 16]> =
+            (1..=1000).map(|t| sample_uuid(&conv, t)).collect();
+        assert_eq!(ids.len(), 1000);
+        let hex = hex_text(&conv);
+        assert_eq!(hex, uuid_text(&conv).replace('-', ""));
+        assert_eq!(hex.len(), 32);
+        let t2 = uuid_text(&sample_uuid(&conv, 2));
+        assert_eq!(&t2[14..15], "4");
     }
 }

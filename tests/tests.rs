@@ -15,6 +15,7 @@ mod faults;
 mod info;
 mod interrupt;
 mod memory;
+mod mlperf_files;
 mod probe;
 mod profile;
 mod prom_check;

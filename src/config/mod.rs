@@ -36,7 +36,6 @@ pub(crate) struct BenchConfig {
     pub tokenizer: Option<PathBuf>,
     pub token_source: TokenPolicy,
     /// `preset: mlperf`: MLPerf's run rules and result files.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub mlperf: bool,
     pub sampling: Sampling,
     pub extra_body: Option<Map<String, Value>>,

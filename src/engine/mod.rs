@@ -48,6 +48,10 @@ pub(crate) struct ScenarioPlan<'a> {
     pub endpoint: usize,
     /// Prebuilt requests of a single-turn scenario (empty when multi-turn).
     pub requests: RequestSet,
+    /// A request's sample index is the dataset row its prompt came from
+    /// (a single-turn scenario reading a dataset); false for synthetic
+    /// prompts, pools and conversations.
+    pub rows: bool,
     /// How a multi-turn scenario's turns are built on the worker.
     pub conversation: Option<conversation::ConversationTemplate>,
     /// Turns per conversation, drawn uniformly from `min..=max`.

@@ -184,6 +184,7 @@ mod tests {
             scenario: 0,
             stage: None,
             turn: 1,
+            row: None,
             gaps: Gaps::Owned(vec![1, 2]),
             text: Cow::Owned("w ".repeat(words).into_bytes()),
             message: None,

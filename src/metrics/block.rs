@@ -97,6 +97,10 @@ pub(crate) struct Block {
     pub e2e: Series,
     /// t_end − t_send.
     pub service: Series,
+    /// t_end − t_sched of every finished request, failures included (MLPerf's
+    /// `latency`); requests written off with a lost worker have no end and
+    /// are left out.
+    pub latency_all: Series,
     /// t_first_token − t_send.
     pub ttft: Series,
     /// t_first_token − t_sched.
@@ -135,6 +139,10 @@ pub(crate) struct Block {
     /// Earliest t_sched and latest t_end seen (0 when empty).
     pub first_sched: u64,
     pub last_end: u64,
+    /// The latest t_sched seen and the t_end of that request: LoadGen's
+    /// window ends when the last-issued query completes.
+    pub last_sched: u64,
+    pub last_sched_end: u64,
 }
 
 impl Block {
@@ -145,6 +153,13 @@ impl Block {
             self.first_sched = s.t_sched;
         }
         self.last_end = self.last_end.max(s.t_end);
+        if s.error != Some(ErrorClass::WorkerLost) && s.t_sched != 0 {
+            self.latency_all.record(s.t_end.saturating_sub(s.t_sched));
+            if s.t_sched >= self.last_sched {
+                self.last_sched = s.t_sched;
+                self.last_sched_end = s.t_end;
+            }
+        }
         if s.t_send >= s.t_sched && s.t_send != 0 {
             self.send_lateness.record(s.t_send - s.t_sched);
         }
@@ -209,6 +224,7 @@ impl Block {
         for (a, b) in [
             (&mut self.e2e, &other.e2e),
             (&mut self.service, &other.service),
+            (&mut self.latency_all, &other.latency_all),
             (&mut self.ttft, &other.ttft),
             (&mut self.ttft_sched, &other.ttft_sched),
             (&mut self.tpot, &other.tpot),
@@ -245,6 +261,17 @@ impl Block {
             self.first_sched = other.first_sched;
         }
         self.last_end = self.last_end.max(other.last_end);
+        if other.last_sched != 0 && other.last_sched >= self.last_sched {
+            self.last_sched = other.last_sched;
+            self.last_sched_end = other.last_sched_end;
+        }
+    }
+
+    /// LoadGen's Server window: the first issue to the completion of the
+    /// last-issued request, ns; `None` when nothing with both was recorded.
+    pub(crate) fn loadgen_window_ns(&self) -> Option<u64> {
+        (self.first_sched != 0 && self.last_sched_end > self.first_sched)
+            .then(|| self.last_sched_end - self.first_sched)
     }
 
     /// How the output token total was counted: `usage`, `tokenizer`,
@@ -346,5 +373,24 @@ mod tests {
         assert_eq!(a.output_source(), "events");
         assert_eq!((a.first_sched, a.last_end), (50, 900));
         assert_eq!(a.e2e.count(), 1);
+        // MLPerf's latency counts the failure too.
+        assert_eq!(a.latency_all.count(), 2);
+        assert_eq!(a.latency_all.max_ns(), Some(850));
+        // The last-issued request (t_sched 100) ended at 400.
+        assert_eq!(a.loadgen_window_ns(), Some(350));
+    }
+
+    #[test]
+    fn a_lost_worker_s_requests_have_no_latency() {
+        let mut b = Block::default();
+        let lost = RequestSample {
+            t_sched: 5,
+            t_end: 5,
+            error: Some(ErrorClass::WorkerLost),
+            ..Default::default()
+        };
+        b.record(&lost, []);
+        assert_eq!((b.failed, b.latency_all.count()), (1, 0));
+        assert_eq!(b.loadgen_window_ns(), None);
     }
 }

@@ -11,9 +11,6 @@
 //! so the same formulas run on both and differ only by the histogram's
 //! resolution (< 0.1 % relative), which the tests check.
 
-// The MLPerf result writer (issue 10) consumes this module; until then only tests call it.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use hdrhistogram::Histogram;
 
 /// LoadGen's early-stopping confidence (`results.cc`); an algorithm constant,
@@ -220,7 +217,9 @@ impl LogHistogram {
         self.counts[i] += count;
     }
 
-    /// The exact histogram of raw samples, given their exact min and max.
+    /// The exact histogram of raw samples, given their exact min and max:
+    /// the reference the HDR path is tested against.
+    #[cfg(test)]
     pub(crate) fn from_samples(samples: &[u64], min: u64, max: u64) -> Self {
         let mut h = Self::empty(min as f64, max as f64);
         for &v in samples {
@@ -371,7 +370,9 @@ pub(crate) fn min_passing(t: u64, percentile: f64) -> u64 {
 
 /// The fewest samples for which an early-stopping estimate at `percentile`
 /// exists: one over-latency sample plus the under-latency ones it needs
-/// (662 at p99). Below it the estimate is null.
+/// (662 at p99). Below it the estimate is null. The estimate search finds
+/// the floor by itself; this names it for the tests.
+#[cfg(test)]
 pub(crate) fn min_samples(percentile: f64) -> u64 {
     min_passing(1, percentile) + 1
 }

@@ -23,6 +23,9 @@ pub(crate) struct Finished<'a> {
     pub stage: Option<u16>,
     /// Turn within the conversation, from 1.
     pub turn: u16,
+    /// The dataset row its prompt came from; `None` for prompts that are
+    /// not a dataset's rows (synthetic, pools, later turns).
+    pub row: Option<u32>,
     pub gaps: Gaps<'a>,
     /// Output text, raw JSON-escaped, when the run or a check needs it.
     pub text: Cow<'a, [u8]>,
@@ -108,6 +111,7 @@ mod tests {
             scenario: 0,
             stage: None,
             turn: 1,
+            row: None,
             gaps: in_place,
             text: Cow::Borrowed(b"hi"),
             message: None,

@@ -97,17 +97,14 @@ impl ConnTimes {
     pub(crate) fn rollup(&self, unit: f64) -> Rollup {
         let at = |q: f64| self.quantile_ns(q).map(|v| v as f64 / unit);
         let some = self.count > 0;
-        Rollup {
-            count: self.count,
-            min: some.then(|| self.min_ns as f64 / unit),
-            mean: some.then(|| self.sum_ns as f64 / self.count as f64 / unit),
-            p50: at(0.5),
-            p90: at(0.9),
-            p95: at(0.95),
-            p99: at(0.99),
-            p999: at(0.999),
-            max: some.then(|| self.max_ns as f64 / unit),
-        }
+        // No sum of squares is kept for connection times: no std_dev.
+        let exact = (
+            some.then(|| self.min_ns as f64 / unit),
+            some.then(|| self.sum_ns as f64 / self.count as f64 / unit),
+            None,
+            some.then(|| self.max_ns as f64 / unit),
+        );
+        Rollup::with_grid(self.count, exact, at)
     }
 }
 

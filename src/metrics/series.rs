@@ -14,6 +14,8 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::mlperf::{self, HdrOrder};
+
 /// The histogram's top: one hour in nanoseconds. Longer values are recorded
 /// as one hour, so percentiles that fall among them read one hour (then at
 /// most the exact max) while min, max and mean stay exact.
@@ -28,26 +30,68 @@ pub(crate) struct Series {
     hist: Histogram<u64>,
     count: u64,
     sum: u128,
+    /// Σx², for the standard deviation; saturates rather than wrapping
+    /// (only past ~10^13 hour-long values).
+    sum_sq: u128,
     min: u64,
     max: u64,
 }
 
 /// The rollup the report shows, in a chosen unit (ms for latencies, µs for
-/// lateness): the summary schema's `histogram`. Every field but `count` is
-/// `None` when nothing was recorded; a document that lacks a field reads as
-/// that empty rollup's field.
+/// lateness): the summary schema's `histogram`, with MLPerf's percentile
+/// grid (1 to 99.9) and the sample standard deviation. Every field but
+/// `count` is `None` when nothing was recorded (`std_dev` also where no sum
+/// of squares is kept); a document that lacks a field reads as that empty
+/// rollup's field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct Rollup {
     pub count: u64,
     pub min: Option<f64>,
     pub mean: Option<f64>,
+    pub std_dev: Option<f64>,
+    pub p1: Option<f64>,
+    pub p5: Option<f64>,
+    pub p10: Option<f64>,
+    pub p25: Option<f64>,
     pub p50: Option<f64>,
+    pub p75: Option<f64>,
+    pub p80: Option<f64>,
     pub p90: Option<f64>,
     pub p95: Option<f64>,
+    pub p97: Option<f64>,
     pub p99: Option<f64>,
     pub p999: Option<f64>,
     pub max: Option<f64>,
+}
+
+impl Rollup {
+    /// A rollup whose percentiles are `at(q)` for each quantile of the grid.
+    pub(crate) fn with_grid(
+        count: u64,
+        (min, mean, std_dev, max): (Option<f64>, Option<f64>, Option<f64>, Option<f64>),
+        at: impl Fn(f64) -> Option<f64>,
+    ) -> Rollup {
+        Rollup {
+            count,
+            min,
+            mean,
+            std_dev,
+            p1: at(0.01),
+            p5: at(0.05),
+            p10: at(0.10),
+            p25: at(0.25),
+            p50: at(0.50),
+            p75: at(0.75),
+            p80: at(0.80),
+            p90: at(0.90),
+            p95: at(0.95),
+            p97: at(0.97),
+            p99: at(0.99),
+            p999: at(0.999),
+            max,
+        }
+    }
 }
 
 /// The exact fields and a few percentiles: the derived form would print all
@@ -82,6 +126,7 @@ impl Series {
             hist,
             count: 0,
             sum: 0,
+            sum_sq: 0,
             min: u64::MAX,
             max: 0,
         }
@@ -94,6 +139,7 @@ impl Series {
         self.hist.saturating_record(ns.max(1));
         self.count += 1;
         self.sum += u128::from(ns);
+        self.sum_sq = self.sum_sq.saturating_add(u128::from(ns) * u128::from(ns));
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
@@ -111,6 +157,7 @@ impl Series {
             .expect("series histograms share bounds");
         self.count += other.count;
         self.sum += other.sum;
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
     }
@@ -121,19 +168,46 @@ impl Series {
         self.hist.reset();
         self.count = 0;
         self.sum = 0;
+        self.sum_sq = 0;
         self.min = u64::MAX;
         self.max = 0;
     }
 
-    #[cfg(test)]
     pub(crate) fn count(&self) -> u64 {
         self.count
     }
 
     /// Exact sum of every recorded value, in nanoseconds.
-    #[cfg(test)]
     pub(crate) fn sum_ns(&self) -> u128 {
         self.sum
+    }
+
+    /// Exact sum of the squares of every recorded value (saturating).
+    pub(crate) fn sum_sq(&self) -> u128 {
+        self.sum_sq
+    }
+
+    /// The sample standard deviation (divisor n − 1), exact from the sums;
+    /// `None` when empty, 0 for one value.
+    pub(crate) fn std_dev_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| mlperf::std_dev(self.count, self.sum, self.sum_sq))
+    }
+
+    /// MLPerf's 30-bucket log histogram of the values, over their exact
+    /// min and max; `None` when empty.
+    pub(crate) fn log_histogram(&self) -> Option<mlperf::LogHistogram> {
+        (self.count > 0).then(|| mlperf::LogHistogram::from_hdr(&self.hist, self.min, self.max))
+    }
+
+    /// The values in ascending order as MLPerf's statistics read them: by
+    /// rank from the histogram, the first and last rank the exact min and
+    /// max.
+    pub(crate) fn order(&self) -> HdrOrder<'_> {
+        let order = HdrOrder::new(&self.hist);
+        match (self.min_ns(), self.max_ns()) {
+            (Some(min), Some(max)) => order.with_bounds(min, max),
+            _ => order,
+        }
     }
 
     /// Exact smallest value; `None` when empty.
@@ -179,18 +253,13 @@ impl Series {
             return Rollup::default();
         }
         let scale = |ns: u64| Some(ns as f64 / unit_ns);
-        let q = |q: f64| self.quantile_ns(q).and_then(scale);
-        Rollup {
-            count: self.count,
-            min: scale(self.min),
-            mean: self.mean_ns().map(|m| m / unit_ns),
-            p50: q(0.50),
-            p90: q(0.90),
-            p95: q(0.95),
-            p99: q(0.99),
-            p999: q(0.999),
-            max: scale(self.max),
-        }
+        let exact = (
+            scale(self.min),
+            self.mean_ns().map(|m| m / unit_ns),
+            self.std_dev_ns().map(|s| s / unit_ns),
+            scale(self.max),
+        );
+        Rollup::with_grid(self.count, exact, |q| self.quantile_ns(q).and_then(scale))
     }
 }
 
@@ -336,8 +405,10 @@ mod tests {
         assert_eq!(sum.p50, None);
         assert_eq!(
             serde_json::to_value(sum).unwrap(),
-            serde_json::json!({"count": 0, "min": null, "mean": null, "p50": null,
-                "p90": null, "p95": null, "p99": null, "p999": null, "max": null})
+            serde_json::json!({"count": 0, "min": null, "mean": null, "std_dev": null,
+                "p1": null, "p5": null, "p10": null, "p25": null, "p50": null, "p75": null,
+                "p80": null, "p90": null, "p95": null, "p97": null, "p99": null, "p999": null,
+                "max": null})
         );
     }
 
@@ -394,6 +465,73 @@ mod tests {
         let m = s.rollup(1e6);
         let seq = [m.min, m.p50, m.p90, m.p95, m.p99, m.p999, m.max].map(Option::unwrap);
         assert!(seq.windows(2).all(|w| w[0] <= w[1]), "{seq:?}");
+    }
+
+    #[test]
+    fn std_dev_and_the_full_grid() {
+        let mut s = Series::new();
+        for v in [2u64, 4, 4, 4, 5, 5, 7, 9] {
+            s.record(v);
+        }
+        // Sample standard deviation of these eight values: sqrt(32 / 7).
+        assert!((s.std_dev_ns().unwrap() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(s.sum_sq(), 4 + 3 * 16 + 2 * 25 + 49 + 81);
+        let r = s.rollup(1.0);
+        let grid = [
+            r.min, r.p1, r.p5, r.p10, r.p25, r.p50, r.p75, r.p80, r.p90, r.p95, r.p97, r.p99,
+            r.p999, r.max,
+        ]
+        .map(Option::unwrap);
+        assert!(grid.windows(2).all(|w| w[0] <= w[1]), "{grid:?}");
+        assert_eq!((r.p25, r.p75), (Some(4.0), Some(5.0)));
+        let mut one = Series::new();
+        one.record(3);
+        assert_eq!(one.std_dev_ns(), Some(0.0));
+        assert_eq!(Series::new().std_dev_ns(), None);
+        // The squares survive a merge and a clear.
+        let mut m = Series::new();
+        m.merge(&s);
+        m.merge(&one);
+        assert_eq!(m.sum_sq(), s.sum_sq() + 9);
+        m.clear();
+        assert_eq!(m.sum_sq(), 0);
+    }
+
+    /// MLPerf's grid and early-stopping estimates read from a series (its
+    /// HDR histogram, exact min and max) against the exact order statistics
+    /// of the same values: equal within the histogram's resolution.
+    #[test]
+    fn mlperf_statistics_from_the_series_match_the_exact_ones() {
+        let mut rng = Rng::seeded(14);
+        for n in [1usize, 64, 700, 20_000] {
+            let values = log_normal_ns(&mut rng, n);
+            let mut s = Series::new();
+            for &v in &values {
+                s.record(v);
+            }
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let close = |exact: u64, got: u64, what: String| {
+                let rel = (got as f64 - exact as f64).abs() / exact as f64;
+                assert!(rel <= 0.001, "{what}: exact {exact} series {got}");
+            };
+            let exact = mlperf::grid(&sorted[..]).unwrap();
+            let ours = mlperf::grid(&s.order()).unwrap();
+            for (e, o) in exact.iter().zip(&ours) {
+                close(e.1, o.1, format!("n {n} p{}", e.0));
+            }
+            let exact = mlperf::early_stopping_grid(&sorted[..]);
+            let ours = mlperf::early_stopping_grid(&s.order());
+            for (e, o) in exact.iter().zip(&ours) {
+                match (e.1, o.1) {
+                    (Some(a), Some(b)) => close(a, b, format!("n {n} es p{}", e.0)),
+                    (a, b) => assert_eq!(a, b, "n {n} es p{}", e.0),
+                }
+            }
+            let h = s.log_histogram().unwrap();
+            assert_eq!(h.counts.iter().sum::<u64>(), n as u64);
+        }
+        assert!(Series::new().log_histogram().is_none());
     }
 
     #[test]

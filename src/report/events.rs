@@ -24,7 +24,7 @@ use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
 use crate::protocol::Finish;
 use crate::protocol::json::unescape;
-use crate::uuid::write_uuid;
+use crate::uuid::{sample_uuid, write_hex, write_uuid};
 
 /// Lines the sink may be behind before new ones are dropped: a few seconds
 /// of a fast run, so a slow disk has to stall for that long to lose one.
@@ -45,6 +45,7 @@ struct Line {
     scenario: u16,
     stage: Option<u16>,
     turn: u16,
+    row: Option<u32>,
     text: Option<Vec<u8>>,
     message: Option<String>,
 }
@@ -109,7 +110,14 @@ pub(crate) struct RunObserver {
     dropped: Arc<AtomicU64>,
     gate: Arc<Gate>,
     record_output: bool,
+    /// Every measured request's id and dataset row (MLPerf mode's
+    /// `sample_idx_map.json`), kept here rather than by the sink, which may
+    /// drop lines.
+    sample_rows: Option<Vec<SampleRow>>,
 }
+
+/// A measured request's `sample_uuid` and the dataset row it sent.
+pub(crate) type SampleRow = ([u8; 16], Option<u32>);
 
 /// Names and clocks the sink needs to write lines.
 struct Context {
@@ -165,7 +173,18 @@ impl RunObserver {
             dropped,
             gate,
             record_output,
+            sample_rows: None,
         })
+    }
+
+    /// Keeps every measured request's id and row from now on.
+    pub(crate) fn keep_sample_rows(&mut self) {
+        self.sample_rows = Some(Vec::new());
+    }
+
+    /// The ids and rows kept (empty unless `keep_sample_rows` was called).
+    pub(crate) fn take_sample_rows(&mut self) -> Vec<SampleRow> {
+        self.sample_rows.take().unwrap_or_default()
     }
 
     fn send(&self, msg: Msg) {
@@ -200,6 +219,11 @@ impl RunObserver {
 
 impl Observer for RunObserver {
     fn request(&mut self, e: &Finished<'_>) {
+        if let Some(rows) = &mut self.sample_rows
+            && e.stage.is_some()
+        {
+            rows.push((sample_uuid(&e.conv_id, e.turn), e.row));
+        }
         let line = Line {
             sample: e.sample,
             seq: e.seq,
@@ -207,6 +231,7 @@ impl Observer for RunObserver {
             scenario: e.scenario,
             stage: e.stage,
             turn: e.turn,
+            row: e.row,
             text: (self.record_output).then(|| e.text.to_vec()),
             message: e.message.clone(),
         };
@@ -318,6 +343,10 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     let mut id = [0u8; 36];
     write_uuid(&l.conv_id, &mut id);
     w.raw_str("conversation_id", &id);
+    let mut hex = [0u8; 32];
+    write_hex(&sample_uuid(&l.conv_id, l.turn), &mut hex);
+    w.raw_str("sample_uuid", &hex);
+    w.opt_uint("row", l.row.map(u64::from));
     w.opt_str(
         "scenario",
         ctx.scenarios.get(l.scenario as usize).map(String::as_str),
@@ -491,6 +520,7 @@ mod tests {
             scenario: 0,
             stage: Some(0),
             turn: 2,
+            row: Some(9),
             text: Some(br#"he said \"hi\""#.to_vec()),
             message: Some("over\nloaded \"now\"".into()),
         };
@@ -499,6 +529,9 @@ mod tests {
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["seq"], 42);
         assert_eq!(v["conversation_id"], "abababab-abab-abab-abab-abababababab");
+        // Turn 2: the conversation's id with 1 folded into its last byte.
+        assert_eq!(v["sample_uuid"], format!("{}aa", "ab".repeat(15)));
+        assert_eq!(v["row"], 9);
         assert_eq!(v["scenario"], "chat");
         assert_eq!(v["stage"], "ramp");
         assert_eq!(v["warmup"], false);
@@ -528,6 +561,7 @@ mod tests {
             scenario: 0,
             stage: Some(0),
             turn: 1,
+            row: Some(7),
             gaps: crate::metrics::observe::Gaps::Owned(Vec::new()),
             text: std::borrow::Cow::Owned(vec![b'a'; text]),
             message: None,

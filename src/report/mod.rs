@@ -12,6 +12,7 @@ pub(crate) mod compare;
 pub(crate) mod csv;
 pub(crate) mod events;
 pub(crate) mod fmt;
+pub(crate) mod mlperf;
 pub(crate) mod prom;
 pub(crate) mod slices;
 pub(crate) mod summary;
@@ -47,6 +48,8 @@ pub(crate) struct RunInfo {
     pub notes: Vec<String>,
     /// How the https endpoints were reached; `None` when none was https.
     pub tls: Option<summary::TlsSummary>,
+    /// MLPerf mode: its result files are written too.
+    pub mlperf: Option<mlperf::MlperfInfo>,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -55,7 +58,8 @@ pub(crate) struct RunInfo {
 pub(crate) struct Rendered {
     /// `report.txt`, also what the terminal shows.
     pub text: String,
-    files: [(&'static str, Vec<u8>); 4],
+    /// (path in the output directory, bytes).
+    files: Vec<(&'static str, Vec<u8>)>,
 }
 
 /// Renders `run`: every file is a rendering of one `Summary`, so none can
@@ -64,29 +68,43 @@ pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
     let summary = Summary::build(run, info);
     let mut json = serde_json::to_vec_pretty(&summary).expect("a summary always serializes");
     json.push(b'\n');
-    let text = text::render(&summary);
-    Rendered {
-        files: [
-            ("summary.json", json),
-            ("report.txt", text.clone().into_bytes()),
-            ("report.csv", csv::render(&summary).into_bytes()),
-            ("metrics.prom", prom::render(&summary).into_bytes()),
-        ],
-        text,
+    let mut text = text::render(&summary);
+    let mut mlperf_files = Vec::new();
+    if let Some(m) = &info.mlperf {
+        let (files, section) = mlperf::render(run, m);
+        mlperf_files = files;
+        text.push_str(&section);
     }
+    let mut files = vec![
+        ("summary.json", json),
+        ("report.txt", text.clone().into_bytes()),
+        ("report.csv", csv::render(&summary).into_bytes()),
+        ("metrics.prom", prom::render(&summary).into_bytes()),
+    ];
+    files.extend(mlperf_files);
+    Rendered { files, text }
 }
 
 impl Rendered {
-    /// Writes `summary.json`, `report.txt`, `report.csv` and `metrics.prom`
-    /// into `dir`, each atomically. A file that cannot be written does not
-    /// stop the others; returns one error per file that failed, naming it.
+    /// Writes `summary.json`, `report.txt`, `report.csv`, `metrics.prom`
+    /// (and in MLPerf mode its files) into `dir`, each atomically. A file
+    /// that cannot be written does not stop the others; returns one error
+    /// per file that failed, naming it.
     pub(crate) fn write(&self, dir: &std::path::Path) -> Vec<String> {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return vec![format!("{}: {e}", dir.display())];
         }
         self.files
             .iter()
-            .filter_map(|(name, bytes)| atomic::write(&dir.join(name), bytes).err())
+            .filter_map(|(name, bytes)| {
+                let path = dir.join(name);
+                if let Some(parent) = path.parent()
+                    && let Err(e) = std::fs::create_dir_all(parent)
+                {
+                    return Some(format!("{}: {e}", parent.display()));
+                }
+                atomic::write(&path, bytes).err()
+            })
             .collect()
     }
 }
@@ -107,6 +125,7 @@ mod tests {
             events: events::EventsStats::default(),
             notes: Vec::new(),
             tls: None,
+            mlperf: None,
         }
     }
 

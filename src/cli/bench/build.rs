@@ -274,12 +274,18 @@ pub(super) fn build<'a>(
                 })
             );
         let (samples, order, source) = content_samples(cfg, sc, tokenizer, i)?;
+        // A dataset's samples (a file, or the built-in set) are its rows in
+        // order; everything else is made up and has none.
+        let rows = !multi_turn
+            && (matches!(samples, SampleSource::File(_))
+                || matches!(source, Some(Source::Builtin)));
         let mut plan = ScenarioPlan {
             name: sc.name.clone(),
             weight: sc.weight,
             protocol: proto,
             endpoint: ep,
             requests: RequestSet::default(),
+            rows,
             conversation: None,
             turns: (
                 sc.turns.min.min(u16::MAX as u32) as u16,

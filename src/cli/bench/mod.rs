@@ -6,6 +6,7 @@
 mod build;
 mod flags;
 mod help;
+mod mlperf;
 
 pub(crate) use flags::BenchArgs;
 pub use help::with_defaults as help_with_defaults;
@@ -272,7 +273,11 @@ fn execute(
         started_wall,
         started_ns,
     )?;
+    if cfg.mlperf {
+        observer.keep_sample_rows();
+    }
     let mut result = workers.run(&plan, started_ns, Some(&mut observer));
+    let sample_rows = observer.take_sample_rows();
     let events = observer.finish();
     let server_stats = server.map(|h| h.stop());
     result.started_wall_ns = started_wall;
@@ -294,6 +299,9 @@ fn execute(
         events,
         notes: notes(cfg),
         tls: built.tls,
+        mlperf: cfg
+            .mlperf
+            .then(|| mlperf::info(cfg, started_ns, sample_rows)),
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.

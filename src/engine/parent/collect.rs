@@ -125,6 +125,7 @@ impl Parent<'_, '_, '_> {
             scenario: scenario as u16,
             stage: self.stage_of(d.c.t_sched),
             turn: d.c.turn,
+            row: sc.rows.then_some(d.c.sample),
             gaps: d.gaps,
             text: Cow::Borrowed(d.text),
             message: (!d.msg.is_empty()).then(|| errors::readable(d.msg, MAX_MESSAGE)),

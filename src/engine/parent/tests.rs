@@ -25,6 +25,7 @@ fn scenario(name: &str) -> ScenarioPlan<'static> {
         protocol: crate::protocol::find("openai-chat").unwrap(),
         endpoint: 0,
         requests: RequestSet::default(),
+        rows: false,
         conversation: None,
         turns: (1, 1),
         think_time_ns: 0,

@@ -162,6 +162,7 @@ fn run() -> RunResult {
 fn info() -> RunInfo {
     RunInfo {
         tls: None,
+        mlperf: None,
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,

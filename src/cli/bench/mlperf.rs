@@ -1,0 +1,47 @@
+//! What MLPerf mode's result files need from the configuration: the
+//! `run_config` block (load pattern, warm-up, seeds) and whether QPS is
+//! read over LoadGen's window (poisson, as MLPerf's
+//! `use_legacy_loadgen_qps_metrics` defaults).
+
+use crate::config::BenchConfig;
+use crate::plan::{ArrivalKind, Load};
+use crate::report::events::SampleRow;
+use crate::report::mlperf::{LoadPattern, MlperfInfo, RunConfig, WarmupConfig};
+
+/// The MLPerf files' inputs for a run of `cfg` started at `started_ns`
+/// (CLOCK_MONOTONIC) whose measured requests were `sample_rows`.
+pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRow>) -> MlperfInfo {
+    let p = &cfg.profile;
+    let scheduler_seed = p.scheduler_seed.unwrap_or(cfg.seed);
+    let warmup_requests = p.warmup_requests;
+    MlperfInfo {
+        run_config: RunConfig {
+            load_pattern: cfg
+                .stages
+                .first()
+                .map(|s| LoadPattern::of(&s.load))
+                .unwrap_or_default(),
+            warmup: WarmupConfig {
+                enabled: cfg.warmup_ns > 0 || warmup_requests.is_some_and(|n| n > 0),
+                n_requests: warmup_requests,
+                salt: false,
+                drain: false,
+                warmup_random_seed: scheduler_seed,
+            },
+            scheduler_random_seed: scheduler_seed,
+            dataloader_random_seed: p.dataloader_seed.unwrap_or(cfg.seed),
+        },
+        legacy_window: !cfg.stages.is_empty()
+            && cfg.stages.iter().all(|s| {
+                matches!(
+                    s.load,
+                    Load::Open {
+                        kind: ArrivalKind::Poisson,
+                        ..
+                    }
+                )
+            }),
+        test_started_at: started_ns,
+        sample_rows,
+    }
+}
