@@ -373,6 +373,50 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Real models' templates (Llama 3.1, Qwen 2.5, Mistral, Gemma,
+    /// DeepSeek R1; abridged where they handle tools) render here exactly
+    /// as Python's jinja2 renders them in `transformers`' environment
+    /// (`tests/fixtures/chat-templates.py` made the oracle).
+    #[test]
+    fn real_templates_render_as_python_jinja2_does() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat-templates.json");
+        let golden: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let chats: Vec<Vec<(String, String)>> = golden["chats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| {
+                        let s = |k: &str| m[k].as_str().unwrap().to_string();
+                        (s("role"), s("content"))
+                    })
+                    .collect()
+            })
+            .collect();
+        let cases = golden["cases"].as_object().unwrap();
+        assert_eq!(cases.len(), 5);
+        for (name, case) in cases {
+            let special = vec![("bos_token", "<s>".into()), ("eos_token", "</s>".into())];
+            let source = case["template"].as_str().unwrap().to_string();
+            let t =
+                ChatTemplate::compile(source, special).unwrap_or_else(|e| panic!("{name}: {e}"));
+            for (chat, want) in chats.iter().zip(case["renders"].as_array().unwrap()) {
+                let chat: Vec<(&str, &str)> =
+                    chat.iter().map(|(r, c)| (r.as_str(), c.as_str())).collect();
+                let want = want.as_str().unwrap();
+                match (t.render(&chat), want.strip_prefix("ERROR: ")) {
+                    (Ok(got), None) => assert_eq!(got, want, "{name}"),
+                    (Err(got), Some(why)) => assert!(got.contains(why), "{name}: {got}"),
+                    (got, _) => panic!("{name}: {got:?}, jinja2 gave {want:?}"),
+                }
+            }
+        }
+    }
+
     #[test]
     fn strftime_formats_known_dates() {
         // 2024-07-26 13:25:09 UTC, a Friday, day 208.
