@@ -32,7 +32,7 @@ pub fn format_utc(unix_ns: u64) -> String {
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
 /// algorithm), so report labels need no date crate.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

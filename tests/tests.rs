@@ -16,6 +16,7 @@ mod info;
 mod interrupt;
 mod memory;
 mod mlperf_files;
+mod mlperf_tokens;
 mod probe;
 mod profile;
 mod prom_check;

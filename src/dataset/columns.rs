@@ -236,6 +236,7 @@ impl Parts {
             }
         }
         let mut system = self.system;
+        let from_messages = self.prompt.is_none() && self.messages.is_some();
         let messages = match (self.prompt, self.messages) {
             (Some(p), _) => vec![Message::user(p)],
             (None, Some(mut m)) => {
@@ -256,6 +257,7 @@ impl Parts {
             input_tokens: self.input_tokens,
             max_tokens: self.max_tokens,
             expected: self.expected,
+            from_messages,
         })
     }
 }

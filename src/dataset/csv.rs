@@ -336,6 +336,7 @@ mod tests {
                 input_tokens: Some(vec![1, 2]),
                 max_tokens: Some(16),
                 expected: Some("A".into()),
+                ..Sample::default()
             }
         );
         assert_eq!(got[1].messages[0].content, "multi\nline \"quoted\"");

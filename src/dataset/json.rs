@@ -221,6 +221,7 @@ mod tests {
                 input_tokens: Some(vec![9, 8]),
                 max_tokens: Some(12),
                 expected: Some(r#"["a",1]"#.into()),
+                ..Sample::default()
             }
         );
         assert_eq!(got[1].messages[0].content, "q2 \"quoted\"");
@@ -235,8 +236,13 @@ mod tests {
             b"\xEF\xBB\xBF[{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"id\": 3},\r\n {\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"yo\"}]}]\r\n".as_slice(),
         );
         let (got, _) = load_all(p.to_str().unwrap()).unwrap();
-        assert_eq!(got[0], Sample::prompt("hi"));
+        let want = Sample {
+            from_messages: true,
+            ..Sample::prompt("hi")
+        };
+        assert_eq!(got[0], want);
         assert_eq!(got[1].system.as_deref(), Some("s"));
+        assert!(got[1].from_messages);
         let p = d.file("n.json", r#"[{"id": 1, "body": "x"}]"#);
         let e = load_all(p.to_str().unwrap()).unwrap_err();
         assert!(

@@ -180,6 +180,7 @@ mod tests {
                 input_tokens: None,
                 max_tokens: Some(16),
                 expected: Some("A".into()),
+                ..Sample::default()
             }
         );
         assert_eq!(got[1].messages[0].content, "second é\n");
@@ -239,7 +240,12 @@ mod tests {
             "{\"conversations\": [{\"from\": \"human\", \"value\": \"hey\"}], \"id\": \"x\"}\n",
         );
         let (got, _) = load_all(p.to_str().unwrap()).unwrap();
-        assert_eq!(got, vec![Sample::prompt("hey")]);
+        // A message list, counted through a chat template (MLPerf's rule).
+        let want = Sample {
+            from_messages: true,
+            ..Sample::prompt("hey")
+        };
+        assert_eq!(got, vec![want]);
 
         let p = d.file("none.jsonl", "{\"id\": 1, \"body\": \"x\"}\n");
         let e = load_all(p.to_str().unwrap()).unwrap_err();

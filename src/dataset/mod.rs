@@ -76,6 +76,10 @@ pub struct Sample {
     pub max_tokens: Option<u32>,
     /// The reference answer (the `expected` column), kept for scoring.
     pub expected: Option<String>,
+    /// The row gave a message list (a `messages` column), not a plain
+    /// prompt: its input length is counted through the model's chat
+    /// template when it has one, as MLPerf counts it.
+    pub from_messages: bool,
 }
 
 impl Sample {

@@ -432,6 +432,7 @@ mod tests {
                 input_tokens: Some(vec![1, 2, 4_294_967_295]),
                 max_tokens: Some(64),
                 expected: Some(r#"{"k":[1,2]}"#.into()),
+                ..Sample::default()
             }
         );
         assert_eq!(r.seen, 0b111101);

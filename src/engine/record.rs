@@ -63,6 +63,10 @@ pub(crate) struct Completion {
     pub msg_len: u32,
     /// The conversation's id (a UUID v4; all zero when none was made).
     pub conv_id: [u8; 16],
+    /// Bytes of the carried text that came with the first output event
+    /// (MLPerf's TPOT counts the tokens after them); may exceed `text_len`
+    /// when the text was trimmed.
+    pub first_text_len: u32,
 }
 
 /// Encoded header size (a multiple of 8, so gaps stay aligned).
@@ -149,7 +153,7 @@ impl Completion {
             w.put(&v.to_ne_bytes());
         }
         w.put(&self.conv_id);
-        w.put(&[0; 4]);
+        w.put(&self.first_text_len.to_ne_bytes());
         debug_assert_eq!(w.at, HEADER);
         for g in &gaps[..self.n_gaps as usize] {
             w.put(&g.to_ne_bytes());
@@ -190,7 +194,7 @@ impl Completion {
         c.text_len = r.u32()?;
         c.msg_len = r.u32()?;
         c.conv_id = r.take(16)?.try_into().ok()?;
-        r.take(4)?;
+        c.first_text_len = r.u32()?;
         let gaps = Gaps::InPlace(r.take(c.n_gaps as usize * 8)?);
         let text = r.take(c.text_len as usize)?;
         let msg = r.take(c.msg_len as usize)?;
@@ -216,6 +220,7 @@ impl Completion {
             text_bytes: self.text_bytes,
             streamed: self.flags & STREAMED != 0,
             output_truncated: self.flags & OUTPUT_TRUNCATED != 0,
+            first_text_len: self.first_text_len,
             ..RequestSample::default()
         }
     }
@@ -342,6 +347,7 @@ mod tests {
             finish: 2,
             text_len: 5,
             msg_len: 4,
+            first_text_len: 2,
         };
         assert_eq!(HEADER % 8, 0);
         let mut buf = vec![0xffu8; c.encoded_len()];
@@ -357,6 +363,7 @@ mod tests {
         assert_eq!((s.prompt_tokens, s.completion_tokens), (Some(11), None));
         assert!(s.streamed);
         assert_eq!(s.finish, 2);
+        assert_eq!(s.first_text_len, 2);
         assert!(Completion::decode(&buf[..HEADER + 20]).is_none());
     }
 

@@ -18,8 +18,11 @@ use crate::uuid::UUID_PLACEHOLDER;
 pub(crate) enum InputSource {
     /// The dataset gave token ids.
     Ids,
-    /// Counted with `--tokenizer` before the run.
+    /// Counted with `--tokenizer` before the run, as plain text.
     Tokenizer,
+    /// Counted with `--tokenizer` before the run, through the model's chat
+    /// template (a message prompt).
+    ChatTemplate,
     /// Not known before sending: the response's usage will tell.
     #[default]
     Usage,
@@ -38,6 +41,10 @@ pub(crate) struct RequestSet {
     isl: Vec<(u32, InputSource)>,
     /// The requests ask for a streamed response.
     streamed: bool,
+    /// Message prompts the chat template failed on (counted as plain text
+    /// instead), and the first failure.
+    chat_failures: u64,
+    first_chat_failure: Option<String>,
 }
 
 /// Whether a body built with `stream` and `extra_body` asks for a stream:
@@ -72,6 +79,9 @@ pub(crate) struct RequestTemplate<'a> {
     /// Put the conversation id in front of the first user message, so no
     /// two requests share a cacheable prefix.
     pub bust: bool,
+    /// Count a plain prompt's input alone, without the system prompt, as
+    /// MLPerf does (it counts the `prompt` field only).
+    pub prompt_only_isl: bool,
 }
 
 impl RequestSet {
@@ -147,19 +157,60 @@ impl RequestSet {
         self.spans.push((start, self.bytes.len() - start));
         let (isl, source) = match (&s.input_tokens, tokenizer) {
             (Some(ids), _) => (ids.len() as u32, InputSource::Ids),
-            (None, Some(tok)) => {
-                let mut n = system.map_or(0, |sys| tok.count(sys));
-                n += s
-                    .messages
-                    .iter()
-                    .map(|m| tok.count(&m.content))
-                    .sum::<usize>();
-                (n as u32, InputSource::Tokenizer)
-            }
+            (None, Some(tok)) => self.count_input(tok, s, system, t.prompt_only_isl),
             (None, None) => (0, InputSource::Usage),
         };
         self.isl.push((isl, source));
         self.streamed = asks_stream(t.stream, t.extra_body);
+    }
+
+    /// MLPerf's input length: a message list through the model's chat
+    /// template with the generation prompt, when the model has one; a plain
+    /// prompt as text, without any template. What is counted is what the
+    /// dataset gave, before a cache-busting id is put in front of it.
+    fn count_input(
+        &mut self,
+        tok: &Tokenizer,
+        s: &Sample,
+        system: Option<&str>,
+        prompt_only: bool,
+    ) -> (u32, InputSource) {
+        if s.from_messages {
+            let chat: Vec<(&str, &str)> = system
+                .map(|sys| ("system", sys))
+                .into_iter()
+                .chain(
+                    s.messages
+                        .iter()
+                        .map(|m| (m.role.as_str(), m.content.as_str())),
+                )
+                .collect();
+            match tok.count_chat(&chat) {
+                Some(Ok(n)) => return (n as u32, InputSource::ChatTemplate),
+                Some(Err(e)) => {
+                    self.chat_failures += 1;
+                    self.first_chat_failure.get_or_insert(e);
+                }
+                None => {}
+            }
+        }
+        let system = if prompt_only && !s.from_messages {
+            0
+        } else {
+            system.map_or(0, |sys| tok.count(sys))
+        };
+        let n = system
+            + s.messages
+                .iter()
+                .map(|m| tok.count(&m.content))
+                .sum::<usize>();
+        (n as u32, InputSource::Tokenizer)
+    }
+
+    /// Message prompts the chat template failed on, and the first failure.
+    pub(crate) fn chat_failures(&self) -> Option<(u64, &str)> {
+        let first = self.first_chat_failure.as_deref()?;
+        Some((self.chat_failures, first))
     }
 
     /// Whether the requests ask for a streamed response.
@@ -207,6 +258,71 @@ impl RequestSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "tokenizer")]
+    #[test]
+    fn message_prompts_count_through_the_chat_template_and_plain_prompts_as_text() {
+        use crate::protocol::Message;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-chat");
+        let tok = Tokenizer::load(&dir).unwrap();
+        let endpoint = Endpoint::parse("http://127.0.0.1:1/v1", "/v1/chat/completions").unwrap();
+        let sampling = Sampling::default();
+        let mut t = RequestTemplate {
+            protocol: crate::protocol::find("openai-chat").unwrap(),
+            endpoint: &endpoint,
+            model: "m",
+            system: None,
+            max_tokens: Some(8),
+            stream: true,
+            headers: &[],
+            sampling: &sampling,
+            extra_body: None,
+            correlation_header: None,
+            bust: true,
+            prompt_only_isl: false,
+        };
+        let plain = Sample {
+            system: Some("Be brief.".into()),
+            ..Sample::prompt("hello world")
+        };
+        let chat = Sample {
+            from_messages: true,
+            ..plain.clone()
+        };
+        let bad = Sample {
+            messages: vec![
+                Message::user("a"),
+                Message {
+                    role: "system".into(),
+                    content: "b".into(),
+                },
+            ],
+            system: None,
+            from_messages: true,
+            ..Sample::default()
+        };
+        let mut set = RequestSet::default();
+        let mut scratch = Vec::new();
+        for s in [&plain, &chat, &bad] {
+            set.push(s, &t, Some(&tok), &mut scratch);
+        }
+        t.prompt_only_isl = true;
+        set.push(&plain, &t, Some(&tok), &mut scratch);
+        set.push(&chat, &t, Some(&tok), &mut scratch);
+        // Plain: "Be brief." (3) + "hello world" (2), no template and no
+        // cache-busting id. Messages: the rendered template (14 tokens, see
+        // tokens::tests). A template that raises: the contents, as text.
+        assert_eq!(set.input_tokens(0), Some((5, InputSource::Tokenizer)));
+        assert_eq!(set.input_tokens(1), Some((14, InputSource::ChatTemplate)));
+        assert_eq!(set.input_tokens(2), Some((2, InputSource::Tokenizer)));
+        let (n, first) = set.chat_failures().unwrap();
+        assert_eq!(n, 1);
+        assert!(first.contains("system message must come first"), "{first}");
+        // MLPerf counts a plain prompt alone; a message list still has its
+        // system message.
+        assert_eq!(set.input_tokens(3), Some((2, InputSource::Tokenizer)));
+        assert_eq!(set.input_tokens(4), Some((14, InputSource::ChatTemplate)));
+    }
 
     #[test]
     fn an_extra_stream_key_decides_whether_a_stream_is_asked_for() {

@@ -80,6 +80,7 @@ impl<'scope> TokenLane<'scope> {
                 } else {
                     let n = count(&unescape(&f.text));
                     f.sample.tokenized_output = Some(n as u32);
+                    f.sample.tokens_after_first = after_first(&f, &count);
                 }
                 if done.send(f).is_err() {
                     break;
@@ -163,6 +164,20 @@ impl<'scope> TokenLane<'scope> {
     }
 }
 
+/// Tokens of a stream's output after its first event's text, counted on
+/// their own as MLPerf counts them (`text_after_first_chunk`): `None` for
+/// a response that was not streamed or had nothing after its first event.
+fn after_first(f: &Finished<'_>, count: &impl Fn(&str) -> usize) -> Option<u32> {
+    if !f.sample.streamed {
+        return None;
+    }
+    // The first event's piece ends where an escape is whole: it is a
+    // prefix the worker kept in whole pieces.
+    let cut = (f.sample.first_text_len as usize).min(f.text.len());
+    let rest = unescape(&f.text[cut..]);
+    (!rest.is_empty()).then(|| count(&rest) as u32)
+}
+
 /// What a request holds while it is in the lane.
 fn weight(f: &Finished<'_>) -> usize {
     size_of::<Finished<'static>>() + f.text.len() + f.gaps.bytes()
@@ -175,6 +190,34 @@ mod tests {
     use super::*;
     use crate::metrics::block::RequestSample;
     use crate::metrics::observe::Gaps;
+
+    #[test]
+    fn a_stream_s_tokens_after_its_first_event_are_counted_apart() {
+        static SIGNALS: AtomicU32 = AtomicU32::new(0);
+        std::thread::scope(|scope| {
+            let mut lane = TokenLane::with(scope, words, (usize::MAX, FINAL_DRAIN), &SIGNALS);
+            let mut f = finished(0);
+            f.text = Cow::Borrowed(
+                br#" the
+ quick brown "fox""#,
+            );
+            f.sample.first_text_len = 4;
+            f.sample.streamed = true;
+            lane.submit(f.clone());
+            let back = lane.take().unwrap();
+            assert_eq!(back.sample.tokenized_output, Some(4));
+            assert_eq!(back.sample.tokens_after_first, Some(3));
+            // Not a stream: no first event to count after.
+            f.sample.streamed = false;
+            lane.submit(f.clone());
+            assert_eq!(lane.take().unwrap().sample.tokens_after_first, None);
+            // A stream whose only event was the first.
+            f.sample.streamed = true;
+            f.sample.first_text_len = f.text.len() as u32;
+            lane.submit(f);
+            assert_eq!(lane.take().unwrap().sample.tokens_after_first, None);
+        });
+    }
 
     fn finished(words: usize) -> Finished<'static> {
         Finished {

@@ -34,12 +34,21 @@ pub(crate) enum InputCount {
     /// Not known.
     #[default]
     Unknown = 3,
+    /// `--tokenizer` on the prompt rendered through the model's chat
+    /// template (a message prompt, MLPerf's rule), before the run.
+    ChatTemplate = 4,
 }
 
 /// Names of `TokenSource` values, by index.
 pub(crate) const OUTPUT_SOURCES: [&str; 4] = ["usage", "tokenizer", "events", "unknown"];
 /// Names of `InputCount` values, by index.
-pub(crate) const INPUT_SOURCES: [&str; 4] = ["input_ids", "tokenizer", "usage", "unknown"];
+pub(crate) const INPUT_SOURCES: [&str; 5] = [
+    "input_ids",
+    "tokenizer",
+    "usage",
+    "unknown",
+    "chat_template",
+];
 
 /// One finished request, as the collector hands it over (times in CLOCK_MONOTONIC ns).
 #[derive(Clone, Copy, Debug, Default)]
@@ -65,6 +74,11 @@ pub(crate) struct RequestSample {
     pub input_source: InputCount,
     /// Output tokens counted by the tokenizer when usage was absent.
     pub tokenized_output: Option<u32>,
+    /// Bytes of the kept output text that came with the first output event.
+    pub first_text_len: u32,
+    /// Tokens the tokenizer counted in the output after the first event's
+    /// text (a stream's), the denominator of MLPerf's TPOT.
+    pub tokens_after_first: Option<u32>,
     /// The kept output text was cut short (the text cap, the worker's
     /// budget, or the record's room).
     pub output_truncated: bool,
@@ -83,6 +97,18 @@ impl RequestSample {
             (None, None) if self.streamed => (self.text_events as u64, TokenSource::Events),
             (None, None) => (0, TokenSource::Unknown),
         }
+    }
+
+    /// MLPerf's TPOT (`TpotTrigger`): (t_end − t_first_token) over the
+    /// tokenizer's count of the output after the first event's text; a
+    /// stream's only, `None` when that count is missing or zero.
+    pub(crate) fn tpot_mlperf_ns(&self) -> Option<u64> {
+        let n = u64::from(self.tokens_after_first.filter(|&n| n > 0)?);
+        if !self.streamed || self.t_first_token == 0 {
+            return None;
+        }
+        let window = self.t_end.saturating_sub(self.t_first_token);
+        Some((window + n / 2) / n)
     }
 }
 
@@ -107,6 +133,10 @@ pub(crate) struct Block {
     pub ttft_sched: Series,
     /// Per request with ≥ 2 output tokens: (t_last − t_first) / (tokens − 1).
     pub tpot: Series,
+    /// MLPerf's TPOT, per streamed request whose output the tokenizer
+    /// counted: (t_end − t_first_token) / tokens after the first event's
+    /// text, in ns (rounded to the nearest). Beside `tpot`, never instead.
+    pub tpot_mlperf: Series,
     /// Gaps between consecutive text-bearing events.
     pub itl: Series,
     /// t_send − t_sched: how late the generator sent (generator health).
@@ -120,7 +150,7 @@ pub(crate) struct Block {
     /// Successful requests per output token source (`TokenSource` index).
     pub output_sources: [u64; 4],
     /// Successful requests per input token source (`InputCount` index).
-    pub input_sources: [u64; 4],
+    pub input_sources: [u64; 5],
     /// Sum over requests with ≥ 2 output tokens of (last − first token) ns
     /// and of (tokens − 1): token-weighted TPOT is their ratio.
     pub decode_ns: u128,
@@ -194,6 +224,9 @@ impl Block {
                 self.decode_ns += decode as u128;
                 self.decode_tokens += out - 1;
             }
+            if let Some(ns) = s.tpot_mlperf_ns() {
+                self.tpot_mlperf.record(ns);
+            }
         }
         for g in gaps {
             self.itl.record(g);
@@ -228,6 +261,7 @@ impl Block {
             (&mut self.ttft, &other.ttft),
             (&mut self.ttft_sched, &other.ttft_sched),
             (&mut self.tpot, &other.tpot),
+            (&mut self.tpot_mlperf, &other.tpot_mlperf),
             (&mut self.itl, &other.itl),
             (&mut self.send_lateness, &other.send_lateness),
             (&mut self.isl, &other.isl),
@@ -293,7 +327,7 @@ impl Block {
     }
 }
 
-fn source_name(counts: &[u64; 4], names: &[&'static str; 4]) -> &'static str {
+fn source_name(counts: &[u64], names: &[&'static str]) -> &'static str {
     let mut used = counts.iter().enumerate().filter(|(_, n)| **n > 0);
     match (used.next(), used.next()) {
         (None, _) => "none",
@@ -349,6 +383,29 @@ mod tests {
         assert_eq!(b.isl.quantile_ns(0.5), Some(7));
         assert_eq!(b.osl.quantile_ns(0.5), Some(4));
         assert_eq!(b.tpot_token_weighted_ns(), Some(1000.0));
+    }
+
+    #[test]
+    fn mlperf_tpot_is_the_stream_end_over_tokens_after_the_first_event() {
+        let mut s = ok(1000, 2000, 5000, 8000, Some(4), 4);
+        assert_eq!(s.tpot_mlperf_ns(), None, "no tokenizer count, no value");
+        s.tokens_after_first = Some(3);
+        // (t_end − t_first) / 3, not (t_last − t_first) / (usage − 1).
+        assert_eq!(s.tpot_mlperf_ns(), Some(2000));
+        s.tokens_after_first = Some(7);
+        assert_eq!(s.tpot_mlperf_ns(), Some(857), "6000 / 7 rounded");
+        let mut b = Block::default();
+        b.record(&s, []);
+        assert_eq!(b.tpot_mlperf.quantile_ns(0.5), Some(857));
+        assert_eq!(b.tpot.quantile_ns(0.5), Some(1000));
+        s.tokens_after_first = Some(0);
+        assert_eq!(s.tpot_mlperf_ns(), None, "nothing after the first event");
+        s.tokens_after_first = Some(3);
+        s.streamed = false;
+        assert_eq!(s.tpot_mlperf_ns(), None, "streams only");
+        let mut rolled = Block::default();
+        rolled.merge(&b);
+        assert_eq!(rolled.tpot_mlperf.count(), 1);
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub(crate) struct Latency {
     pub ttft_sched: Rollup,
     /// Request-weighted TPOT (vLLM).
     pub tpot: Rollup,
+    /// MLPerf's TPOT: (t_end − t_first_token) / tokenizer tokens after
+    /// the first event's text, per streamed request the tokenizer counted.
+    pub tpot_mlperf: Rollup,
     /// Token-weighted TPOT (guidellm): decode time over decode tokens, ms.
     pub tpot_token_weighted: Option<f64>,
     pub itl: Rollup,
@@ -511,7 +514,7 @@ impl Numbers {
                 0.0
             }
         };
-        let by_source = |counts: &[u64; 4], names: &[&str; 4]| {
+        let by_source = |counts: &[u64], names: &[&str]| {
             names
                 .iter()
                 .zip(counts)
@@ -560,6 +563,7 @@ impl Numbers {
                 ttft: b.ttft.rollup(MS),
                 ttft_sched: b.ttft_sched.rollup(MS),
                 tpot: b.tpot.rollup(MS),
+                tpot_mlperf: b.tpot_mlperf.rollup(MS),
                 tpot_token_weighted: b.tpot_token_weighted_ns().map(|ns| ns / MS),
                 itl: b.itl.rollup(MS),
             },

@@ -173,6 +173,9 @@ fn block(o: &mut String, b: &Numbers) {
     ] {
         row(o, name, h);
     }
+    if l.tpot_mlperf.count > 0 {
+        row(o, "tpot (mlperf)", &l.tpot_mlperf);
+    }
     if let Some(w) = l.tpot_token_weighted {
         let _ = writeln!(
             o,
@@ -371,10 +374,12 @@ definitions
   service  t_end − t_send
   ttft     first token − t_send; the first token is the first SSE event with non-empty output text
   tpot     (last token − first token) / (output tokens − 1), per request with ≥ 2 output tokens
+  tpot (mlperf)  MLPerf's: (t_end − first token) / tokenizer tokens after the first event's text, streams only
   itl      each gap between consecutive text-bearing events
   connect  per connection, warm-up ones included: tcp from connect start to connected, tls from connected to handshake done
   tokens   output: the endpoint's usage, else --tokenizer on the text, else text-bearing events;
-           input: token ids given, else --tokenizer on the prompt, else the endpoint's usage
+           input: token ids given, else --tokenizer on the prompt (a message list through the model's
+           chat template, as MLPerf counts it), else the endpoint's usage
 ";
 
 #[cfg(test)]

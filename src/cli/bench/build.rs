@@ -350,6 +350,7 @@ pub(super) fn build<'a>(
                 extra_body: cfg.extra_body.as_ref(),
                 correlation_header: cfg.correlation_header.as_deref(),
                 bust,
+                prompt_only_isl: cfg.mlperf,
             };
             let mut scratch = Vec::new();
             match samples {
@@ -367,6 +368,13 @@ pub(super) fn build<'a>(
                     out.datasets.push(streamed(&sc.name, &spec, stats));
                 }
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),
+            }
+            if let Some((n, first)) = plan.requests.chat_failures() {
+                errln!(
+                    "llmload bench: warning: scenario '{}': the chat template failed on {n} \
+                     message prompt(s), counted as plain text instead (first: {first})",
+                    sc.name
+                );
             }
         }
         if let Order::Single(row) = plan.order

@@ -133,7 +133,9 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub order: Option<String>,
 
-    /// a HuggingFace tokenizer.json (file or directory) for exact token counts
+    /// a HuggingFace tokenizer.json, a model directory, or a model id
+    /// (org/name) in the local Hugging Face cache, for exact token counts
+    /// (message prompts through the model's chat template, as MLPerf)
     #[argh(option)]
     pub tokenizer: Option<PathBuf>,
 

@@ -207,7 +207,7 @@ fn execute(
     host: HostInfo,
     check: SamplesCheck<'_>,
 ) -> Result<Ran, String> {
-    let tokenizer = cfg.tokenizer.as_deref().map(Tokenizer::load).transpose()?;
+    let tokenizer = load_tokenizer(cfg)?;
     let server = if build::needs_builtin(cfg) {
         Some(
             server::spawn(&build::builtin_server())
@@ -326,6 +326,30 @@ fn execute(
         errln!("llmload bench: {why}");
     }
     Ok(Ran { outcome, result })
+}
+
+/// `--tokenizer`'s tokenizer; under `preset: mlperf` without one, the
+/// model's own when `--model` names one in the local Hugging Face cache (MLPerf
+/// tokenizes with the model name when it has a tokenizer, and goes on
+/// without one otherwise).
+fn load_tokenizer(cfg: &BenchConfig) -> Result<Option<Tokenizer>, String> {
+    if let Some(spec) = &cfg.tokenizer {
+        return Tokenizer::load(spec).map(Some);
+    }
+    let Some(model) = cfg.profile.model.as_deref().filter(|_| cfg.mlperf) else {
+        return Ok(None);
+    };
+    match crate::tokens::locate::locate(std::path::Path::new(model)) {
+        Ok(files) => {
+            errln!(
+                "llmload bench: counting tokens with {}'s tokenizer ({})",
+                model,
+                files.tokenizer.display()
+            );
+            Tokenizer::load_files(&files).map(Some)
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 /// What the report must say for its numbers to be read right.

@@ -129,6 +129,9 @@ pub(crate) struct Tally {
     /// Output text as received (raw JSON-escaped), when the run needs it;
     /// whole pieces, at most `max_text` bytes.
     pub text: Vec<u8>,
+    /// Where the first output event's piece ends in `text`: MLPerf's TPOT
+    /// counts the tokens after it.
+    pub first_text_len: u32,
     pub keep_text: bool,
     /// Kept text stopped short: the next piece did not fit `max_text` or the
     /// worker's budget. Later pieces are counted, not kept.
@@ -158,6 +161,7 @@ impl Tally {
             gaps: Vec::with_capacity(max_gaps),
             gaps_truncated: false,
             text: Vec::new(),
+            first_text_len: 0,
             keep_text,
             text_truncated: false,
             fail_over_cap: false,
@@ -180,6 +184,7 @@ impl Tally {
         self.gaps.clear();
         self.gaps_truncated = false;
         self.text.clear();
+        self.first_text_len = 0;
         self.text_truncated = false;
         self.error = None;
         self.done = false;
@@ -212,6 +217,9 @@ impl Tally {
             self.t_last_token = t;
             self.text_events += 1;
             self.add_text(info.reasoning, info.text);
+            if self.text_events == 1 {
+                self.first_text_len = self.text.len() as u32;
+            }
         }
         if info.prompt_tokens.is_some() {
             self.prompt_tokens = info.prompt_tokens;

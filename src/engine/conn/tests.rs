@@ -600,6 +600,27 @@ fn gaps_past_the_limit_are_dropped_and_flagged() {
 }
 
 #[test]
+fn the_first_event_s_text_is_marked_in_the_kept_text() {
+    for format in Format::ALL {
+        for reasoning in [0, 2] {
+            let r = Reply::new(format, 6, reasoning, PROMPT, true);
+            let w = stream(&r, Shape::Whole, false);
+            let mut rx = rx_with(GAPS, true);
+            for_each_split(&w.bytes, 5, |pieces| {
+                rx.reset(T_SEND);
+                drive(&mut rx, pieces, false, protocol(format), &mut Vec::new());
+                let t = &rx.tally;
+                // Every event carries one word of the mock's vocabulary,
+                // reasoning or text alike.
+                assert_eq!(t.text_events, 6, "{format:?}");
+                assert_eq!(t.first_text_len as usize, token(0).len(), "{format:?}");
+                assert!(t.text.starts_with(token(0).as_bytes()), "{format:?}");
+            });
+        }
+    }
+}
+
+#[test]
 fn text_not_kept_is_still_counted() {
     for format in Format::ALL {
         let r = Reply::new(format, 7, 2, PROMPT, true);

@@ -217,6 +217,7 @@ fn resolve_input(
             s.input_tokens = Some(n);
             s.input_source = match source {
                 InputSource::Ids => InputCount::Ids,
+                InputSource::ChatTemplate => InputCount::ChatTemplate,
                 _ => InputCount::Tokenizer,
             };
         }

@@ -110,6 +110,7 @@ impl Worker<'_> {
                 rec.text_events = tally.text_events;
                 rec.text_bytes = tally.text_bytes;
                 rec.finish = tally.finish as u8;
+                rec.first_text_len = tally.first_text_len;
                 let text: &[u8] = if ship_text { &tally.text } else { &[] };
                 self.out
                     .push(self.counters, rec, &tally.gaps, text, tally.error_message());

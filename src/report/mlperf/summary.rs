@@ -17,6 +17,9 @@ use crate::protocol::Finish;
 /// The whole document, fields in the reference's order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct ResultSummary {
+    /// Which TPOT the file holds, for the report (not a field of MLPerf's).
+    #[serde(skip)]
+    pub tpot_contract: &'static str,
     pub version: String,
     pub git_sha: Option<String>,
     /// CLOCK_MONOTONIC ns when the run started (the reference's
@@ -84,6 +87,7 @@ impl ResultSummary {
         };
         let finish = |f: Finish| b.finish[f as usize];
         ResultSummary {
+            tpot_contract: contract::tpot_contract(b),
             version: env!("CARGO_PKG_VERSION").into(),
             git_sha: option_env!("LLMLOAD_GIT_SHA").map(str::to_string),
             test_started_at: info.test_started_at,

@@ -4,7 +4,6 @@
 
 use std::fmt::Write;
 
-use super::contract::TPOT_CONTRACT;
 use super::series::SeriesStats;
 use super::summary::ResultSummary;
 use crate::metrics::mlperf::{ES_MIN_PERCENTILE, GRID, percentile_key};
@@ -42,7 +41,7 @@ pub(crate) fn render(r: &ResultSummary) -> String {
         "ttft     from issue (llmload's ttft_sched), not from the send"
     );
     let _ = writeln!(o, "latency  completion - issue, failed requests included");
-    let _ = writeln!(o, "tpot     {TPOT_CONTRACT}");
+    let _ = writeln!(o, "tpot     {}", r.tpot_contract);
     let shown: Vec<f64> = GRID
         .iter()
         .copied()

@@ -3,13 +3,25 @@
 //! `tokenizer` cargo feature. Without the feature the crate still builds and
 //! `--tokenizer` says how to get it. Tokenizing never runs on a worker: input
 //! is counted in the parent before the run, output on a parent thread.
+//!
+//! `--tokenizer` may name a file, a model directory or a Hugging Face model
+//! id in the local cache (`locate`); a model's chat template, when its
+//! `tokenizer_config.json` has one, counts message prompts as MLPerf does
+//! (`chat`).
 
 use std::path::Path;
+
+#[cfg(feature = "tokenizer")]
+pub mod chat;
+pub mod locate;
 
 /// A loaded tokenizer.
 pub struct Tokenizer {
     #[cfg(feature = "tokenizer")]
     inner: tokenizers::Tokenizer,
+    /// The model's chat template, when it has one.
+    #[cfg(feature = "tokenizer")]
+    chat: Option<chat::ChatTemplate>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -19,21 +31,27 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 impl Tokenizer {
-    /// Loads `tokenizer.json` (or a directory holding one).
-    pub fn load(path: &Path) -> Result<Tokenizer, String> {
-        let file = if path.is_dir() {
-            path.join("tokenizer.json")
-        } else {
-            path.to_path_buf()
-        };
-        Self::load_file(&file)
+    /// Loads what `--tokenizer` names: a `tokenizer.json`, a directory
+    /// holding one, or a model id in the Hugging Face cache; with the chat
+    /// template of the `tokenizer_config.json` beside it.
+    pub fn load(spec: &Path) -> Result<Tokenizer, String> {
+        Self::load_files(&locate::locate(spec)?)
+    }
+
+    #[cfg(feature = "tokenizer")]
+    pub fn load_files(files: &locate::TokenizerFiles) -> Result<Tokenizer, String> {
+        let mut t = Self::load_file(&files.tokenizer)?;
+        t.chat = chat::ChatTemplate::load(files.config.as_deref(), files.chat_template.as_deref())?;
+        Ok(t)
+    }
+
+    #[cfg(not(feature = "tokenizer"))]
+    pub fn load_files(files: &locate::TokenizerFiles) -> Result<Tokenizer, String> {
+        Self::load_file(&files.tokenizer)
     }
 
     #[cfg(feature = "tokenizer")]
     fn load_file(file: &Path) -> Result<Tokenizer, String> {
-        if !file.exists() {
-            return Err(format!("--tokenizer {}: no such file", file.display()));
-        }
         // One text at a time needs no thread pool, and bench forks its
         // workers after tokenizing the prompts: a pool started then (padding
         // runs on rayon) would make the forked workers copies of a
@@ -45,7 +63,7 @@ impl Tokenizer {
                 file.display()
             )
         })?;
-        Ok(Tokenizer { inner })
+        Ok(Tokenizer { inner, chat: None })
     }
 
     #[cfg(not(feature = "tokenizer"))]
@@ -75,6 +93,35 @@ impl Tokenizer {
     /// Number of tokens in `text`, without special tokens.
     pub fn count(&self, text: &str) -> usize {
         self.encode(text).len()
+    }
+
+    /// Whether the model has a chat template.
+    pub fn has_chat_template(&self) -> bool {
+        #[cfg(feature = "tokenizer")]
+        {
+            self.chat.is_some()
+        }
+        #[cfg(not(feature = "tokenizer"))]
+        {
+            false
+        }
+    }
+
+    /// Tokens of `messages` (role, content) rendered through the chat
+    /// template with the generation prompt, as `apply_chat_template(...,
+    /// add_generation_prompt=True)` counts them (the template writes the
+    /// special tokens, so none are added); `None` without a template.
+    pub fn count_chat(&self, messages: &[(&str, &str)]) -> Option<Result<usize, String>> {
+        #[cfg(feature = "tokenizer")]
+        {
+            let chat = self.chat.as_ref()?;
+            Some(chat.render(messages).map(|text| self.count(&text)))
+        }
+        #[cfg(not(feature = "tokenizer"))]
+        {
+            let _ = messages;
+            None
+        }
     }
 
     /// The text of `ids`.
@@ -149,5 +196,36 @@ mod tests {
                 .unwrap_err()
                 .contains("not a usable")
         );
+    }
+
+    #[test]
+    fn the_fixture_model_counts_a_chat_through_its_template() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-chat");
+        let t = Tokenizer::load(&dir).unwrap();
+        assert!(t.has_chat_template());
+        // <s> <|im_start|> system Be brief . <|im_end|> <|im_start|> user
+        // hello world <|im_end|> <|im_start|> assistant
+        let chat = [("system", "Be brief."), ("user", "hello world")];
+        assert_eq!(t.count_chat(&chat), Some(Ok(14)));
+        // The same text without the template.
+        assert_eq!(t.count("Be brief.") + t.count("hello world"), 5);
+        let e = t
+            .count_chat(&[("user", "a"), ("system", "b")])
+            .unwrap()
+            .unwrap_err();
+        assert!(e.contains("system message must come first"), "{e}");
+        // The tokenizer.json alone has no template.
+        let bare = Tokenizer::load(&dir.join("tokenizer.json")).unwrap();
+        assert!(
+            bare.has_chat_template(),
+            "the config beside the file is read"
+        );
+        let only = std::env::temp_dir().join(format!("llmload-bare-{}", std::process::id()));
+        std::fs::create_dir_all(&only).unwrap();
+        std::fs::copy(dir.join("tokenizer.json"), only.join("tokenizer.json")).unwrap();
+        let bare = Tokenizer::load(&only).unwrap();
+        assert!(!bare.has_chat_template());
+        assert_eq!(bare.count_chat(&chat), None);
+        let _ = std::fs::remove_dir_all(&only);
     }
 }
