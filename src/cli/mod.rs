@@ -3,6 +3,7 @@
 //! print goes through `outln!`/`errln!`, which never panic.
 
 pub(crate) mod bench;
+pub(crate) mod benchmark;
 pub(crate) mod compare;
 pub(crate) mod info;
 pub(crate) mod init;
@@ -71,6 +72,7 @@ pub struct Top {
 #[argh(subcommand)]
 enum Command {
     Bench(Box<bench::BenchArgs>),
+    Benchmark(benchmark::BenchmarkArgs),
     Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
@@ -84,7 +86,7 @@ enum Command {
 /// from a command's own failure (1).
 pub fn usage_status(args: &[&str]) -> i32 {
     match args.first() {
-        Some(&"bench") => 1,
+        Some(&"bench" | &"benchmark") => 1,
         _ => 2,
     }
 }
@@ -93,6 +95,7 @@ pub fn usage_status(args: &[&str]) -> i32 {
 pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
+        Command::Benchmark(args) => benchmark::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),

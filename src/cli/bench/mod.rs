@@ -17,6 +17,7 @@ use crate::cli::{errln, out, outln};
 use crate::clock::{now_ns, wall_ns};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
+use crate::config::mlperf;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
@@ -88,22 +89,41 @@ impl Outcome {
 
 /// Runs a benchmark; returns the exit status.
 pub(crate) fn run(args: BenchArgs) -> i32 {
-    let started_ns = now_ns();
-    let started_wall = wall_ns();
+    let started = (now_ns(), wall_ns());
     // Raised first, so the check of the run against it sees the limit every
     // worker will inherit.
     let fd_limit = crate::sys::process::raise_fd_limit();
-    let cfg = match configure(&args, fd_limit) {
-        Ok(c) => c,
+    match configure(&args, fd_limit) {
+        Ok(cfg) => launch(&cfg, started, fd_limit),
         Err(e) => {
             errln!("llmload bench: {e}");
-            return Outcome::Failed as i32;
+            Outcome::Failed as i32
         }
-    };
+    }
+}
+
+/// Runs a profile built elsewhere (`llmload benchmark`), exactly as `bench`
+/// runs its own; errors of the profile are named as `origin` says (a YAML
+/// file, or the command line). Returns the exit status.
+pub(crate) fn run_profile(profile: Profile, origin: &str) -> i32 {
+    let started = (now_ns(), wall_ns());
+    let fd_limit = crate::sys::process::raise_fd_limit();
+    match finish_config(profile, origin, fd_limit) {
+        Ok(cfg) => launch(&cfg, started, fd_limit),
+        Err(e) => {
+            errln!("llmload benchmark: {e}");
+            Outcome::Failed as i32
+        }
+    }
+}
+
+/// Runs a resolved configuration; `started`: the monotonic and wall clocks
+/// at the start of the command.
+fn launch(cfg: &BenchConfig, started: (u64, u64), fd_limit: u64) -> i32 {
     // The host block, read once before anything runs (after the raise, so
     // its fd limit is the workers').
     let host = HostInfo::collect();
-    match execute(&cfg, started_ns, started_wall, fd_limit, host) {
+    match execute(cfg, started.0, started.1, fd_limit, host) {
         Ok(outcome) => outcome as i32,
         Err(e) => {
             errln!("llmload bench: {e}");
@@ -116,11 +136,37 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
 /// against this machine (`fd_limit`: each worker's descriptor limit).
 pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
     let flags = args.to_profile()?;
-    let (mut profile, origin) = match &args.profile {
-        Some(path) => (Profile::load(path)?, path.display().to_string()),
-        None => (Profile::default(), String::new()),
+    let (mut profile, origin) = match (&args.profile, &args.config) {
+        (Some(_), Some(_)) => {
+            return Err("--profile and --config are alternatives: give one".into());
+        }
+        (Some(path), None) if !mlperf::is_yaml(path) => {
+            (Profile::load(path)?, path.display().to_string())
+        }
+        (Some(path), None) | (None, Some(path)) => {
+            (mlperf_profile(path)?, path.display().to_string())
+        }
+        (None, None) => (Profile::default(), String::new()),
     };
     profile.overlay(&flags);
+    finish_config(profile, &origin, fd_limit)
+}
+
+/// The profile an MLPerf YAML config maps to.
+fn mlperf_profile(path: &Path) -> Result<Profile, String> {
+    let read = mlperf::load(path)?;
+    if read.audit.is_some() {
+        return Err(format!("{}: audit: {AUDIT_NOT_WIRED}", path.display()));
+    }
+    Ok(read.profile)
+}
+
+/// Said of a config with an `audit:` block until the audit runner is wired.
+pub(crate) const AUDIT_NOT_WIRED: &str = "the output-caching audit is not wired to configs yet: run it with llmload audit output-caching";
+
+/// Resolves a merged profile and checks it against this machine; errors
+/// are named by `origin` (empty: the flags).
+fn finish_config(profile: Profile, origin: &str, fd_limit: u64) -> Result<BenchConfig, String> {
     let cfg = resolve(profile).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()
@@ -253,6 +299,12 @@ fn execute(
         out!("{}", rendered.text);
     }
     let mut errors = rendered.write(&out);
+    if cfg.mlperf {
+        let yaml = mlperf::render_config_yaml(cfg, &built.url, &built.model, &out);
+        if let Err(e) = report::atomic::write(&out.join("config.yaml"), yaml.as_bytes()) {
+            errors.push(e);
+        }
+    }
     if let Some(e) = &info.events.error {
         errors.insert(0, format!("{}: {e}", info.events.path));
     }
