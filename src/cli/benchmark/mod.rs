@@ -17,9 +17,15 @@ use crate::cli::{errln, out};
 use crate::config::mlperf::{self, located, tree};
 use args::{Override, Parsed, Sub};
 
-/// Run an MLPerf benchmark with its command line (llmload benchmark --help).
+/// Run an MLPerf benchmark with its command line: offline, online or from-config.
 #[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "benchmark")]
+#[argh(
+    subcommand,
+    name = "benchmark",
+    note = "MLPerf Inference Endpoint's command lines (inference-endpoint benchmark ...) and \
+            YAML configs, with its run rules and result files. `llmload benchmark help` lists \
+            its flags."
+)]
 pub(crate) struct BenchmarkArgs {
     /// offline, online or from-config, then MLPerf's flags
     #[argh(positional, greedy)]
@@ -93,7 +99,7 @@ fn profile_of(p: &Parsed) -> Result<(crate::config::profile::Profile, String), S
         let file = file.unwrap_or_default();
         return Err(located(&file, "audit", AUDIT_NOT_WIRED));
     }
-    let origin = file.unwrap_or_else(|| "llmload benchmark (command line)".into());
+    let origin = file.unwrap_or_else(|| "the resolved run".into());
     Ok((read.profile, origin))
 }
 
