@@ -107,6 +107,12 @@ fn profile_of(p: &Parsed) -> Result<(crate::config::profile::Profile, String), S
 /// could have), else by the file and path.
 fn describe(path: &str, msg: &str, p: &Parsed, file: Option<&str>) -> String {
     let from_cli = p.overrides.iter().any(|o| path.starts_with(&o.path));
+    // A dotted flag naming no field of MLPerf's schema.
+    let msg = if from_cli && msg.starts_with("unknown key") {
+        "not a flag of MLPerf's benchmark command (no such field in its schema)"
+    } else {
+        msg
+    };
     if path.starts_with("datasets") && !p.datasets.is_empty() {
         return format!("llmload benchmark: --dataset ({path}): {msg}");
     }

@@ -222,7 +222,10 @@ fn read_dataset(mut s: Section<'_>) -> Option<String> {
         return None;
     }
     let Some(path) = path else {
-        s.errs.at(&s.path_of("path"), "required: the dataset file");
+        s.errs.at(
+            &s.path_of("path"),
+            "required: the dataset file (MLPerf's predefined datasets by name are not supported)",
+        );
         s.finish();
         return None;
     };
