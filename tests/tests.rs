@@ -17,6 +17,7 @@ mod interrupt;
 mod memory;
 mod mlperf_files;
 mod mlperf_tokens;
+mod mlperf_config;
 mod probe;
 mod profile;
 mod prom_check;

@@ -29,6 +29,11 @@ pub(crate) struct InitArgs {
     #[argh(switch)]
     pub stdout: bool,
 
+    /// an MLPerf-schema YAML config instead: offline, online or
+    /// concurrency (default path KIND_template.yaml)
+    #[argh(option)]
+    pub mlperf: Option<String>,
+
     /// where to write (default run.json)
     #[argh(positional)]
     pub path: Option<String>,
@@ -36,12 +41,34 @@ pub(crate) struct InitArgs {
 
 /// Writes the profile; returns the exit status.
 pub(crate) fn run(args: InitArgs) -> i32 {
-    let json = if args.full {
-        Profile::full().to_json(true)
-    } else {
-        Profile::example().to_json(false)
+    let default_name;
+    let (json, name, runs_with) = match &args.mlperf {
+        Some(kind) => {
+            let Some(t) = crate::config::mlperf::templates::template(kind) else {
+                errln!(
+                    "llmload init: --mlperf '{kind}': expected {}",
+                    crate::config::mlperf::templates::KINDS
+                );
+                return 2;
+            };
+            default_name = format!("{kind}_template.yaml");
+            (
+                t.to_string(),
+                args.path.as_deref().unwrap_or(&default_name),
+                "llmload benchmark from-config -c",
+            )
+        }
+        None if args.full => (
+            Profile::full().to_json(true),
+            args.path.as_deref().unwrap_or("run.json"),
+            "llmload bench --profile",
+        ),
+        None => (
+            Profile::example().to_json(false),
+            args.path.as_deref().unwrap_or("run.json"),
+            "llmload bench --profile",
+        ),
     };
-    let name = args.path.as_deref().unwrap_or("run.json");
     if args.stdout || name == "-" {
         out!("{json}");
         return 0;
@@ -57,8 +84,10 @@ pub(crate) fn run(args: InitArgs) -> i32 {
         return 1;
     }
     out!("{json}");
-    errln!(
-        "wrote {name} — run it with: llmload bench --profile {name} --endpoint http://HOST:PORT"
-    );
+    if args.mlperf.is_some() {
+        errln!("wrote {name} — fill in its placeholders, then run it with: {runs_with} {name}");
+    } else {
+        errln!("wrote {name} — run it with: {runs_with} {name} --endpoint http://HOST:PORT");
+    }
     0
 }

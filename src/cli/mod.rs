@@ -4,6 +4,7 @@
 
 pub(crate) mod audit;
 pub(crate) mod bench;
+pub(crate) mod benchmark;
 pub(crate) mod compare;
 pub(crate) mod info;
 pub(crate) mod init;
@@ -73,6 +74,7 @@ pub struct Top {
 enum Command {
     Bench(Box<bench::BenchArgs>),
     Audit(audit::AuditArgs),
+    Benchmark(benchmark::BenchmarkArgs),
     Compare(compare::CompareArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
@@ -86,7 +88,7 @@ enum Command {
 /// from a command's own failure (1).
 pub fn usage_status(args: &[&str]) -> i32 {
     match args.first() {
-        Some(&"bench") => 1,
+        Some(&"bench" | &"benchmark") => 1,
         _ => 2,
     }
 }
@@ -96,6 +98,7 @@ pub fn run(top: Top) -> i32 {
     match top.command {
         Command::Bench(args) => bench::run(*args),
         Command::Audit(args) => audit::run(args),
+        Command::Benchmark(args) => benchmark::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),

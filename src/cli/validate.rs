@@ -12,16 +12,17 @@ use argh::FromArgs;
 use crate::cli::{errln, outln};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
+use crate::config::mlperf;
 use crate::config::profile::{Content, Profile};
 use crate::config::resolve::resolve;
 use crate::http::endpoint::redact_url;
 use crate::plan::{Load, StagePlan};
 
-/// Check a run profile and summarize the run it describes.
+/// Check a run profile (or MLPerf YAML config) and summarize the run it describes.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "validate")]
 pub(crate) struct ValidateArgs {
-    /// the profile, e.g. run.json
+    /// the profile, e.g. run.json, or an MLPerf config (.yaml/.yml)
     #[argh(positional)]
     pub path: PathBuf,
 }
@@ -29,7 +30,24 @@ pub(crate) struct ValidateArgs {
 /// Validates the profile; returns 0 when it can run, 1 otherwise.
 pub(crate) fn run(args: ValidateArgs) -> i32 {
     let label = args.path.display().to_string();
-    let profile = match Profile::load(&args.path) {
+    let loaded = if mlperf::is_yaml(&args.path) {
+        mlperf::load(&args.path).map(|r| {
+            if let Some(a) = &r.audit {
+                outln!(
+                    "{label}: audit: {} of {} reference and {} audit samples (row {}, threshold {})",
+                    a.test,
+                    a.samples,
+                    a.audit_samples.unwrap_or(a.samples),
+                    a.sample_index,
+                    a.threshold
+                );
+            }
+            r.profile
+        })
+    } else {
+        Profile::load(&args.path)
+    };
+    let profile = match loaded {
         Ok(p) => p,
         Err(e) => {
             errln!("{e}");

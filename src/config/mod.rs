@@ -5,6 +5,7 @@
 
 pub(crate) mod bytes;
 pub(crate) mod duration;
+pub(crate) mod mlperf;
 pub(crate) mod profile;
 pub(crate) mod resolve;
 

@@ -10,8 +10,9 @@ use crate::protocol::Message;
 use super::Sample;
 use super::spec::ColumnMap;
 
-/// Names tried, in this order, for the prompt when no column is mapped.
-pub(crate) const PROMPT_NAMES: [&str; 7] = [
+/// Names tried, in this order, for the prompt when no column is mapped
+/// (the last three are MLPerf's).
+pub(crate) const PROMPT_NAMES: [&str; 10] = [
     "prompt",
     "text",
     "text_input",
@@ -19,7 +20,13 @@ pub(crate) const PROMPT_NAMES: [&str; 7] = [
     "question",
     "query",
     "instruction",
+    "user_prompt",
+    "input_text",
+    "problem",
 ];
+
+/// The system prompt's column when none is mapped (MLPerf's name).
+pub(crate) const SYSTEM_NAME: &str = "system_prompt";
 
 /// Names accepted as a conversation when no column is mapped (when they
 /// hold message arrays).
@@ -123,6 +130,19 @@ impl ResolvedColumns {
         found: &[(String, bool)],
         file: &str,
     ) -> Result<ResolvedColumns, String> {
+        let with_system;
+        let map = if map.system.is_none()
+            && map.mapped().all(|(_, c)| c != SYSTEM_NAME)
+            && found.iter().any(|(c, array)| c == SYSTEM_NAME && !*array)
+        {
+            with_system = ColumnMap {
+                system: Some(SYSTEM_NAME.to_string()),
+                ..map.clone()
+            };
+            &with_system
+        } else {
+            map
+        };
         if let Some(c) = ResolvedColumns::from_map(map) {
             return Ok(c);
         }
@@ -279,6 +299,26 @@ mod tests {
 
     fn found(cols: &[&str]) -> Vec<(String, bool)> {
         cols.iter().map(|c| (c.to_string(), false)).collect()
+    }
+
+    #[test]
+    fn mlperfs_system_prompt_column_is_found_unless_mapped() {
+        let c = ResolvedColumns::detect(
+            &ColumnMap::default(),
+            &found(&["user_prompt", "system_prompt"]),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(c.name(Field::Prompt), Some("user_prompt"));
+        assert_eq!(c.name(Field::System), Some("system_prompt"));
+        let mapped = ColumnMap {
+            prompt: Some("q".into()),
+            system: Some("sys".into()),
+            ..ColumnMap::default()
+        };
+        let c =
+            ResolvedColumns::detect(&mapped, &found(&["q", "sys", "system_prompt"]), "f").unwrap();
+        assert_eq!(c.name(Field::System), Some("sys"));
     }
 
     #[test]

@@ -250,7 +250,7 @@ mod tests {
         let p = d.file("none.jsonl", "{\"id\": 1, \"body\": \"x\"}\n");
         let e = load_all(p.to_str().unwrap()).unwrap_err();
         assert!(
-            e.contains("none.jsonl: no prompt column among prompt, text, text_input, input, question, query, instruction"),
+            e.contains("none.jsonl: no prompt column among prompt, text, text_input, input, question, query, instruction, user_prompt, input_text, problem"),
             "{e}"
         );
         assert!(e.contains("columns found: id, body"), "{e}");

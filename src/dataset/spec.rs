@@ -66,14 +66,24 @@ pub struct DatasetSpec {
 }
 
 impl DatasetSpec {
-    /// Parses `PATH[,key=value...]`. Keys: `format`, `prompt`, `system`,
-    /// `messages`, `input_tokens`, `max_tokens`, `expected`, `skip_invalid`.
-    /// The path is everything before the first comma; the file must exist.
+    /// Parses `[perf:]PATH[,key=value...]`. Keys: `format`, `prompt`,
+    /// `system`, `messages`, `input_tokens`, `max_tokens`, `expected`,
+    /// `skip_invalid`, and MLPerf's spellings `parser.prompt` and
+    /// `parser.system`. The path is everything before the first comma; the
+    /// file must exist.
     pub fn parse(arg: &str) -> Result<DatasetSpec, String> {
         let (path, options) = match arg.split_once(',') {
             Some((p, o)) => (p, Some(o)),
             None => (arg, None),
         };
+        // MLPerf's dataset-type prefixes: a performance set is what we run.
+        let path = path.strip_prefix("perf:").unwrap_or(path);
+        if path.starts_with("acc:") {
+            return Err(format!(
+                "--dataset '{arg}': accuracy datasets (acc:) are not supported yet: \
+                 accuracy runs are issue 11"
+            ));
+        }
         if path.is_empty() {
             return Err(format!("--dataset '{arg}': expected PATH[,key=value...]"));
         }
@@ -111,8 +121,8 @@ impl DatasetSpec {
                     }
                     continue;
                 }
-                "prompt" => &mut columns.prompt,
-                "system" => &mut columns.system,
+                "prompt" | "parser.prompt" => &mut columns.prompt,
+                "system" | "parser.system" => &mut columns.system,
                 "messages" => &mut columns.messages,
                 "input_tokens" => &mut columns.input_tokens,
                 "max_tokens" => &mut columns.max_tokens,
@@ -120,7 +130,8 @@ impl DatasetSpec {
                 _ => {
                     return Err(format!(
                         "--dataset: unknown key '{key}' (expected format, prompt, system, messages, \
-                         input_tokens, max_tokens, expected or skip_invalid)"
+                         input_tokens, max_tokens, expected, skip_invalid, parser.prompt or \
+                         parser.system)"
                     ));
                 }
             };
@@ -128,6 +139,7 @@ impl DatasetSpec {
                 return Err(format!("--dataset {key}=: expected a column name"));
             }
             if slot.replace(value.to_string()).is_some() {
+                let key = key.trim_start_matches("parser.");
                 return Err(format!("--dataset: {key}= given twice"));
             }
         }
@@ -185,6 +197,23 @@ impl DatasetSpec {
 mod tests {
     use super::*;
     use crate::dataset::testutil::TempDir;
+
+    #[test]
+    fn mlperf_spellings_and_prefixes() {
+        let d = TempDir::new("spec-mlperf");
+        let p = d.file("a.csv", "");
+        let p = p.to_str().unwrap();
+        let s = DatasetSpec::parse(&format!("perf:{p},parser.prompt=q,parser.system=s")).unwrap();
+        assert_eq!(s.path.to_str(), Some(p));
+        assert_eq!(s.columns.prompt.as_deref(), Some("q"));
+        assert_eq!(s.columns.system.as_deref(), Some("s"));
+        let plain = DatasetSpec::parse(&format!("{p},prompt=q,system=s")).unwrap();
+        assert_eq!(s, plain);
+        let e = DatasetSpec::parse(&format!("acc:{p}")).unwrap_err();
+        assert!(e.contains("issue 11"), "{e}");
+        let e = DatasetSpec::parse(&format!("{p},prompt=q,parser.prompt=r")).unwrap_err();
+        assert_eq!(e, "--dataset: prompt= given twice");
+    }
 
     #[test]
     fn format_by_extension_and_override() {

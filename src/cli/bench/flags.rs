@@ -43,6 +43,11 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub profile: Option<PathBuf>,
 
+    /// an MLPerf config (YAML, inference-endpoint's schema) read as a
+    /// profile: flags given here override it
+    #[argh(option)]
+    pub config: Option<PathBuf>,
+
     /// endpoint URL, http[s]://host[:port][/path] (default path from --api); without
     /// it, a built-in endpoint (ttft {BUILTIN_TTFT}, tpot {BUILTIN_TPOT}) is
     /// started and measured

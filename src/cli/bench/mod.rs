@@ -18,6 +18,8 @@ use crate::cli::{errln, out, outln};
 use crate::clock::{now_ns, wall_ns};
 use crate::config::BenchConfig;
 use crate::config::duration::format_duration;
+use crate::config::mlperf as mlperf_config;
+use crate::config::mlperf::AuditBlock;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
@@ -89,22 +91,49 @@ impl Outcome {
 
 /// Runs a benchmark; returns the exit status.
 pub(crate) fn run(args: BenchArgs) -> i32 {
-    let started_ns = now_ns();
-    let started_wall = wall_ns();
+    let started = (now_ns(), wall_ns());
     // Raised first, so the check of the run against it sees the limit every
     // worker will inherit.
-    let fd_limit = crate::sys::process::raise_fd_limit();
-    let cfg = match configure(&args, fd_limit) {
-        Ok(c) => c,
+    match audited_config(&args) {
+        Ok(None) => {}
+        Ok(Some((profile, origin, audit))) => return run_audited(profile, &origin, &audit),
         Err(e) => {
             errln!("llmload bench: {e}");
             return Outcome::Failed as i32;
         }
-    };
+    }
+    let fd_limit = crate::sys::process::raise_fd_limit();
+    match configure(&args, fd_limit) {
+        Ok(cfg) => launch(&cfg, started, fd_limit),
+        Err(e) => {
+            errln!("llmload bench: {e}");
+            Outcome::Failed as i32
+        }
+    }
+}
+
+/// Runs a profile built elsewhere (`llmload benchmark`), exactly as `bench`
+/// runs its own; errors of the profile are named as `origin` says (a YAML
+/// file, or the command line). Returns the exit status.
+pub(crate) fn run_profile(profile: Profile, origin: &str) -> i32 {
+    let started = (now_ns(), wall_ns());
+    let fd_limit = crate::sys::process::raise_fd_limit();
+    match configure_profile(profile, origin, fd_limit) {
+        Ok(cfg) => launch(&cfg, started, fd_limit),
+        Err(e) => {
+            errln!("llmload benchmark: {e}");
+            Outcome::Failed as i32
+        }
+    }
+}
+
+/// Runs a resolved configuration; `started`: the monotonic and wall clocks
+/// at the start of the command.
+fn launch(cfg: &BenchConfig, started: (u64, u64), fd_limit: u64) -> i32 {
     // The host block, read once before anything runs (after the raise, so
     // its fd limit is the workers').
     let host = HostInfo::collect();
-    match execute(&cfg, started_ns, started_wall, fd_limit, host, &|_| Ok(())) {
+    match execute(cfg, started.0, started.1, fd_limit, host, &|_| Ok(())) {
         Ok(ran) => ran.outcome as i32,
         Err(e) => {
             errln!("llmload bench: {e}");
@@ -153,12 +182,82 @@ pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, 
 /// the file's name to put before its errors (empty: they came from flags).
 pub(crate) fn profile_of(args: &BenchArgs) -> Result<(Profile, String), String> {
     let flags = args.to_profile()?;
-    let (mut profile, origin) = match &args.profile {
-        Some(path) => (Profile::load(path)?, path.display().to_string()),
-        None => (Profile::default(), String::new()),
+    let (mut profile, origin) = match (&args.profile, &args.config) {
+        (Some(_), Some(_)) => {
+            return Err("--profile and --config are alternatives: give one".into());
+        }
+        (Some(path), None) if !mlperf_config::is_yaml(path) => {
+            (Profile::load(path)?, path.display().to_string())
+        }
+        (Some(path), None) | (None, Some(path)) => {
+            (mlperf_profile(path)?, path.display().to_string())
+        }
+        (None, None) => (Profile::default(), String::new()),
     };
     profile.overlay(&flags);
     Ok((profile, origin))
+}
+
+/// The profile an MLPerf YAML config maps to. A config with an `audit:`
+/// block is run by `run` (`run_audited`); other commands built on bench's
+/// flags (`audit` itself) refuse it.
+fn mlperf_profile(path: &Path) -> Result<Profile, String> {
+    let read = mlperf_config::load(path)?;
+    if read.audit.is_some() {
+        return Err(format!(
+            "{}: audit: a config with an audit block runs with llmload bench --config or llmload benchmark from-config",
+            path.display()
+        ));
+    }
+    Ok(read.profile)
+}
+
+/// The YAML config `args` names, when it has an `audit:` block: the
+/// profile (flags over the config) and the block.
+fn audited_config(args: &BenchArgs) -> Result<Option<(Profile, String, AuditBlock)>, String> {
+    let path = match (&args.config, &args.profile) {
+        (Some(p), None) => p,
+        (None, Some(p)) if mlperf_config::is_yaml(p) => p,
+        _ => return Ok(None),
+    };
+    let read = mlperf_config::load(path)?;
+    let Some(audit) = read.audit else {
+        return Ok(None);
+    };
+    let mut profile = read.profile;
+    profile.overlay(&args.to_profile()?);
+    Ok(Some((profile, path.display().to_string(), audit)))
+}
+
+/// An MLPerf config with an `audit:` block: the benchmark (unless the
+/// block says `only`), then the audit into `<report dir>/audit/`, as
+/// MLPerf runs them. The exit status is the benchmark's when it failed,
+/// else the audit's.
+pub(crate) fn run_audited(mut profile: Profile, origin: &str, audit: &AuditBlock) -> i32 {
+    // One report directory for both, as MLPerf writes them.
+    if profile.out.is_none() {
+        profile.out = Some(default_out_dir(wall_ns()));
+    }
+    let main = if audit.only {
+        Outcome::Passed as i32
+    } else {
+        run_profile(profile.clone(), origin)
+    };
+    if main == Outcome::Interrupted as i32 {
+        return main;
+    }
+    let params = crate::cli::audit::AuditParams {
+        samples: audit.samples,
+        audit_samples: audit.audit_samples,
+        sample_index: audit.sample_index,
+        threshold: audit.threshold,
+    };
+    let verdict = crate::cli::audit::run_output_caching(profile, origin, &params);
+    if main != Outcome::Passed as i32 {
+        main
+    } else {
+        verdict
+    }
 }
 
 /// `profile` resolved and checked against this machine; errors are named by
@@ -311,6 +410,12 @@ fn execute(
         out!("{}", rendered.text);
     }
     let mut errors = rendered.write(&out);
+    if cfg.mlperf {
+        let yaml = mlperf_config::render_config_yaml(cfg, &built.url, &built.model, &out);
+        if let Err(e) = report::atomic::write(&out.join("config.yaml"), yaml.as_bytes()) {
+            errors.push(e);
+        }
+    }
     if let Some(e) = &info.events.error {
         errors.insert(0, format!("{}: {e}", info.events.path));
     }

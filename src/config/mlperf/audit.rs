@@ -1,0 +1,72 @@
+//! The `audit:` block (MLPerf's TEST04 output-caching audit), read and
+//! checked here and handed to whoever runs it.
+
+use serde_json::Value;
+
+use super::tree::{Errors, Section};
+
+/// An `audit:` block, validated as MLPerf validates it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AuditBlock {
+    /// Always `output_caching_test`, the one audit MLPerf defines.
+    pub test: String,
+    /// Run only the audit, not the benchmark before it.
+    pub only: bool,
+    /// Reference-phase request count (distinct rows).
+    pub samples: u64,
+    /// Audit-phase request count; `None`: `samples`.
+    pub audit_samples: Option<u64>,
+    /// The dataset row the audit phase repeats.
+    pub sample_index: u64,
+    /// Tolerance of both checks, 0 < threshold < 1.
+    pub threshold: f64,
+}
+
+pub(super) fn read_audit(v: Value, errs: &Errors) -> Option<AuditBlock> {
+    let mut s = Section::new(Some(v), "audit".into(), errs);
+    let test = match s.string("test").as_deref() {
+        Some("output_caching_test") => Some("output_caching_test".to_string()),
+        Some(other) => {
+            errs.at(
+                "audit.test",
+                format!("'{other}': expected output_caching_test"),
+            );
+            None
+        }
+        None => {
+            errs.at("audit.test", "required: output_caching_test");
+            None
+        }
+    };
+    let only = s.bool("only").unwrap_or(false);
+    let given = s.present("samples");
+    let samples = s.int("samples", 1);
+    if !given {
+        errs.at(
+            "audit.samples",
+            "required: the reference phase's request count",
+        );
+    }
+    let audit_samples = s.int("audit_samples", 1).map(|n| n as u64);
+    let sample_index = s.int("sample_index", 0).unwrap_or(0) as u64;
+    let threshold = match s.f64("threshold") {
+        None => 0.10,
+        Some(t) if t > 0.0 && t < 1.0 => t,
+        Some(t) => {
+            errs.at(
+                "audit.threshold",
+                format!("{t}: expected 0 < threshold < 1"),
+            );
+            0.10
+        }
+    };
+    s.finish();
+    Some(AuditBlock {
+        test: test?,
+        only,
+        samples: samples? as u64,
+        audit_samples,
+        sample_index,
+        threshold,
+    })
+}

@@ -1,0 +1,84 @@
+//! MLPerf's YAML configs (`inference-endpoint`'s `BenchmarkConfig` schema):
+//! read into our `Profile`, so that `benchmark from-config`, `bench
+//! --config` and `validate` run MLPerf's files, and written back out as the
+//! resolved `config.yaml` its submission checker reads.
+//!
+//! The rule that shapes every file here: a field we honour maps to a
+//! profile field; a field with no meaning for us (the Python client's
+//! transport, logging, GC) is accepted only at MLPerf's default; any other
+//! value, and any unknown key, is an error naming its YAML path. A config is
+//! never run as something other than what it says.
+
+mod audit;
+pub(crate) mod env;
+mod render;
+mod schema;
+mod settings;
+pub(crate) mod templates;
+pub(crate) mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde_json::Value;
+
+// The audit runner takes it from `Read::audit`.
+#[cfg_attr(not(test), allow(unused_imports))]
+pub(crate) use audit::AuditBlock;
+pub(crate) use render::render_config_yaml;
+pub(crate) use schema::Read;
+use tree::Errors;
+
+/// Whether `path` names a YAML file (by extension).
+pub(crate) fn is_yaml(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
+}
+
+/// Reads the YAML file at `path` with `overrides` (dotted YAML paths, from
+/// the command line) set over it. Errors are `(yaml path, message)`.
+pub(crate) fn load_tree(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    tree::parse(&text, &env::process_env).map_err(|errs| {
+        errs.into_iter()
+            .map(|(p, m)| located(&path.display().to_string(), &p, &m))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// Reads a config tree; `Err` holds every problem at its YAML path.
+pub(crate) fn read(tree: Value) -> Result<Read, Vec<(String, String)>> {
+    let errs = Errors::default();
+    let read = schema::read(tree, &errs);
+    if errs.is_empty() {
+        Ok(read)
+    } else {
+        Err(errs.into_vec())
+    }
+}
+
+/// Reads the file at `path` into a profile (for `bench --config` and
+/// `validate`); errors are lines `FILE: yaml.path: message`.
+pub(crate) fn load(path: &Path) -> Result<Read, String> {
+    let tree = load_tree(path)?;
+    let file = path.display().to_string();
+    read(tree).map_err(|errs| {
+        errs.iter()
+            .map(|(p, m)| located(&file, p, m))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// `FILE: path: message` (no path for a whole-file problem).
+pub(crate) fn located(file: &str, path: &str, msg: &str) -> String {
+    if path.is_empty() {
+        format!("{file}: {msg}")
+    } else {
+        format!("{file}: {path}: {msg}")
+    }
+}

@@ -1,0 +1,211 @@
+//! The resolved run as MLPerf's `config.yaml` (its `BenchmarkConfig`
+//! schema, unset fields left out as MLPerf leaves them), written beside the
+//! results of every MLPerf-mode run. MLPerf's submission checker reads
+//! `type`, `model_params.streaming`, `settings.runtime.*` and
+//! `settings.load_pattern.*` from it. The API key is written as
+//! `<redacted>`, endpoint URLs through `redact_url`.
+
+use std::path::Path;
+
+use serde_json::Value;
+use yaml_rust2::yaml::Hash;
+use yaml_rust2::{Yaml, YamlEmitter};
+
+use crate::config::BenchConfig;
+use crate::http::endpoint::redact_url;
+use crate::http::headers::REDACTED;
+use crate::plan::Load;
+
+/// `config.yaml` for the run `cfg` describes, against `endpoint_url` with
+/// `model` (both as resolved at run time), reporting into `out`.
+pub(crate) fn render_config_yaml(
+    cfg: &BenchConfig,
+    endpoint_url: &str,
+    model: &str,
+    out: &Path,
+) -> String {
+    let p = &cfg.profile;
+    let load = cfg.stages.first().map(|s| (s.load, s.requests));
+    let online = !matches!(load, Some((Load::Offline, _)) | None);
+    let kind = if online { "online" } else { "offline" };
+
+    let mut doc = Map::default();
+    doc.put("name", s(&format!("{kind}_benchmark")));
+    doc.put("version", s("1.0"));
+    doc.put("type", s(kind));
+
+    let mut mp = Map::default();
+    mp.put("name", s(model));
+    mp.opt("temperature", p.temperature.map(f));
+    mp.opt("top_p", p.top_p.map(f));
+    if let Some(extra) = &p.extra_body {
+        for key in [
+            "seed",
+            "top_k",
+            "repetition_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+        ] {
+            mp.opt(key, extra.get(key).map(json));
+        }
+    }
+    mp.put("max_new_tokens", Yaml::Integer(cfg.max_tokens.into()));
+    mp.put(
+        "min_new_tokens",
+        Yaml::Integer(p.min_tokens.unwrap_or(1).into()),
+    );
+    mp.put("streaming", s(if cfg.stream { "on" } else { "off" }));
+    mp.opt(
+        "tokenizer_name",
+        cfg.tokenizer.as_ref().map(|t| s(&t.display().to_string())),
+    );
+    doc.put("model_params", mp.done());
+
+    if let Some(d) = &cfg.dataset {
+        let mut ds = Map::default();
+        let stem = d
+            .path
+            .file_stem()
+            .map_or("dataset".to_string(), |s| s.to_string_lossy().into_owned());
+        ds.put("name", s(&stem));
+        ds.put("type", s("performance"));
+        ds.put("path", s(&d.path.display().to_string()));
+        let mut parser = Map::default();
+        parser.opt("prompt", d.columns.prompt.as_deref().map(s));
+        parser.opt("system", d.columns.system.as_deref().map(s));
+        if !parser.0.is_empty() {
+            ds.put("parser", parser.done());
+        }
+        doc.put("datasets", Yaml::Array(vec![ds.done()]));
+    }
+
+    let mut settings = Map::default();
+    let mut runtime = Map::default();
+    let ms = |d: Option<crate::config::profile::HumanDuration>| {
+        Yaml::Integer(d.map_or(0, |d| d.0.as_millis() as i64))
+    };
+    runtime.put("min_duration_ms", ms(p.min_duration));
+    runtime.put("max_duration_ms", ms(p.max_duration));
+    runtime.opt(
+        "n_samples_to_issue",
+        load.and_then(|(_, r)| r).map(|r| Yaml::Integer(r as i64)),
+    );
+    let seed = |s: Option<u64>| Yaml::Integer(s.unwrap_or(cfg.seed) as i64);
+    runtime.put("scheduler_random_seed", seed(p.scheduler_seed));
+    runtime.put("dataloader_random_seed", seed(p.dataloader_seed));
+    settings.put("runtime", runtime.done());
+
+    let mut lp = Map::default();
+    match load {
+        Some((Load::Offline, _)) | None => lp.put("type", s("max_throughput")),
+        Some((Load::Closed { concurrency }, _)) => {
+            lp.put("type", s("concurrency"));
+            lp.put("target_concurrency", Yaml::Integer(concurrency as i64));
+        }
+        Some((
+            Load::Open {
+                kind, rate_from, ..
+            },
+            _,
+        )) => {
+            lp.put("type", s(kind.name()));
+            lp.put("target_qps", f(rate_from));
+        }
+    }
+    settings.put("load_pattern", lp.done());
+
+    let mut client = Map::default();
+    client.put("num_workers", Yaml::Integer(cfg.workers as i64));
+    client.put("max_connections", Yaml::Integer(cfg.connections as i64));
+    client.put("insecure", Yaml::Boolean(p.insecure.unwrap_or(false)));
+    settings.put("client", client.done());
+
+    let mut warmup = Map::default();
+    warmup.put("enabled", Yaml::Boolean(p.warmup_requests.is_some()));
+    warmup.opt(
+        "n_requests",
+        p.warmup_requests.map(|n| Yaml::Integer(n as i64)),
+    );
+    settings.put("warmup", warmup.done());
+
+    let mut es = Map::default();
+    es.put("enabled", Yaml::Boolean(p.early_stopping.unwrap_or(true)));
+    settings.put("early_stopping", es.done());
+    doc.put("settings", settings.done());
+
+    let mut ep = Map::default();
+    let urls: Vec<Yaml> = match (&p.endpoints, &p.endpoint) {
+        (Some(list), _) => list.iter().map(|u| s(&redact_url(u))).collect(),
+        (None, Some(u)) => vec![s(&redact_url(u))],
+        (None, None) => vec![s(&redact_url(endpoint_url))],
+    };
+    ep.put("endpoints", Yaml::Array(urls));
+    if cfg.api_key.is_some() || p.api_key.is_some() || p.api_key_file.is_some() {
+        ep.put("api_key", s(REDACTED));
+    }
+    let api = match cfg.protocol.name() {
+        "openai-chat" => "openai",
+        "openai-completions" => "openai_completions",
+        other => other,
+    };
+    ep.put("api_type", s(api));
+    doc.put("endpoint_config", ep.done());
+    doc.put("report_dir", s(&out.display().to_string()));
+
+    let mut text = String::new();
+    let mut emitter = YamlEmitter::new(&mut text);
+    emitter
+        .dump(&doc.done())
+        .expect("a YAML tree of scalars, lists and maps emits");
+    let body = text.strip_prefix("---\n").unwrap_or(&text);
+    format!("{body}\n")
+}
+
+/// An ordered YAML mapping under construction.
+#[derive(Default)]
+struct Map(Hash);
+
+impl Map {
+    fn put(&mut self, key: &str, v: Yaml) {
+        self.0.insert(Yaml::String(key.to_string()), v);
+    }
+
+    fn opt(&mut self, key: &str, v: Option<Yaml>) {
+        if let Some(v) = v {
+            self.put(key, v);
+        }
+    }
+
+    fn done(self) -> Yaml {
+        Yaml::Hash(self.0)
+    }
+}
+
+fn s(v: &str) -> Yaml {
+    Yaml::String(v.to_string())
+}
+
+/// A float as YAML writes one (`50.0`, never `50`).
+fn f(x: f64) -> Yaml {
+    Yaml::Real(format!("{x:?}"))
+}
+
+fn json(v: &Value) -> Yaml {
+    match v {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Yaml::Integer(i),
+            None => f(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(t) => s(t),
+        Value::Array(a) => Yaml::Array(a.iter().map(json).collect()),
+        Value::Object(o) => {
+            let mut m = Map::default();
+            for (k, v) in o {
+                m.put(k, json(v));
+            }
+            m.done()
+        }
+    }
+}

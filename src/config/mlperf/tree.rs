@@ -1,0 +1,393 @@
+//! MLPerf YAML as a JSON tree, and the reader the schema walks it with.
+//! YAML becomes `serde_json::Value` once (environment references
+//! substituted in string values, as MLPerf does after its parse), so that
+//! command-line overrides can be merged into the same tree and everything
+//! after that is one walk with one kind of error: a dotted YAML path and a
+//! message. Values are read leniently as MLPerf's pydantic models read them
+//! (`"8000"` is a number where a number is expected, which is what a
+//! substituted `${PORT}` gives), and every key a section does not take is
+//! reported, never ignored.
+
+use std::cell::RefCell;
+
+use serde_json::{Map, Number, Value};
+use yaml_rust2::{Yaml, YamlLoader};
+
+use super::env::{Lookup, substitute};
+
+/// The problems found, each at its YAML path (`""` for the whole file).
+#[derive(Debug, Default)]
+pub(crate) struct Errors(RefCell<Vec<(String, String)>>);
+
+impl Errors {
+    pub(crate) fn at(&self, path: &str, msg: impl Into<String>) {
+        self.0.borrow_mut().push((path.to_string(), msg.into()));
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<(String, String)> {
+        self.0.into_inner()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.borrow().is_empty()
+    }
+}
+
+/// Parses YAML text into a tree, substituting environment references.
+pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Value, Vec<(String, String)>> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| {
+        let m = e.marker();
+        vec![(
+            String::new(),
+            format!("line {}, column {}: {}", m.line(), m.col() + 1, e.info()),
+        )]
+    })?;
+    let doc = match docs.len() {
+        0 => return Err(vec![(String::new(), "empty: expected a mapping".into())]),
+        1 => &docs[0],
+        n => {
+            return Err(vec![(
+                String::new(),
+                format!("{n} YAML documents: expected one"),
+            )]);
+        }
+    };
+    let errs = Errors::default();
+    let v = to_json(doc, "", env, &errs);
+    if !errs.is_empty() {
+        return Err(errs.into_vec());
+    }
+    if !v.is_object() {
+        return Err(vec![(
+            String::new(),
+            "expected a mapping at the top".into(),
+        )]);
+    }
+    Ok(v)
+}
+
+fn to_json(y: &Yaml, path: &str, env: Lookup<'_>, errs: &Errors) -> Value {
+    match y {
+        Yaml::Null => Value::Null,
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::Real(s) => match s.parse::<f64>().ok().and_then(Number::from_f64) {
+            Some(n) => Value::Number(n),
+            None => Value::String(s.clone()),
+        },
+        Yaml::String(s) => match substitute(s, env) {
+            Ok(s) => Value::String(s),
+            Err(e) => {
+                errs.at(path, e);
+                Value::Null
+            }
+        },
+        Yaml::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| to_json(v, &format!("{path}[{i}]"), env, errs))
+                .collect(),
+        ),
+        Yaml::Hash(h) => {
+            let mut m = Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) => s.clone(),
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Boolean(b) => b.to_string(),
+                    _ => {
+                        errs.at(path, "a key that is not a plain scalar");
+                        continue;
+                    }
+                };
+                let child = join(path, &key);
+                let value = to_json(v, &child, env, errs);
+                if m.insert(key, value).is_some() {
+                    errs.at(&child, "key given twice");
+                }
+            }
+            Value::Object(m)
+        }
+        Yaml::Alias(_) | Yaml::BadValue => {
+            errs.at(path, "unsupported YAML value (alias or malformed scalar)");
+            Value::Null
+        }
+    }
+}
+
+/// `a.b` (or `b` at the top).
+pub(crate) fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Sets `value` at the dotted `path` of `tree`, making mappings on the way
+/// (an override from the command line).
+pub(crate) fn set(tree: &mut Value, path: &str, value: Value) {
+    let mut node = tree;
+    for key in path.split('.') {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        node = node
+            .as_object_mut()
+            .expect("made a mapping above")
+            .entry(key.to_string())
+            .or_insert(Value::Null);
+    }
+    *node = value;
+}
+
+/// One mapping being read: each key is taken once, and `finish` reports
+/// the keys nobody took.
+pub(crate) struct Section<'e> {
+    pub path: String,
+    map: Map<String, Value>,
+    pub errs: &'e Errors,
+}
+
+impl<'e> Section<'e> {
+    /// The mapping at `path`; `null` or absent reads as empty.
+    pub(crate) fn new(value: Option<Value>, path: String, errs: &'e Errors) -> Section<'e> {
+        let map = match value {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(other) => {
+                errs.at(&path, format!("expected a mapping, found {}", kind(&other)));
+                Map::new()
+            }
+        };
+        Section { path, map, errs }
+    }
+
+    pub(crate) fn path_of(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    /// The value at `key`, `null` read as absent.
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).filter(|v| !v.is_null())
+    }
+
+    /// Whether `key` has a value other than `null`.
+    pub(crate) fn present(&self, key: &str) -> bool {
+        self.map.get(key).is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether `key` is present as `null`.
+    pub(crate) fn is_null(&self, key: &str) -> bool {
+        self.map.get(key).is_some_and(Value::is_null)
+    }
+
+    pub(crate) fn section(&mut self, key: &str) -> Section<'e> {
+        let v = self.take(key);
+        Section::new(v, self.path_of(key), self.errs)
+    }
+
+    pub(crate) fn string(&mut self, key: &str) -> Option<String> {
+        match self.take(key)? {
+            Value::String(s) => Some(s.trim().to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            other => {
+                self.errs.at(
+                    &self.path_of(key),
+                    format!("expected a string, found {}", kind(&other)),
+                );
+                None
+            }
+        }
+    }
+
+    pub(crate) fn f64(&mut self, key: &str) -> Option<f64> {
+        let v = self.take(key)?;
+        match number(&v) {
+            Some(x) => Some(x),
+            None => {
+                self.errs.at(
+                    &self.path_of(key),
+                    format!("expected a number, found {}", shown(&v)),
+                );
+                None
+            }
+        }
+    }
+
+    /// A whole number ≥ `min`.
+    pub(crate) fn int(&mut self, key: &str, min: i64) -> Option<i64> {
+        let v = self.take(key)?;
+        match number(&v) {
+            Some(x) if x.fract() == 0.0 && x >= min as f64 && x <= i64::MAX as f64 => {
+                Some(x as i64)
+            }
+            _ => {
+                self.errs.at(
+                    &self.path_of(key),
+                    format!("expected a whole number ≥ {min}, found {}", shown(&v)),
+                );
+                None
+            }
+        }
+    }
+
+    pub(crate) fn bool(&mut self, key: &str) -> Option<bool> {
+        let v = self.take(key)?;
+        let b = bool_quiet(&v);
+        if b.is_none() {
+            self.errs.at(
+                &self.path_of(key),
+                format!("expected true or false, found {}", shown(&v)),
+            );
+        }
+        b
+    }
+
+    /// A field llmload has no use for: accepted only at MLPerf's default
+    /// (`Value::Null` for a default of none), so that a config that asks
+    /// for something different is never run as if it had not.
+    pub(crate) fn only_default(&mut self, key: &str, default: Value) {
+        let Some(v) = self.map.remove(key) else {
+            return;
+        };
+        let same = match (&v, &default) {
+            (Value::Null, Value::Null) => true,
+            (Value::Null, _) | (_, Value::Null) => false,
+            (a, b) => match (number(a), number(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => match (a, b) {
+                    (Value::String(x), Value::String(y)) => x.trim() == y,
+                    (_, Value::Bool(y)) => bool_quiet(a) == Some(*y),
+                    _ => a == b,
+                },
+            },
+        };
+        if !same {
+            let default = match &default {
+                Value::Null => "unset (null)".to_string(),
+                d => format!("its default, {}", shown(d)),
+            };
+            self.errs.at(
+                &self.path_of(key),
+                format!(
+                    "{} is not supported: llmload accepts this field only at {default}",
+                    shown(&v)
+                ),
+            );
+        }
+    }
+
+    /// A field whose every value llmload cannot honour yet.
+    pub(crate) fn unsupported(&mut self, key: &str, why: &str) {
+        if let Some(v) = self.take(key) {
+            self.errs.at(
+                &self.path_of(key),
+                format!("{} is not supported: {why}", shown(&v)),
+            );
+        }
+    }
+
+    /// Reports every key not taken.
+    pub(crate) fn finish(self) {
+        for (key, _) in self.map {
+            self.errs.at(
+                &join(&self.path, &key),
+                "unknown key (not in MLPerf's schema)",
+            );
+        }
+    }
+}
+
+fn bool_quiet(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "on" | "yes" | "1" => Some(true),
+            "false" | "off" | "no" | "0" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A number, or a string holding one (a substituted `${VAR}`).
+pub(crate) fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
+        _ => None,
+    }
+}
+
+/// A value as an error message quotes it.
+pub(crate) fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("'{s}'"),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn yaml_becomes_json_with_paths_for_env_errors() {
+        let v = parse("a: 1\nb: [x, 2.5]\nc: {d: null, e: true}\n", &no_env).unwrap();
+        assert_eq!(v["a"], 1);
+        assert_eq!(v["b"][1], 2.5);
+        assert_eq!(v["c"]["e"], true);
+        let e = parse("a:\n  b: [ok, '${NOPE}']\n", &no_env).unwrap_err();
+        assert_eq!(e[0].0, "a.b[1]");
+        assert!(e[0].1.contains("${NOPE}"), "{e:?}");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let e = parse("a: [1, 2\nb: 3\n", &no_env).unwrap_err();
+        assert!(e[0].1.starts_with("line "), "{e:?}");
+        let e = parse("- 1\n- 2\n", &no_env).unwrap_err();
+        assert!(e[0].1.contains("mapping"), "{e:?}");
+    }
+
+    #[test]
+    fn only_default_compares_by_value() {
+        let errs = Errors::default();
+        let v = parse(
+            "n: 16777216\nf: 0.5\ns: INFO\nb: 'false'\nz: null\nbad: 3\n",
+            &no_env,
+        )
+        .unwrap();
+        let mut s = Section::new(Some(v), String::new(), &errs);
+        s.only_default("n", 16777216.into());
+        s.only_default("f", 0.5.into());
+        s.only_default("s", "INFO".into());
+        s.only_default("b", false.into());
+        s.only_default("z", Value::Null);
+        s.only_default("bad", 4.into());
+        s.finish();
+        let e = errs.into_vec();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(e[0].0, "bad");
+        assert!(e[0].1.contains("3 is not supported"), "{e:?}");
+    }
+}
