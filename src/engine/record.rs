@@ -63,10 +63,17 @@ pub(crate) struct Completion {
     pub msg_len: u32,
     /// The conversation's id (a UUID v4; all zero when none was made).
     pub conv_id: [u8; 16],
+    /// Index of the endpoint the request went to (`Plan::endpoints`), or
+    /// `NO_ENDPOINT` when it never reached a connection.
+    pub endpoint: u16,
 }
 
-/// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
+/// `Completion::endpoint` of a request that reached no connection.
+pub(crate) const NO_ENDPOINT: u16 = u16::MAX;
+
+/// Encoded header size (a multiple of 8, so gaps stay aligned); the
+/// endpoint index and 2 bytes of padding end it.
+pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 2 + 2;
 
 const NONE: u32 = u32::MAX;
 
@@ -149,7 +156,8 @@ impl Completion {
             w.put(&v.to_ne_bytes());
         }
         w.put(&self.conv_id);
-        w.put(&[0; 4]);
+        w.put(&self.endpoint.to_ne_bytes());
+        w.put(&[0; 2]);
         debug_assert_eq!(w.at, HEADER);
         for g in &gaps[..self.n_gaps as usize] {
             w.put(&g.to_ne_bytes());
@@ -190,7 +198,8 @@ impl Completion {
         c.text_len = r.u32()?;
         c.msg_len = r.u32()?;
         c.conv_id = r.take(16)?.try_into().ok()?;
-        r.take(4)?;
+        c.endpoint = r.u16()?;
+        r.take(2)?;
         let gaps = Gaps::InPlace(r.take(c.n_gaps as usize * 8)?);
         let text = r.take(c.text_len as usize)?;
         let msg = r.take(c.msg_len as usize)?;
@@ -342,6 +351,7 @@ mod tests {
             finish: 2,
             text_len: 5,
             msg_len: 4,
+            endpoint: 5,
         };
         assert_eq!(HEADER % 8, 0);
         let mut buf = vec![0xffu8; c.encoded_len()];

@@ -35,7 +35,72 @@ pub(crate) fn render(summary: &Summary) -> String {
         slice_families(&mut fams, s);
     }
     threshold_families(&mut fams, summary, &slices);
+    endpoint_families(&mut fams, summary);
     fams.render()
+}
+
+/// Each endpoint's share of a run spread over several (label `endpoint`,
+/// the URL as echoed; a URL listed twice gets `#<position>`): requests by
+/// outcome, failures by key, and TTFT and e2e latency. Absent for a single
+/// endpoint, whose numbers are the run's.
+fn endpoint_families(f: &mut Families, summary: &Summary) {
+    if summary.endpoints.len() < 2 {
+        return;
+    }
+    for (k, e) in summary.endpoints.iter().enumerate() {
+        let repeated = summary.endpoints[..k].iter().any(|o| o.url == e.url);
+        let name = if repeated {
+            format!("{}#{}", e.url, k + 1)
+        } else {
+            e.url.clone()
+        };
+        let ep = || ("endpoint", name.clone());
+        let fam = f.get(
+            "llmload_endpoint_requests_total",
+            Kind::Counter,
+            "Measured requests per endpoint, by outcome (completed or failed).",
+        );
+        for (outcome, n) in [("completed", e.completed), ("failed", e.failed)] {
+            fam.push(
+                "",
+                &[ep(), ("outcome", outcome.into())],
+                Some(n.to_string()),
+            );
+        }
+        let fam = f.get(
+            "llmload_endpoint_errors_total",
+            Kind::Counter,
+            "Failed requests per endpoint, by error key.",
+        );
+        for (key, n) in &e.errors {
+            fam.push("", &[ep(), ("error", key.clone())], Some(n.to_string()));
+        }
+        let at = |q: Option<Label>| {
+            let mut l = vec![ep()];
+            l.extend(q);
+            l
+        };
+        summary_family(
+            f,
+            (
+                "llmload_endpoint_ttft_seconds",
+                "Time to first token per endpoint: first token minus send.",
+            ),
+            &e.ttft_ms,
+            1e-3,
+            &at,
+        );
+        summary_family(
+            f,
+            (
+                "llmload_endpoint_e2e_seconds",
+                "End-to-end latency per endpoint: end minus scheduled time.",
+            ),
+            &e.e2e_ms,
+            1e-3,
+            &at,
+        );
+    }
 }
 
 fn run_families(f: &mut Families, summary: &Summary) {

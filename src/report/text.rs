@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::fmt::{Whole, num};
-use super::summary::{INSECURE_LINE, Load, Numbers, Scenario, Summary};
+use super::summary::{EndpointSummary, INSECURE_LINE, Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Rollup;
 use crate::protocol::Finish;
@@ -67,6 +67,10 @@ pub(crate) fn render(s: &Summary) -> String {
     if s.scenarios.len() > 1 {
         o.push('\n');
         scenario_table(&mut o, &s.scenarios);
+    }
+    if s.endpoints.len() > 1 {
+        o.push('\n');
+        endpoint_table(&mut o, &s.endpoints);
     }
     if s.stages.len() > 1 {
         for st in &s.stages {
@@ -247,6 +251,35 @@ fn scenario_table(o: &mut String, scenarios: &[Scenario]) {
             ms(b.latency_ms.ttft.p50),
             ms(b.latency_ms.ttft.p95),
         );
+    }
+}
+
+/// One line per endpoint of a run spread over several: its counts, the
+/// errors it had, and its latency.
+fn endpoint_table(o: &mut String, endpoints: &[EndpointSummary]) {
+    let _ = writeln!(
+        o,
+        "{:<32}{:>9}{:>9}{:>9}{:>10}{:>10}{:>11}{:>11}",
+        "endpoint", "issued", "done", "failed", "e2e p50", "e2e p99", "ttft p50", "ttft p99"
+    );
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), n);
+    for e in endpoints {
+        let _ = writeln!(
+            o,
+            "{:<32}{:>9}{:>9}{:>9}{:>10}{:>10}{:>11}{:>11}",
+            one_line(&e.url, 200),
+            e.issued,
+            e.completed,
+            e.failed,
+            ms(e.e2e_ms.p50),
+            ms(e.e2e_ms.p99),
+            ms(e.ttft_ms.p50),
+            ms(e.ttft_ms.p99),
+        );
+        if !e.errors.is_empty() {
+            let list: Vec<String> = e.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(o, "  errors  {}", list.join(", "));
+        }
     }
 }
 
