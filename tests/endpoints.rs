@@ -70,12 +70,26 @@ fn offline_requests_split_evenly_over_two_servers() {
         report.contains(&a.url()) && report.contains(&b.url()),
         "{report}"
     );
+    assert!(report.contains("endpoint  "), "{report}");
     let prom = read(&run.out.join("metrics.prom"));
-    let line = format!(
-        "llmload_endpoint_requests_total{{endpoint=\"{}\",outcome=\"completed\"}} ",
-        a.url()
-    );
-    assert!(prom.contains(&line), "{prom}");
+    let samples = crate::prom_check::parse(&prom).unwrap_or_else(|e| panic!("{e}\n{prom}"));
+    let completed = |url: String| {
+        samples
+            .iter()
+            .find(|(n, l, _)| {
+                n == "llmload_endpoint_requests_total"
+                    && l.contains(&("endpoint".to_string(), url.clone()))
+                    && l.contains(&("outcome".to_string(), "completed".to_string()))
+            })
+            .map(|s| s.2 as u64)
+    };
+    for url in [a.url(), b.url()] {
+        assert_eq!(
+            completed(url.clone()),
+            Some(u(&endpoint(&s, &url)["completed"])),
+            "{prom}"
+        );
+    }
 }
 
 #[test]

@@ -745,6 +745,62 @@ mod tests {
     }
 
     #[test]
+    fn endpoints_get_families_of_their_own_when_there_are_several() {
+        use crate::report::summary::EndpointSummary;
+        let ep = |url: &str, completed, failed| EndpointSummary {
+            url: url.into(),
+            issued: completed + failed,
+            completed,
+            failed,
+            errors: [("connect_refused".to_string(), failed)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            ttft_ms: Rollup {
+                count: completed,
+                mean: Some(10.0),
+                p50: Some(10.0),
+                max: Some(12.0),
+                ..Rollup::default()
+            },
+            ..EndpointSummary::default()
+        };
+        let mut doc = fixture::summary();
+        doc.endpoints = vec![ep("http://a", 5, 0)];
+        let (text, _) = rendered(&doc);
+        assert!(!text.contains("llmload_endpoint_"), "{text}");
+        // A URL listed twice stays two series.
+        doc.endpoints = vec![
+            ep("http://a", 5, 0),
+            ep("http://b", 0, 3),
+            ep("http://a", 1, 0),
+        ];
+        let (text, s) = rendered(&doc);
+        let req = |e, o| {
+            find(
+                &s,
+                "llmload_endpoint_requests_total",
+                &[("endpoint", e), ("outcome", o)],
+            )
+        };
+        assert_eq!(req("http://a", "completed"), Some(5.0), "{text}");
+        assert_eq!(req("http://a#3", "completed"), Some(1.0), "{text}");
+        assert_eq!(req("http://b", "failed"), Some(3.0), "{text}");
+        let refused = [("endpoint", "http://b"), ("error", "connect_refused")];
+        assert_eq!(
+            find(&s, "llmload_endpoint_errors_total", &refused),
+            Some(3.0)
+        );
+        let p50 = [("endpoint", "http://a"), ("quantile", "0.5")];
+        assert_eq!(find(&s, "llmload_endpoint_ttft_seconds", &p50), Some(0.01));
+        let count = [("endpoint", "http://a")];
+        assert_eq!(
+            find(&s, "llmload_endpoint_ttft_seconds_count", &count),
+            Some(5.0)
+        );
+    }
+
+    #[test]
     fn colliding_names_stay_distinct_series() {
         let mut doc = fixture::summary();
         doc.stages[0].name = "all".into();

@@ -431,6 +431,34 @@ mod tests {
     }
 
     #[test]
+    fn several_endpoints_get_a_table_with_their_errors() {
+        let mut s = fixture::summary();
+        s.endpoints = fixture::read(json!({
+            "tool": "llmload", "stages": [],
+            "endpoints": [{"url": "http://a:1", "issued": 10, "completed": 10, "failed": 0,
+                           "errors": {}, "ttft_ms": fixture::hist(10, 5.0),
+                           "e2e_ms": fixture::hist(10, 40.0)}]
+        }))
+        .endpoints;
+        assert!(!render(&s).contains("http://a:1"));
+        let mut dead = s.endpoints[0].clone();
+        dead.url = "http://b:2".into();
+        dead.completed = 0;
+        dead.failed = 4;
+        dead.errors = [("connect_refused".to_string(), 4)].into_iter().collect();
+        s.endpoints.push(dead);
+        let text = render(&s);
+        let table = &text[text.find("endpoint  ").expect("a table")..];
+        let lines: Vec<&str> = table.lines().take(4).collect();
+        assert!(
+            lines[1].starts_with("http://a:1") && lines[1].contains(" 10 "),
+            "{text}"
+        );
+        assert!(lines[2].starts_with("http://b:2"), "{text}");
+        assert_eq!(lines[3].trim(), "errors  connect_refused 4", "{text}");
+    }
+
+    #[test]
     fn connections_come_first_without_keep_alive() {
         let text = render(&with_connections(false));
         let at = |needle: &str| {
