@@ -505,7 +505,7 @@ impl Summary {
             thresholds_passed: run.thresholds_passed,
             aborted_on_threshold: run.aborted_on_threshold.as_ref().map(threshold_abort),
             events: info.events.clone(),
-            notes: notes(info),
+            notes: notes(info, &run.endpoints),
             builtin_endpoint: info.builtin_endpoint.clone(),
         }
     }
@@ -614,13 +614,25 @@ impl Scenario {
     }
 }
 
-/// The run's notes, the insecure line first when verification was off.
-fn notes(info: &RunInfo) -> Vec<String> {
+/// The run's notes, the insecure line first when verification was off,
+/// then one per endpoint of several that took no measured request.
+fn notes(info: &RunInfo, endpoints: &[EndpointStats]) -> Vec<String> {
     let insecure = info.tls.as_ref().is_some_and(|t| t.insecure);
+    let idle = endpoints
+        .iter()
+        .filter(|e| endpoints.len() > 1 && e.issued() == 0)
+        .map(|e| {
+            format!(
+                "endpoint {} took no measured request: its connections failed (see connections.failed) \
+                 and new ones passed over it, or the run ended before it was needed",
+                e.url
+            )
+        });
     insecure
         .then(|| INSECURE_LINE.to_string())
         .into_iter()
         .chain(info.notes.iter().cloned())
+        .chain(idle)
         .collect()
 }
 
