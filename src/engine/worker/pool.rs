@@ -115,10 +115,11 @@ impl Conn {
 }
 
 impl Worker<'_> {
-    /// Opens `warm_conns` connections and waits (bounded) until each is
-    /// connected or has failed; failures are not errors, since no request
-    /// was riding on them (they count as failed connections), and the slot
-    /// connects again on demand.
+    /// Opens `warm_conns` connections, spread evenly over `warm_endpoints`,
+    /// and waits (bounded, per endpoint) until each is connected or has
+    /// failed; failures are not errors, since no request was riding on them
+    /// (they count as failed connections, and mark their endpoint down as a
+    /// request's would), and the slot connects again on demand.
     ///
     /// To an https endpoint the connections open in waves, so that most
     /// resume a session instead of paying a full handshake: a TLS 1.3
