@@ -10,6 +10,7 @@ mod bench_modes;
 mod compare;
 mod crash;
 mod datasets;
+mod endpoints;
 mod failures;
 mod faults;
 mod info;

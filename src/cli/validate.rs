@@ -74,9 +74,19 @@ pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     let mut s = format!(
         "{label} is valid: {} at {}, model {}, {}, max_tokens {}.",
         cfg.protocol.name(),
-        p.endpoint
-            .as_deref()
-            .map_or("the built-in endpoint".to_string(), redact_url),
+        match (&p.endpoint, &p.endpoints) {
+            (Some(url), _) => crate::config::profile::validate::split_endpoints(url)
+                .into_iter()
+                .map(redact_url)
+                .collect::<Vec<_>>()
+                .join(","),
+            (None, Some(list)) => list
+                .iter()
+                .map(|u| redact_url(u))
+                .collect::<Vec<_>>()
+                .join(","),
+            (None, None) => "the built-in endpoint".to_string(),
+        },
         p.model.as_deref().unwrap_or("from /v1/models"),
         if cfg.stream {
             "streaming"

@@ -89,7 +89,13 @@ impl BenchConfig {
     ) -> Value {
         let mut v = serde_json::to_value(&self.profile).expect("a profile serializes to JSON");
         let o = v.as_object_mut().expect("a profile is an object");
-        o.insert("endpoint".into(), redact_url(endpoint_url).into());
+        let shown: Vec<String> = profile::validate::split_endpoints(endpoint_url)
+            .into_iter()
+            .map(redact_url)
+            .collect();
+        o.insert("endpoint".into(), shown.join(",").into());
+        // The list, if one was given, says the same as the comma list above.
+        o.remove("endpoints");
         o.insert("builtin_endpoint".into(), builtin.into());
         o.insert("api".into(), self.protocol.name().into());
         o.insert("model".into(), model.into());

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::BenchConfig;
 use super::profile::typed::{self, Mode, TlsFields, nanos, tls_fields_set};
 use super::profile::validate::{
-    Errors, check_api, check_dataset, check_endpoint, check_headers, unflag, valid_header_name,
+    Errors, check_api, check_dataset, check_endpoints, check_headers, unflag, valid_header_name,
 };
 use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
 use crate::config::bytes::format_bytes;
@@ -50,10 +50,14 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         .as_ref()
         .and_then(|a| check_api(&mut errs, "api", a))
         .unwrap_or_else(default_protocol);
-    let endpoint = p
-        .endpoint
-        .as_ref()
-        .and_then(|url| check_endpoint(&mut errs, "endpoint", url, protocol.default_path()));
+    let mut endpoints = check_endpoints(
+        &mut errs,
+        "",
+        p.endpoint.as_deref(),
+        p.endpoints.as_deref(),
+        protocol.default_path(),
+    );
+    let endpoint = (!endpoints.is_empty()).then(|| endpoints.remove(0));
     if p.model.as_deref() == Some("") {
         errs.at("model", "empty model name (leave it out to ask /v1/models)");
     }
@@ -242,6 +246,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         weight: defaults::WEIGHT,
         protocol,
         endpoint,
+        more_endpoints: endpoints,
         headers: p.headers.clone().unwrap_or_default().into_iter().collect(),
         tls,
         keep_alive: p.keep_alive.unwrap_or(defaults::KEEP_ALIVE),
@@ -597,6 +602,73 @@ mod tests {
 
     /// A CA certificate, a client certificate and its key, and a file
     /// that is neither, under a fresh directory.
+    fn errors(text: &str) -> Vec<String> {
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        let p = Profile::parse(text, "run.json", &no_env).unwrap();
+        resolve(p).err().expect("the profile is refused")
+    }
+
+    #[test]
+    fn a_list_of_endpoints_reaches_every_scenario_without_its_own() {
+        let urls = |s: &Scenario| -> Vec<String> {
+            s.endpoint
+                .iter()
+                .chain(&s.more_endpoints)
+                .map(|e| format!("{}{}", e.host, e.path))
+                .collect()
+        };
+        let cfg = resolved(
+            r#"{"endpoints": ["http://127.0.0.1:9/v1/chat/completions", "http://127.0.0.1:10?key=Q"],
+                "scenarios": [{"name": "a"}, {"name": "b", "api": "sglang"},
+                              {"name": "c", "endpoint": "http://127.0.0.1:11/x"}]}"#,
+        );
+        let [a, b, c] = &cfg.scenarios[..] else {
+            panic!("three scenarios");
+        };
+        assert_eq!(
+            urls(a),
+            [
+                "127.0.0.1:9/v1/chat/completions",
+                "127.0.0.1:10/v1/chat/completions?key=Q"
+            ]
+        );
+        // Another API on the same servers: each with that API's path.
+        assert_eq!(urls(b), ["127.0.0.1:9/generate", "127.0.0.1:10/generate"]);
+        assert_eq!(urls(c), ["127.0.0.1:11/x"]);
+
+        // A comma list in `endpoint` says the same; a comma in a query
+        // stays in its URL.
+        let cfg = resolved(
+            r#"{"endpoint": "http://127.0.0.1:9/v1/chat/completions?a=1,2, http://127.0.0.1:10"}"#,
+        );
+        assert_eq!(
+            urls(&cfg.scenarios[0]),
+            [
+                "127.0.0.1:9/v1/chat/completions?a=1,2",
+                "127.0.0.1:10/v1/chat/completions"
+            ]
+        );
+    }
+
+    #[test]
+    fn endpoint_lists_are_checked_by_path() {
+        let e =
+            errors(r#"{"endpoint": "http://127.0.0.1:9", "endpoints": ["http://127.0.0.1:10"]}"#);
+        assert!(
+            e[0].starts_with("endpoints: endpoint and endpoints are alternatives"),
+            "{e:?}"
+        );
+        let e = errors(r#"{"endpoints": []}"#);
+        assert_eq!(e, ["endpoints: empty list: give at least one URL"]);
+        let e = errors(r#"{"endpoints": ["http://127.0.0.1:9", "ftp://x", "http://127.0.0.1:9"]}"#);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("endpoints[1]: "), "{e:?}");
+        assert!(e[1].starts_with("endpoints[2]: "), "{e:?}");
+        assert!(e[1].contains("listed twice"), "{e:?}");
+        let e = errors(r#"{"endpoint": "http://127.0.0.1:9,http://:1"}"#);
+        assert!(e[0].starts_with("endpoint (URL 2): "), "{e:?}");
+    }
+
     fn tls_files(tag: &str) -> (std::path::PathBuf, [String; 4]) {
         let dir = std::env::temp_dir().join(format!("llmload-tlscfg-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

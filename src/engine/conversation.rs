@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::engine::requests::asks_stream;
+use crate::engine::requests::{Target, asks_stream};
 use crate::http::request::write_request;
 use crate::protocol::{BodySpec, Message, Protocol, Sampling};
 use crate::rng::Rng;
@@ -79,8 +79,9 @@ impl TurnSource {
 /// What every turn of a scenario's conversations shares.
 #[derive(Clone, Debug)]
 pub(crate) struct ConversationTemplate {
-    pub host: String,
-    pub path: String,
+    /// Where each of the scenario's endpoints is addressed, in the order of
+    /// `ScenarioPlan::endpoints`.
+    pub targets: Vec<Target>,
     pub model: String,
     pub system: Option<String>,
     pub max_tokens: Option<u32>,
@@ -137,7 +138,8 @@ impl ConversationTemplate {
     }
 
     /// Appends turn `conv.turn`'s user message to the history and writes the
-    /// whole request into `out`; false when the source has no such turn.
+    /// whole request, addressed to target `target`, into `out`; false when
+    /// the source has no such turn.
     /// Building a turn again (a retry) gives the same request: the history
     /// is first cut back to the turns before it (a user message and a reply
     /// each), and a pool's draw depends only on the conversation and turn.
@@ -145,6 +147,7 @@ impl ConversationTemplate {
         &self,
         protocol: &dyn Protocol,
         conv: &mut Conv,
+        target: usize,
         body: &mut Vec<u8>,
         out: &mut Vec<u8>,
     ) -> bool {
@@ -182,7 +185,8 @@ impl ConversationTemplate {
             headers.push((h.as_str(), id.as_str()));
         }
         out.clear();
-        write_request(out, "POST", &self.host, &self.path, &headers, body);
+        let t = &self.targets[target];
+        write_request(out, "POST", &t.host, &t.path, &headers, body);
         true
     }
 }
@@ -196,8 +200,10 @@ mod tests {
     #[test]
     fn history_grows_with_each_turn() {
         let t = ConversationTemplate {
-            host: "h".into(),
-            path: "/v1/chat/completions".into(),
+            targets: vec![Target {
+                host: "h".into(),
+                path: "/v1/chat/completions".into(),
+            }],
             model: "m".into(),
             system: None,
             max_tokens: Some(4),
@@ -216,7 +222,7 @@ mod tests {
             ..Conv::default()
         };
         let (mut body, mut out) = (Vec::new(), Vec::new());
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, 0, &mut body, &mut out));
         let id = uuid_text(&conv.id);
         let text = String::from_utf8(out.clone()).unwrap();
         assert!(text.contains(&format!("x-request-id: {id}\r\n")), "{text}");
@@ -226,7 +232,7 @@ mod tests {
             role: "assistant".into(),
             content: "Hello!".into(),
         });
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, 0, &mut body, &mut out));
         let v: Value = serde_json::from_slice(&body).unwrap();
         let msgs = v["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
@@ -239,8 +245,10 @@ mod tests {
         let mut rng = Rng::seeded(7);
         let pool: Vec<String> = (0..50).map(|i| format!("prompt {i}")).collect();
         let t = ConversationTemplate {
-            host: "h".into(),
-            path: "/v1/chat/completions".into(),
+            targets: vec![Target {
+                host: "h".into(),
+                path: "/v1/chat/completions".into(),
+            }],
             model: "m".into(),
             system: None,
             max_tokens: Some(4),
@@ -258,17 +266,17 @@ mod tests {
             ..Conv::default()
         };
         let (mut body, mut out) = (Vec::new(), Vec::new());
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, 0, &mut body, &mut out));
         conv.history.push(Message {
             role: "assistant".into(),
             content: "Hello!".into(),
         });
         conv.turn = 1;
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, 0, &mut body, &mut out));
         let first = out.clone();
         // The turn is sent again (a retry on a new connection): the same
         // user message, once.
-        assert!(t.next_request(&OpenAiChat, &mut conv, &mut body, &mut out));
+        assert!(t.next_request(&OpenAiChat, &mut conv, 0, &mut body, &mut out));
         assert_eq!(out, first);
         assert_eq!(conv.history.len(), 3);
         // Another conversation draws its own pool prompts.

@@ -26,6 +26,9 @@ use requests::RequestSet;
 /// share one entry, and with it one pool of idle connections per worker.
 #[derive(Clone, Debug)]
 pub(crate) struct EndpointPlan {
+    /// The URL as it may be echoed (query values masked), for the
+    /// per-endpoint results.
+    pub url: String,
     /// `None` for a host that did not resolve (its requests fail as
     /// `dns_error`).
     pub addr: Option<SocketAddr>,
@@ -44,8 +47,10 @@ pub(crate) struct ScenarioPlan<'a> {
     /// Share of concurrency (closed loop) or of arrivals (open loop).
     pub weight: f64,
     pub protocol: &'a dyn Protocol,
-    /// Index into `Plan::endpoints`.
-    pub endpoint: usize,
+    /// Indices into `Plan::endpoints`: the servers that share this
+    /// scenario's requests (one, or several from `--endpoints`). Position
+    /// `k` here is target `k` of `requests` and of `conversation`.
+    pub endpoints: Vec<usize>,
     /// Prebuilt requests of a single-turn scenario (empty when multi-turn).
     pub requests: RequestSet,
     /// A request's sample index is the dataset row its prompt came from

@@ -67,10 +67,17 @@ pub(crate) struct Completion {
     /// (MLPerf's TPOT counts the tokens after them); may exceed `text_len`
     /// when the text was trimmed.
     pub first_text_len: u32,
+    /// Index of the endpoint the request went to (`Plan::endpoints`), or
+    /// `NO_ENDPOINT` when it never reached a connection.
+    pub endpoint: u16,
 }
 
-/// Encoded header size (a multiple of 8, so gaps stay aligned).
-pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4;
+/// `Completion::endpoint` of a request that reached no connection.
+pub(crate) const NO_ENDPOINT: u16 = u16::MAX;
+
+/// Encoded header size (a multiple of 8, so gaps stay aligned); the
+/// endpoint index and 6 bytes of padding end it.
+pub(crate) const HEADER: usize = 7 * 8 + 4 + 2 + 2 + 2 + 2 + 4 + 7 * 4 + 16 + 4 + 2 + 6;
 
 const NONE: u32 = u32::MAX;
 
@@ -154,6 +161,8 @@ impl Completion {
         }
         w.put(&self.conv_id);
         w.put(&self.first_text_len.to_ne_bytes());
+        w.put(&self.endpoint.to_ne_bytes());
+        w.put(&[0; 6]);
         debug_assert_eq!(w.at, HEADER);
         for g in &gaps[..self.n_gaps as usize] {
             w.put(&g.to_ne_bytes());
@@ -195,6 +204,8 @@ impl Completion {
         c.msg_len = r.u32()?;
         c.conv_id = r.take(16)?.try_into().ok()?;
         c.first_text_len = r.u32()?;
+        c.endpoint = r.u16()?;
+        r.take(6)?;
         let gaps = Gaps::InPlace(r.take(c.n_gaps as usize * 8)?);
         let text = r.take(c.text_len as usize)?;
         let msg = r.take(c.msg_len as usize)?;
@@ -348,6 +359,7 @@ mod tests {
             text_len: 5,
             msg_len: 4,
             first_text_len: 2,
+            endpoint: 5,
         };
         assert_eq!(HEADER % 8, 0);
         let mut buf = vec![0xffu8; c.encoded_len()];

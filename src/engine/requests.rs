@@ -3,6 +3,13 @@
 //! to sockets, so the hot path never builds or copies a request. Beside the
 //! bytes, each sample's input length when it is known before sending (token
 //! ids given, or counted with a tokenizer).
+//!
+//! A scenario spread over several endpoints (`--endpoints`) keeps one copy
+//! of each request, addressed to its first endpoint. The request line and
+//! `Host` header — all that differs between endpoints — come first in every
+//! request, so each further endpoint has one prebuilt head of its own that
+//! replaces them: the worker writes that head and the rest of the shared
+//! bytes in one vectored write, with nothing built per request.
 
 use serde_json::{Map, Value};
 
@@ -28,10 +35,46 @@ pub(crate) enum InputSource {
     Usage,
 }
 
+/// Where one endpoint is addressed in a request: the request target (path
+/// and query) and the `Host` header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub host: String,
+    pub path: String,
+}
+
+impl Target {
+    pub(crate) fn of(e: &Endpoint) -> Target {
+        Target {
+            host: e.host.clone(),
+            path: e.path.clone(),
+        }
+    }
+
+    /// `POST path HTTP/1.1\r\nHost: host\r\n`: what `write_request` puts
+    /// first, and all of a request that depends on the endpoint.
+    fn head(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for part in [
+            "POST ",
+            &self.path,
+            " HTTP/1.1\r\nHost: ",
+            &self.host,
+            "\r\n",
+        ] {
+            out.extend_from_slice(part.as_bytes());
+        }
+        out
+    }
+}
+
 /// Prebuilt HTTP requests, indexed by sample number.
 #[derive(Debug, Default)]
 pub(crate) struct RequestSet {
     bytes: Vec<u8>,
+    /// The head every request in `bytes` starts with (its first target's),
+    /// then one per further target, which replaces it.
+    heads: Vec<Vec<u8>>,
     spans: Vec<(usize, usize)>,
     /// Offsets, within each request, of the conversation-id placeholders in
     /// the correlation header and in the first user message (`u32::MAX`
@@ -128,6 +171,9 @@ impl RequestSet {
         if let Some(h) = t.correlation_header {
             headers.push((h, UUID_PLACEHOLDER));
         }
+        if self.heads.is_empty() {
+            self.heads.push(Target::of(t.endpoint).head());
+        }
         let start = self.bytes.len();
         write_request(
             &mut self.bytes,
@@ -138,6 +184,7 @@ impl RequestSet {
             scratch,
         );
         let req = &self.bytes[start..];
+        debug_assert!(req.starts_with(&self.heads[0]));
         let finder = memchr::memmem::Finder::new(UUID_PLACEHOLDER);
         let mut slots = [u32::MAX; 2];
         let mut from = 0;
@@ -224,6 +271,38 @@ impl RequestSet {
     pub(crate) fn get(&self, i: u32) -> &[u8] {
         let (start, len) = self.spans[i as usize];
         &self.bytes[start..start + len]
+    }
+
+    /// Addresses the requests to further endpoints: `more[k - 1]` is target
+    /// `k` (target 0 is the endpoint they were built for). Call after the
+    /// last `push`.
+    pub(crate) fn add_targets(&mut self, more: &[Target]) {
+        if self.heads.is_empty() {
+            return;
+        }
+        self.heads.truncate(1);
+        self.heads.extend(more.iter().map(Target::head));
+    }
+
+    /// Request `i` addressed to target `target`, as two pieces to write in
+    /// order: a head of its own (empty for target 0) and the shared bytes.
+    #[inline]
+    pub(crate) fn pieces(&self, i: u32, target: usize) -> (&[u8], &[u8]) {
+        let whole = self.get(i);
+        if target == 0 {
+            return (&[], whole);
+        }
+        (&self.heads[target], &whole[self.heads[0].len()..])
+    }
+
+    /// How much longer target `target`'s head is than the first (negative:
+    /// shorter): the shift of every offset in a request addressed to it.
+    #[inline]
+    pub(crate) fn head_shift(&self, target: usize) -> isize {
+        if target == 0 {
+            return 0;
+        }
+        self.heads[target].len() as isize - self.heads[0].len() as isize
     }
 
     /// Where request `i` carries its conversation id, if anywhere.
@@ -322,6 +401,46 @@ mod tests {
         // system message.
         assert_eq!(set.input_tokens(3), Some((2, InputSource::Tokenizer)));
         assert_eq!(set.input_tokens(4), Some((14, InputSource::ChatTemplate)));
+    }
+
+    #[test]
+    fn a_further_target_changes_only_the_request_line_and_host() {
+        let proto = crate::protocol::find("openai-chat").unwrap();
+        let a = Endpoint::parse("http://127.0.0.1:9/v1/chat/completions", "/d").unwrap();
+        let b = Endpoint::parse("http://localhost:10/other?key=Q", "/d").unwrap();
+        let headers = vec![("X-Test".to_string(), "1".to_string())];
+        let template = RequestTemplate {
+            protocol: proto,
+            endpoint: &a,
+            model: "m",
+            system: None,
+            max_tokens: Some(4),
+            stream: true,
+            headers: &headers,
+            sampling: &Sampling::default(),
+            extra_body: None,
+            correlation_header: None,
+            bust: false,
+            prompt_only_isl: false,
+        };
+        let mut set = RequestSet::default();
+        let mut scratch = Vec::new();
+        set.push(&Sample::prompt("hi"), &template, None, &mut scratch);
+        set.add_targets(&[Target::of(&b)]);
+        let (head, rest) = set.pieces(0, 0);
+        assert!(head.is_empty());
+        assert_eq!(rest, set.get(0));
+        let (head, rest) = set.pieces(0, 1);
+        let whole = [head, rest].concat();
+        let want = String::from_utf8(set.get(0).to_vec())
+            .unwrap()
+            .replace("POST /v1/chat/completions", "POST /other?key=Q")
+            .replace("Host: 127.0.0.1:9\r\n", "Host: localhost:10\r\n");
+        assert_eq!(String::from_utf8(whole).unwrap(), want);
+        assert_eq!(
+            set.head_shift(1),
+            want.len() as isize - set.get(0).len() as isize
+        );
     }
 
     #[test]

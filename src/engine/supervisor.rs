@@ -95,7 +95,10 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                 max_conns: per_worker,
                 limits: plan.limits,
                 warm_conns: warm_per_worker(plan, per_worker),
-                warm_endpoint: plan.scenarios.first().map_or(0, |s| s.endpoint),
+                warm_endpoints: plan
+                    .scenarios
+                    .first()
+                    .map_or_else(Vec::new, |s| s.endpoints.clone()),
                 keep_text: plan.keep_text,
                 seed: plan.seed,
             })
@@ -177,9 +180,14 @@ impl Drop for Workers {
 /// closed loop (or offline window) will use at once. Open loops connect on
 /// demand, as their clients would.
 fn warm_per_worker(plan: &Plan<'_>, per_worker: usize) -> usize {
-    let single_endpoint = plan.scenarios.iter().all(|s| s.endpoint == 0);
+    // Warm connections serve every scenario only when all share one list
+    // of endpoints.
+    let shared_endpoints = plan
+        .scenarios
+        .iter()
+        .all(|s| s.endpoints == plan.scenarios[0].endpoints);
     match plan.stages.first().map(|s| s.load) {
-        _ if !single_endpoint => 0,
+        _ if !shared_endpoints => 0,
         Some(Load::Closed { concurrency }) => concurrency.div_ceil(plan.workers).min(per_worker),
         Some(Load::Offline) => per_worker,
         _ => 0,

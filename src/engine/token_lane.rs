@@ -225,6 +225,7 @@ mod tests {
             seq: 0,
             conv_id: [0; 16],
             scenario: 0,
+            endpoint: 0,
             stage: None,
             turn: 1,
             row: None,

@@ -4,6 +4,7 @@
 //! text happens only in `report`.
 
 pub(crate) mod block;
+pub(crate) mod endpoints;
 pub(crate) mod errors;
 pub(crate) mod mlperf;
 pub(crate) mod observe;

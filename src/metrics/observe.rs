@@ -19,6 +19,9 @@ pub(crate) struct Finished<'a> {
     pub seq: u64,
     pub conv_id: [u8; 16],
     pub scenario: u16,
+    /// Index of the endpoint it went to (`Plan::endpoints`), or
+    /// `record::NO_ENDPOINT` when it reached none.
+    pub endpoint: u16,
     /// Stage index; `None` during warmup.
     pub stage: Option<u16>,
     /// Turn within the conversation, from 1.
@@ -109,6 +112,7 @@ mod tests {
             seq: 1,
             conv_id: [0; 16],
             scenario: 0,
+            endpoint: 0,
             stage: None,
             turn: 1,
             row: None,

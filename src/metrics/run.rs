@@ -5,6 +5,7 @@
 //! facts, so the engine formats nothing and the English lives in `report`.
 
 use super::block::Block;
+use super::endpoints::EndpointStats;
 use super::errors::ErrorClass;
 use super::series::Rollup;
 use super::thresholds::Verdict;
@@ -245,6 +246,9 @@ pub(crate) struct RunResult {
     pub incomplete_reasons: Vec<Incomplete>,
     /// Start of run to first request on the wire, ns.
     pub startup_ns: u64,
+    /// Each endpoint's share of the measured requests, in the order of
+    /// `Plan::endpoints`.
+    pub endpoints: Vec<EndpointStats>,
 }
 
 #[cfg(test)]

@@ -559,6 +559,7 @@ mod tests {
             seq: 1,
             conv_id: [1; 16],
             scenario: 0,
+            endpoint: 0,
             stage: Some(0),
             turn: 1,
             row: Some(7),

@@ -35,7 +35,72 @@ pub(crate) fn render(summary: &Summary) -> String {
         slice_families(&mut fams, s);
     }
     threshold_families(&mut fams, summary, &slices);
+    endpoint_families(&mut fams, summary);
     fams.render()
+}
+
+/// Each endpoint's share of a run spread over several (label `endpoint`,
+/// the URL as echoed; a URL listed twice gets `#<position>`): requests by
+/// outcome, failures by key, and TTFT and e2e latency. Absent for a single
+/// endpoint, whose numbers are the run's.
+fn endpoint_families(f: &mut Families, summary: &Summary) {
+    if summary.endpoints.len() < 2 {
+        return;
+    }
+    for (k, e) in summary.endpoints.iter().enumerate() {
+        let repeated = summary.endpoints[..k].iter().any(|o| o.url == e.url);
+        let name = if repeated {
+            format!("{}#{}", e.url, k + 1)
+        } else {
+            e.url.clone()
+        };
+        let ep = || ("endpoint", name.clone());
+        let fam = f.get(
+            "llmload_endpoint_requests_total",
+            Kind::Counter,
+            "Measured requests per endpoint, by outcome (completed or failed).",
+        );
+        for (outcome, n) in [("completed", e.completed), ("failed", e.failed)] {
+            fam.push(
+                "",
+                &[ep(), ("outcome", outcome.into())],
+                Some(n.to_string()),
+            );
+        }
+        let fam = f.get(
+            "llmload_endpoint_errors_total",
+            Kind::Counter,
+            "Failed requests per endpoint, by error key.",
+        );
+        for (key, n) in &e.errors {
+            fam.push("", &[ep(), ("error", key.clone())], Some(n.to_string()));
+        }
+        let at = |q: Option<Label>| {
+            let mut l = vec![ep()];
+            l.extend(q);
+            l
+        };
+        summary_family(
+            f,
+            (
+                "llmload_endpoint_ttft_seconds",
+                "Time to first token per endpoint: first token minus send.",
+            ),
+            &e.ttft_ms,
+            1e-3,
+            &at,
+        );
+        summary_family(
+            f,
+            (
+                "llmload_endpoint_e2e_seconds",
+                "End-to-end latency per endpoint: end minus scheduled time.",
+            ),
+            &e.e2e_ms,
+            1e-3,
+            &at,
+        );
+    }
 }
 
 fn run_families(f: &mut Families, summary: &Summary) {
@@ -677,6 +742,62 @@ mod tests {
         pairs.sort();
         let want = [("all", "all"), ("high", "all"), ("low", "all")];
         assert_eq!(pairs, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    }
+
+    #[test]
+    fn endpoints_get_families_of_their_own_when_there_are_several() {
+        use crate::report::summary::EndpointSummary;
+        let ep = |url: &str, completed, failed| EndpointSummary {
+            url: url.into(),
+            issued: completed + failed,
+            completed,
+            failed,
+            errors: [("connect_refused".to_string(), failed)]
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            ttft_ms: Rollup {
+                count: completed,
+                mean: Some(10.0),
+                p50: Some(10.0),
+                max: Some(12.0),
+                ..Rollup::default()
+            },
+            ..EndpointSummary::default()
+        };
+        let mut doc = fixture::summary();
+        doc.endpoints = vec![ep("http://a", 5, 0)];
+        let (text, _) = rendered(&doc);
+        assert!(!text.contains("llmload_endpoint_"), "{text}");
+        // A URL listed twice stays two series.
+        doc.endpoints = vec![
+            ep("http://a", 5, 0),
+            ep("http://b", 0, 3),
+            ep("http://a", 1, 0),
+        ];
+        let (text, s) = rendered(&doc);
+        let req = |e, o| {
+            find(
+                &s,
+                "llmload_endpoint_requests_total",
+                &[("endpoint", e), ("outcome", o)],
+            )
+        };
+        assert_eq!(req("http://a", "completed"), Some(5.0), "{text}");
+        assert_eq!(req("http://a#3", "completed"), Some(1.0), "{text}");
+        assert_eq!(req("http://b", "failed"), Some(3.0), "{text}");
+        let refused = [("endpoint", "http://b"), ("error", "connect_refused")];
+        assert_eq!(
+            find(&s, "llmload_endpoint_errors_total", &refused),
+            Some(3.0)
+        );
+        let p50 = [("endpoint", "http://a"), ("quantile", "0.5")];
+        assert_eq!(find(&s, "llmload_endpoint_ttft_seconds", &p50), Some(0.01));
+        let count = [("endpoint", "http://a")];
+        assert_eq!(
+            find(&s, "llmload_endpoint_ttft_seconds_count", &count),
+            Some(5.0)
+        );
     }
 
     #[test]

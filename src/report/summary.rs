@@ -21,6 +21,7 @@ use super::RunInfo;
 use super::events::EventsStats;
 use crate::clock::format_utc;
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
+use crate::metrics::endpoints::EndpointStats;
 use crate::metrics::run::{ConnectionStats, Incomplete, Limit, RunResult, ThresholdAbort};
 use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
@@ -74,6 +75,9 @@ pub(crate) struct Summary {
     pub stages: Vec<Stage>,
     /// Each scenario over the whole run.
     pub scenarios: Vec<Scenario>,
+    /// Each endpoint's share of the measured requests, in the order the
+    /// endpoints were listed (one entry for a single endpoint).
+    pub endpoints: Vec<EndpointSummary>,
     #[serde(default = "yes")]
     pub thresholds_passed: bool,
     /// Why later stages were skipped, if a threshold stopped the run.
@@ -338,6 +342,38 @@ pub(crate) struct Scenario {
     pub send_lateness_us: Rollup,
 }
 
+/// One endpoint's share of a run (warmup excluded): the requests that
+/// reached it or tried to; a request that never got a connection (aborted,
+/// lost with its worker) is on none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct EndpointSummary {
+    /// As echoed: query values masked.
+    pub url: String,
+    pub issued: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Failures by key, as `requests.errors`.
+    pub errors: BTreeMap<String, u64>,
+    /// As `latency_ms.ttft` and `latency_ms.e2e`, for this endpoint.
+    pub ttft_ms: Rollup,
+    pub e2e_ms: Rollup,
+}
+
+impl EndpointSummary {
+    fn of(e: &EndpointStats) -> EndpointSummary {
+        EndpointSummary {
+            url: e.url.clone(),
+            issued: e.issued(),
+            completed: e.completed,
+            failed: e.failed,
+            errors: e.errors.named().into_iter().collect(),
+            ttft_ms: e.ttft.rollup(MS),
+            e2e_ms: e.e2e.rollup(MS),
+        }
+    }
+}
+
 /// A stage's load, as `{"mode": …}` with the mode's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "lowercase")]
@@ -468,10 +504,11 @@ impl Summary {
                 .iter()
                 .map(|sc| Scenario::of(&sc.name, &sc.block, run.total_window_ns))
                 .collect(),
+            endpoints: run.endpoints.iter().map(EndpointSummary::of).collect(),
             thresholds_passed: run.thresholds_passed,
             aborted_on_threshold: run.aborted_on_threshold.as_ref().map(threshold_abort),
             events: info.events.clone(),
-            notes: notes(info),
+            notes: notes(info, &run.endpoints),
             builtin_endpoint: info.builtin_endpoint.clone(),
         }
     }
@@ -581,13 +618,25 @@ impl Scenario {
     }
 }
 
-/// The run's notes, the insecure line first when verification was off.
-fn notes(info: &RunInfo) -> Vec<String> {
+/// The run's notes, the insecure line first when verification was off,
+/// then one per endpoint of several that took no measured request.
+fn notes(info: &RunInfo, endpoints: &[EndpointStats]) -> Vec<String> {
     let insecure = info.tls.as_ref().is_some_and(|t| t.insecure);
+    let idle = endpoints
+        .iter()
+        .filter(|e| endpoints.len() > 1 && e.issued() == 0)
+        .map(|e| {
+            format!(
+                "endpoint {} took no measured request: its connections failed (see connections.failed) \
+                 and new ones passed over it, or the run ended before it was needed",
+                e.url
+            )
+        });
     insecure
         .then(|| INSECURE_LINE.to_string())
         .into_iter()
         .chain(info.notes.iter().cloned())
+        .chain(idle)
         .collect()
 }
 

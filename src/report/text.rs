@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::fmt::{Whole, num};
-use super::summary::{INSECURE_LINE, Load, Numbers, Scenario, Summary};
+use super::summary::{EndpointSummary, INSECURE_LINE, Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Rollup;
 use crate::protocol::Finish;
@@ -67,6 +67,10 @@ pub(crate) fn render(s: &Summary) -> String {
     if s.scenarios.len() > 1 {
         o.push('\n');
         scenario_table(&mut o, &s.scenarios);
+    }
+    if s.endpoints.len() > 1 {
+        o.push('\n');
+        endpoint_table(&mut o, &s.endpoints);
     }
     if s.stages.len() > 1 {
         for st in &s.stages {
@@ -253,6 +257,35 @@ fn scenario_table(o: &mut String, scenarios: &[Scenario]) {
     }
 }
 
+/// One line per endpoint of a run spread over several: its counts, the
+/// errors it had, and its latency.
+fn endpoint_table(o: &mut String, endpoints: &[EndpointSummary]) {
+    let _ = writeln!(
+        o,
+        "{:<32}{:>9}{:>9}{:>9}{:>10}{:>10}{:>11}{:>11}",
+        "endpoint", "issued", "done", "failed", "e2e p50", "e2e p99", "ttft p50", "ttft p99"
+    );
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), n);
+    for e in endpoints {
+        let _ = writeln!(
+            o,
+            "{:<32}{:>9}{:>9}{:>9}{:>10}{:>10}{:>11}{:>11}",
+            one_line(&e.url, 200),
+            e.issued,
+            e.completed,
+            e.failed,
+            ms(e.e2e_ms.p50),
+            ms(e.e2e_ms.p99),
+            ms(e.ttft_ms.p50),
+            ms(e.ttft_ms.p99),
+        );
+        if !e.errors.is_empty() {
+            let list: Vec<String> = e.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(o, "  errors  {}", list.join(", "));
+        }
+    }
+}
+
 fn thresholds(o: &mut String, s: &Summary) {
     if s.stages.iter().all(|st| st.thresholds.is_empty()) {
         return;
@@ -400,6 +433,34 @@ mod tests {
         }))
         .connections;
         s
+    }
+
+    #[test]
+    fn several_endpoints_get_a_table_with_their_errors() {
+        let mut s = fixture::summary();
+        s.endpoints = fixture::read(json!({
+            "tool": "llmload", "stages": [],
+            "endpoints": [{"url": "http://a:1", "issued": 10, "completed": 10, "failed": 0,
+                           "errors": {}, "ttft_ms": fixture::hist(10, 5.0),
+                           "e2e_ms": fixture::hist(10, 40.0)}]
+        }))
+        .endpoints;
+        assert!(!render(&s).contains("http://a:1"));
+        let mut dead = s.endpoints[0].clone();
+        dead.url = "http://b:2".into();
+        dead.completed = 0;
+        dead.failed = 4;
+        dead.errors = [("connect_refused".to_string(), 4)].into_iter().collect();
+        s.endpoints.push(dead);
+        let text = render(&s);
+        let table = &text[text.find("endpoint  ").expect("a table")..];
+        let lines: Vec<&str> = table.lines().take(4).collect();
+        assert!(
+            lines[1].starts_with("http://a:1") && lines[1].contains(" 10 "),
+            "{text}"
+        );
+        assert!(lines[2].starts_with("http://b:2"), "{text}");
+        assert_eq!(lines[3].trim(), "errors  connect_refused 4", "{text}");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::config::profile::{CacheMode, Content, Scenario};
 use crate::dataset::synthetic::Dist;
 use crate::dataset::{self, DatasetSpec, LoadStats, Order, Sample, SyntheticSpec};
 use crate::engine::conversation::{ConversationTemplate, TurnSource};
-use crate::engine::requests::{RequestSet, RequestTemplate};
+use crate::engine::requests::{RequestSet, RequestTemplate, Target};
 use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::http::endpoint::Endpoint;
 use crate::http::headers::{is_auth_header, is_secret_header};
@@ -33,8 +33,8 @@ const SIZED_PROMPTS: usize = 256;
 pub(super) struct Built<'a> {
     pub endpoints: Vec<EndpointPlan>,
     pub scenarios: Vec<ScenarioPlan<'a>>,
-    /// The first scenario's endpoint URL (as echoed: query values masked)
-    /// and model, for the report's title.
+    /// The first scenario's endpoint URL (as echoed: query values masked;
+    /// several as a comma list) and model, for the report's title.
     pub url: String,
     pub model: String,
     /// Per scenario: where its prompts came from.
@@ -171,11 +171,7 @@ pub(super) fn build<'a>(
     server: Option<&ServerHandle>,
     tokenizer: Option<&Tokenizer>,
 ) -> Result<Built<'a>, String> {
-    let mut endpoints: Vec<EndpointPlan> = Vec::new();
-    let mut endpoint_index: BTreeMap<EndpointKey, usize> = BTreeMap::new();
-    // One client per server and settings, whatever the reuse: the scenarios
-    // that share it share its sessions.
-    let mut tls_clients: BTreeMap<(String, String, TlsSettings), TlsClient> = BTreeMap::new();
+    let mut table = Table::default();
     let mut models: BTreeMap<String, String> = BTreeMap::new();
     let mut out = Built {
         endpoints: Vec::new(),
@@ -195,46 +191,15 @@ pub(super) fn build<'a>(
             (None, Some(s)) => Endpoint::local(s.addr, proto.default_path()),
             (None, None) => return Err(format!("scenario '{}' has no endpoint", sc.name)),
         };
-        let where_ = if endpoint.resolved() {
-            endpoint.addr.to_string()
-        } else {
-            endpoint.url.clone()
-        };
-        let tls = if endpoint.tls {
-            let key = (where_.clone(), endpoint.hostname.clone(), sc.tls.clone());
-            let client = match tls_clients.get(&key) {
-                Some(c) => c.clone(),
-                None => {
-                    let c = TlsClient::new(&sc.tls, &endpoint.hostname)
-                        .map_err(|e| format!("{}: {e}", endpoint.display()))?;
-                    tls_note(&mut out.tls, &endpoint, &sc.tls, &c);
-                    tls_clients.insert(key, c.clone());
-                    c
-                }
-            };
-            Some(client)
-        } else {
-            None
-        };
-        let key: EndpointKey = (
-            where_,
-            endpoint
-                .tls
-                .then(|| (endpoint.hostname.clone(), sc.tls.clone())),
-            sc.keep_alive,
-        );
-        let ep = match endpoint_index.get(&key) {
-            Some(&ep) => ep,
-            None => {
-                endpoints.push(EndpointPlan {
-                    addr: endpoint.resolved().then_some(endpoint.addr),
-                    tls: tls.clone(),
-                    keep_alive: sc.keep_alive,
-                });
-                endpoint_index.insert(key, endpoints.len() - 1);
-                endpoints.len() - 1
-            }
-        };
+        let (ep, tls) = table.add(&endpoint, sc, &mut out.tls)?;
+        let mut group = vec![ep];
+        for more in &sc.more_endpoints {
+            group.push(table.add(more, sc, &mut out.tls)?.0);
+        }
+        let targets: Vec<Target> = std::iter::once(&endpoint)
+            .chain(&sc.more_endpoints)
+            .map(Target::of)
+            .collect();
         let mut headers = sc.headers.clone();
         if let Some(key) = &cfg.api_key
             && !headers.iter().any(|(k, _)| is_auth_header(k))
@@ -283,7 +248,7 @@ pub(super) fn build<'a>(
             name: sc.name.clone(),
             weight: sc.weight,
             protocol: proto,
-            endpoint: ep,
+            endpoints: group,
             requests: RequestSet::default(),
             rows,
             conversation: None,
@@ -324,8 +289,7 @@ pub(super) fn build<'a>(
                 return Err(format!("scenario '{}': no prompts to send", sc.name));
             }
             plan.conversation = Some(ConversationTemplate {
-                host: endpoint.host.clone(),
-                path: endpoint.path.clone(),
+                targets,
                 model: model.clone(),
                 system: system.map(str::to_string),
                 max_tokens: Some(max_tokens),
@@ -369,6 +333,7 @@ pub(super) fn build<'a>(
                 }
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),
             }
+            plan.requests.add_targets(&targets[1..]);
             if let Some((n, first)) = plan.requests.chat_failures() {
                 errln!(
                     "llmload bench: warning: scenario '{}': the chat template failed on {n} \
@@ -395,13 +360,79 @@ pub(super) fn build<'a>(
             });
         }
         if i == 0 {
-            out.url = endpoint.display();
+            // Several endpoints read as the comma list that names them.
+            out.url = std::iter::once(&endpoint)
+                .chain(&sc.more_endpoints)
+                .map(Endpoint::display)
+                .collect::<Vec<_>>()
+                .join(",");
             out.model = model.clone();
         }
         out.scenarios.push(plan);
     }
-    out.endpoints = endpoints;
+    out.endpoints = table.endpoints;
     Ok(out)
+}
+
+/// The engine's endpoint table as it is built: each distinct endpoint
+/// once, and one TLS client per server and settings.
+#[derive(Default)]
+struct Table {
+    endpoints: Vec<EndpointPlan>,
+    index: BTreeMap<EndpointKey, usize>,
+    /// Whatever the reuse: the scenarios that share a client share its
+    /// sessions.
+    tls_clients: BTreeMap<(String, String, TlsSettings), TlsClient>,
+}
+
+impl Table {
+    /// The index of `endpoint` as scenario `sc` reaches it (added when
+    /// new), and its TLS client for https; `tls` notes each new client.
+    fn add(
+        &mut self,
+        endpoint: &Endpoint,
+        sc: &Scenario,
+        tls: &mut Option<TlsSummary>,
+    ) -> Result<(usize, Option<TlsClient>), String> {
+        let where_ = if endpoint.resolved() {
+            endpoint.addr.to_string()
+        } else {
+            endpoint.url.clone()
+        };
+        let client = if endpoint.tls {
+            let key = (where_.clone(), endpoint.hostname.clone(), sc.tls.clone());
+            Some(match self.tls_clients.get(&key) {
+                Some(c) => c.clone(),
+                None => {
+                    let c = TlsClient::new(&sc.tls, &endpoint.hostname)
+                        .map_err(|e| format!("{}: {e}", endpoint.display()))?;
+                    tls_note(tls, endpoint, &sc.tls, &c);
+                    self.tls_clients.insert(key, c.clone());
+                    c
+                }
+            })
+        } else {
+            None
+        };
+        let key: EndpointKey = (
+            where_,
+            endpoint
+                .tls
+                .then(|| (endpoint.hostname.clone(), sc.tls.clone())),
+            sc.keep_alive,
+        );
+        if let Some(&ep) = self.index.get(&key) {
+            return Ok((ep, client));
+        }
+        self.endpoints.push(EndpointPlan {
+            url: endpoint.display(),
+            addr: endpoint.resolved().then_some(endpoint.addr),
+            tls: client.clone(),
+            keep_alive: sc.keep_alive,
+        });
+        self.index.insert(key, self.endpoints.len() - 1);
+        Ok((self.endpoints.len() - 1, client))
+    }
 }
 
 /// Where a scenario's prompts come from before they are serialized.

@@ -54,6 +54,12 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub endpoint: Option<String>,
 
+    /// several endpoint URLs sharing one workload, comma-separated (the same
+    /// as a comma list in --endpoint): each worker spreads its connections
+    /// over them in turn; only the URLs differ, every other setting is shared
+    #[argh(option)]
+    pub endpoints: Option<String>,
+
     /// wire format: openai-chat, openai-completions, sglang or anthropic
     /// (default {API})
     #[argh(option)]
@@ -368,7 +374,10 @@ impl BenchArgs {
             stages: None,
             scenarios: None,
             thresholds: None,
-            endpoints: None,
+            endpoints: self
+                .endpoints
+                .as_deref()
+                .map(|v| v.split(',').map(|u| u.trim().to_string()).collect()),
             preset: None,
             warmup_requests: None,
             min_duration: None,

@@ -15,7 +15,8 @@ impl Profile {
     /// The load shape (`mode`, `rate`, `concurrency`, `stages`) is one
     /// setting: a flag setting any of them clears all four from the profile
     /// first, so `--rate 100` over a staged profile runs one stage at 100/s
-    /// instead of an ambiguous mix. `headers` and `extra_body` merge by name
+    /// instead of an ambiguous mix; `endpoint` and `endpoints` are one
+    /// setting in the same way. `headers` and `extra_body` merge by name
     /// (the flag's value wins; header names compare case-insensitively), as a
     /// repeatable `--header` adds to a profile's headers rather than erasing
     /// its credentials.
@@ -35,6 +36,11 @@ impl Profile {
         if flags.api_key.is_some() || flags.api_key_file.is_some() {
             self.api_key = None;
             self.api_key_file = None;
+        }
+        // One endpoint or a list is one setting too.
+        if flags.endpoint.is_some() || flags.endpoints.is_some() {
+            self.endpoint = None;
+            self.endpoints = None;
         }
         if let Some(fh) = &flags.headers {
             let h = self.headers.get_or_insert_with(BTreeMap::new);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::validate::{
-    Errors, check_api, check_dataset, check_endpoint, check_headers, check_positive, unflag,
+    Errors, check_api, check_dataset, check_endpoints, check_headers, check_positive, unflag,
 };
 use super::{ContentSpec, MODES, Profile, ScenarioSpec, StageSpec, Turns, defaults};
 use crate::dataset::DatasetSpec;
@@ -85,6 +85,10 @@ pub(crate) struct Scenario {
     /// Its own endpoint, else the top-level one (with this scenario's API's
     /// default path when the APIs differ); `None`: the built-in endpoint.
     pub endpoint: Option<Endpoint>,
+    /// Further endpoints that share its workload with `endpoint` (the
+    /// first of the list); empty for one endpoint. Every setting but the
+    /// URL is shared (`docs/DESIGN.md`, "Several endpoints").
+    pub more_endpoints: Vec<Endpoint>,
     /// The top level's headers with the scenario's over them (names compare
     /// case-insensitively), in that order.
     pub headers: Vec<(String, String)>,
@@ -423,21 +427,26 @@ fn scenario_of(s: &ScenarioSpec, top: &Scenario, path: &str, errs: &mut Errors) 
         .as_ref()
         .and_then(|a| check_api(errs, &format!("{path}.api"), a))
         .unwrap_or(top.protocol);
-    let endpoint = match &s.endpoint {
-        Some(url) => check_endpoint(
+    let top_list = || top.endpoint.iter().chain(&top.more_endpoints);
+    let mut endpoints = match &s.endpoint {
+        Some(url) => check_endpoints(
             errs,
-            &format!("{path}.endpoint"),
-            url,
+            &format!("{path}."),
+            Some(url),
+            None,
             protocol.default_path(),
         ),
-        None if protocol.name() == top.protocol.name() => top.endpoint.clone(),
-        // Another API at the same server: its own default path there.
-        None => top.endpoint.as_ref().map(|e| Endpoint {
-            url: origin(&e.url),
-            path: protocol.default_path().to_string(),
-            ..e.clone()
-        }),
+        None if protocol.name() == top.protocol.name() => top_list().cloned().collect(),
+        // Another API at the same servers: its own default path there.
+        None => top_list()
+            .map(|e| Endpoint {
+                url: origin(&e.url),
+                path: protocol.default_path().to_string(),
+                ..e.clone()
+            })
+            .collect(),
     };
+    let endpoint = (!endpoints.is_empty()).then(|| endpoints.remove(0));
     check_headers(errs, &format!("{path}.headers"), s.headers.as_ref());
     let tls = tls_settings(
         errs,
@@ -509,6 +518,7 @@ fn scenario_of(s: &ScenarioSpec, top: &Scenario, path: &str, errs: &mut Errors) 
         weight,
         protocol,
         endpoint,
+        more_endpoints: endpoints,
         headers,
         tls,
         keep_alive: s.keep_alive.unwrap_or(top.keep_alive),

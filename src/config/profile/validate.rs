@@ -101,6 +101,88 @@ pub(crate) fn check_endpoint(
         .ok()
 }
 
+/// Splits an `endpoint` value that lists several URLs (`URL1,URL2`) at each
+/// comma followed by `http://` or `https://`, so a comma inside one URL's
+/// query stays part of it.
+pub(crate) fn split_endpoints(value: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    for (i, _) in value.match_indices(',') {
+        let rest = value[i + 1..].trim_start();
+        if rest.starts_with("http://") || rest.starts_with("https://") {
+            out.push(value[from..i].trim());
+            from = i + 1;
+        }
+    }
+    out.push(value[from..].trim());
+    out
+}
+
+/// The endpoints of the top level or of a scenario: its `endpoint` (one URL
+/// or a comma list) or its `endpoints`, each parsed and resolved as
+/// `check_endpoint` does; empty when neither is set. Both set is an error
+/// naming both, as is an empty list.
+pub(crate) fn check_endpoints(
+    errs: &mut Errors,
+    prefix: &str,
+    endpoint: Option<&str>,
+    endpoints: Option<&[String]>,
+    default_path: &str,
+) -> Vec<Endpoint> {
+    let urls: Vec<(String, &str)> = match (endpoint, endpoints) {
+        (Some(_), Some(_)) => {
+            errs.at(
+                format!("{prefix}endpoints"),
+                format!(
+                    "{prefix}endpoint and {prefix}endpoints are alternatives; give one \
+                     (a list in either: endpoint \"URL1,URL2\" or endpoints [\"URL1\", \"URL2\"])"
+                ),
+            );
+            return Vec::new();
+        }
+        (Some(one), None) => {
+            let list = split_endpoints(one);
+            let several = list.len() > 1;
+            list.into_iter()
+                .enumerate()
+                .map(|(i, u)| {
+                    let path = if several {
+                        format!("{prefix}endpoint (URL {})", i + 1)
+                    } else {
+                        format!("{prefix}endpoint")
+                    };
+                    (path, u)
+                })
+                .collect()
+        }
+        (None, Some([])) => {
+            errs.at(
+                format!("{prefix}endpoints"),
+                "empty list: give at least one URL",
+            );
+            return Vec::new();
+        }
+        (None, Some(list)) => list
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (format!("{prefix}endpoints[{i}]"), u.as_str()))
+            .collect(),
+        (None, None) => return Vec::new(),
+    };
+    let mut out: Vec<Endpoint> = Vec::with_capacity(urls.len());
+    for (path, url) in urls {
+        let Some(e) = check_endpoint(errs, &path, url, default_path) else {
+            continue;
+        };
+        if out.iter().any(|o| o.url == e.url) {
+            errs.at(path, format!("'{}' is listed twice", e.display()));
+            continue;
+        }
+        out.push(e);
+    }
+    out
+}
+
 pub(crate) fn check_api(errs: &mut Errors, path: &str, api: &str) -> Option<&'static dyn Protocol> {
     let found = protocol::find(api).ok();
     if found.is_none() {

@@ -123,6 +123,7 @@ impl Parent<'_, '_, '_> {
             seq: d.c.seq,
             conv_id: d.c.conv_id,
             scenario: scenario as u16,
+            endpoint: d.c.endpoint,
             stage: self.stage_of(d.c.t_sched),
             turn: d.c.turn,
             row: sc.rows.then_some(d.c.sample),
@@ -172,6 +173,11 @@ impl Parent<'_, '_, '_> {
             b.record_message(&class.key(f.sample.status), m);
         }
         b.record(&f.sample, f.gaps.iter());
+        if f.stage.is_some()
+            && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)
+        {
+            e.record(&f.sample);
+        }
         if f.stage.is_some()
             && let Some(live) = &mut self.live
         {

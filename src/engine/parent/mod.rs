@@ -24,6 +24,7 @@ use super::token_lane::TokenLane;
 use crate::clock::now_ns;
 use crate::dataset::Picker;
 use crate::metrics::block::Block;
+use crate::metrics::endpoints::EndpointStats;
 use crate::metrics::observe::Observer;
 use crate::metrics::run::{Incomplete, RunResult, ThresholdAbort};
 use crate::rng::Rng;
@@ -122,6 +123,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     /// Blocks by stage, then scenario.
     blocks: Vec<Vec<Block>>,
     warmup: Block,
+    /// Measured requests by the endpoint they went to.
+    by_endpoint: Vec<EndpointStats>,
     /// When each stage's measurement began (0 for stages not reached).
     stage_starts: Vec<u64>,
     measure_start: u64,
@@ -172,6 +175,11 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 .map(|_| (0..n).map(|_| Block::default()).collect())
                 .collect(),
             warmup: Block::default(),
+            by_endpoint: plan
+                .endpoints
+                .iter()
+                .map(|e| EndpointStats::new(&e.url))
+                .collect(),
             stage_starts: vec![0; plan.stages.len()],
             measure_start: 0,
             run_start: 0,

@@ -96,6 +96,7 @@ impl Parent<'_, '_, '_> {
             complete: incomplete.is_empty(),
             incomplete_reasons: incomplete,
             startup_ns: self.first_send.saturating_sub(started_ns),
+            endpoints: std::mem::take(&mut self.by_endpoint),
         }
     }
 }

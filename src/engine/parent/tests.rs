@@ -23,7 +23,7 @@ fn scenario(name: &str) -> ScenarioPlan<'static> {
         name: name.into(),
         weight: 1.0,
         protocol: crate::protocol::find("openai-chat").unwrap(),
-        endpoint: 0,
+        endpoints: vec![0],
         requests: RequestSet::default(),
         rows: false,
         conversation: None,
@@ -45,6 +45,7 @@ fn plan() -> Plan<'static> {
     };
     Plan {
         endpoints: vec![EndpointPlan {
+            url: "http://127.0.0.1:9".into(),
             addr: None,
             tls: None,
             keep_alive: true,

@@ -141,7 +141,13 @@ impl Worker<'_> {
         let c = &mut self.conns[i];
         let conv = &mut self.convs.slots[job.conv as usize];
         conv.turn = job.turn - 1;
-        if t.next_request(sc.protocol, conv, &mut self.body_scratch, &mut c.wbuf) {
+        if t.next_request(
+            sc.protocol,
+            conv,
+            c.target,
+            &mut self.body_scratch,
+            &mut c.wbuf,
+        ) {
             c.from_wbuf = true;
             return true;
         }

@@ -65,6 +65,7 @@ impl Worker<'_> {
             conv_id: job.id,
             prompt_tokens: Completion::code(None),
             completion_tokens: Completion::code(None),
+            endpoint: record::NO_ENDPOINT,
             ..Completion::default()
         };
         match outcome {
@@ -83,6 +84,7 @@ impl Worker<'_> {
                 error,
                 conv_end,
             } => {
+                rec.endpoint = self.conns[conn].endpoint as u16;
                 let rx = &self.conns[conn].rx;
                 let tally = &rx.tally;
                 let sc = &self.s.scenarios[job.slot.scenario as usize];

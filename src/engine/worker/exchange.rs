@@ -12,14 +12,14 @@
 //! to `WouldBlock`; and a request is sent only when rustls holds no
 //! ciphertext for it either.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::Ordering;
 
 use mio::net::TcpStream;
 use rustls::ClientConnection;
 
 use super::pool::ConnState;
-use super::{Job, NO_CONV, Worker};
+use super::{DOWN_NS, Job, NO_CONV, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::Step;
 use crate::metrics::errors::ErrorClass;
@@ -83,12 +83,15 @@ impl Worker<'_> {
         let sc = &self.s.scenarios[job.slot.scenario as usize];
         let c = &mut self.conns[i];
         if sc.requests.has_id_slots() {
-            let bytes = sc.requests.get(job.slot.sample);
+            let (head, rest) = sc.requests.pieces(job.slot.sample, c.target);
             c.wbuf.clear();
-            c.wbuf.extend_from_slice(bytes);
+            c.wbuf.extend_from_slice(head);
+            c.wbuf.extend_from_slice(rest);
             let mut id = [0u8; 36];
             write_uuid(&job.id, &mut id);
+            let shift = sc.requests.head_shift(c.target);
             for at in sc.requests.id_slots(job.slot.sample) {
+                let at = at.saturating_add_signed(shift);
                 c.wbuf[at..at + 36].copy_from_slice(&id);
             }
             c.from_wbuf = true;
@@ -102,21 +105,27 @@ impl Worker<'_> {
         let sc = &self.s.scenarios[self.conns[i].job.slot.scenario as usize];
         loop {
             let c = &mut self.conns[i];
-            let bytes = if c.from_wbuf {
-                &c.wbuf[..]
+            // A head of its own (empty but for a further endpoint of the
+            // scenario), then the shared bytes.
+            let (head, bytes) = if c.from_wbuf {
+                (&[][..], &c.wbuf[..])
             } else {
-                sc.requests.get(c.job.slot.sample)
+                sc.requests.pieces(c.job.slot.sample, c.target)
             };
             let stream = c.stream.as_mut().expect("sending has a stream");
-            let rest = &bytes[c.written..];
-            let wrote = match c.tls.as_deref_mut() {
-                None => stream.write(rest),
-                Some(tls) => tls_write(tls, stream, rest),
+            let wrote = if c.written < head.len() {
+                write_head(stream, c.tls.as_deref_mut(), &head[c.written..], bytes)
+            } else {
+                let rest = &bytes[c.written - head.len()..];
+                match c.tls.as_deref_mut() {
+                    None => stream.write(rest),
+                    Some(tls) => tls_write(tls, stream, rest),
+                }
             };
             match wrote {
                 Ok(n) => {
                     c.written += n;
-                    if c.written == bytes.len() {
+                    if c.written == head.len() + bytes.len() {
                         // Over TLS the last bytes may still wait as
                         // ciphertext: a writable edge brings them out.
                         if c.tls.as_deref().is_some_and(|t| tls_io::pending(t)) {
@@ -286,12 +295,27 @@ impl Worker<'_> {
 
     /// Request on connection `i` failed: record it and drop the connection.
     pub(super) fn fail(&mut self, i: usize, class: ErrorClass, t_end: u64) {
-        if matches!(
+        let connecting = matches!(
             self.conns[i].state,
             ConnState::Connecting | ConnState::Handshaking
-        ) && !matches!(class, ErrorClass::Aborted | ErrorClass::Dns)
-        {
+        );
+        if connecting && !matches!(class, ErrorClass::Aborted | ErrorClass::Dns) {
             self.conn_stats.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        // The endpoint, not this machine, failed to connect: new
+        // connections of a scenario with several endpoints avoid it for a
+        // while (`open_target`).
+        if connecting
+            && matches!(
+                class,
+                ErrorClass::ConnectRefused
+                    | ErrorClass::ConnectTimeout
+                    | ErrorClass::ConnectError
+                    | ErrorClass::Dns
+                    | ErrorClass::TlsHandshake
+            )
+        {
+            self.down_until[self.conns[i].endpoint] = t_end.saturating_add(DOWN_NS);
         }
         if self.conns[i].warm {
             self.conns[i].warm = false;
@@ -302,6 +326,23 @@ impl Worker<'_> {
         self.emit(i, class, status, t_end);
         self.busy -= 1;
         self.release(i);
+    }
+}
+
+/// The rest of a further endpoint's own head and the shared bytes after
+/// it: one vectored write on a plain socket, so the head does not leave as
+/// a packet of its own; through TLS the head alone (rustls takes it whole
+/// and frames it with what follows).
+#[inline(never)]
+fn write_head(
+    stream: &mut TcpStream,
+    tls: Option<&mut ClientConnection>,
+    head: &[u8],
+    rest: &[u8],
+) -> io::Result<usize> {
+    match tls {
+        None => stream.write_vectored(&[IoSlice::new(head), IoSlice::new(rest)]),
+        Some(tls) => tls_write(tls, stream, head),
     }
 }
 

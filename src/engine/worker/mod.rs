@@ -54,8 +54,9 @@ pub(crate) struct WorkerSetup<'a> {
     /// Connections to open before reporting ready, so a closed loop's first
     /// requests do not queue behind a burst of TCP (and TLS) handshakes.
     pub warm_conns: usize,
-    /// Endpoint the warm connections go to.
-    pub warm_endpoint: usize,
+    /// Endpoints the warm connections are spread over (the first
+    /// scenario's).
+    pub warm_endpoints: Vec<usize>,
     /// Send each response's output text with its record (for counting tokens
     /// in the parent, or recording outputs); scenarios may ask for it too.
     pub keep_text: bool,
@@ -71,6 +72,10 @@ const SWEEP_NS: u64 = 5_000_000;
 const IDLE_POLL_NS: u64 = 1_000_000_000;
 /// Requests waiting in the worker for a connection, at most.
 const PENDING_CAP: usize = 16384;
+/// How long a worker opens no new connection to an endpoint whose last
+/// connect failed, while another endpoint of the scenario is not in that
+/// state (see `open_target`).
+const DOWN_NS: u64 = 1_000_000_000;
 
 /// What an event says about a socket.
 #[derive(Clone, Copy, Debug)]
@@ -162,6 +167,14 @@ struct Worker<'a> {
     free: Vec<usize>,
     /// Idle keep-alive connections, per endpoint.
     idle: Vec<Vec<usize>>,
+    /// Per endpoint: until when its last connect failure keeps new
+    /// connections away from it (0: it is up).
+    down_until: Vec<u64>,
+    /// Where the next look for an idle connection, and the next new
+    /// connection, of a scenario with several endpoints starts (a position
+    /// in its list, modulo its length): each turns round-robin.
+    next_idle: usize,
+    next_open: usize,
     pending: VecDeque<Job>,
     convs: Convs,
     rng: Rng,
@@ -197,6 +210,11 @@ impl<'a> Worker<'a> {
             conns: (0..s.max_conns).map(|_| Conn::new(&budget)).collect(),
             free: (0..s.max_conns).rev().collect(),
             idle: vec![Vec::new(); s.endpoints.len()],
+            down_until: vec![0; s.endpoints.len()],
+            // Worker k starts at endpoint k, so one connection per worker
+            // still reaches every endpoint.
+            next_idle: s.index,
+            next_open: s.index,
             pending: VecDeque::with_capacity(PENDING_CAP),
             convs: Convs::default(),
             rng: Rng::seeded(s.seed ^ (s.index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
@@ -342,16 +360,71 @@ impl<'a> Worker<'a> {
 
     /// Starts `job` on an idle or new connection; false when none is free.
     fn dispatch(&mut self, job: Job) -> bool {
-        let ep = self.s.scenarios[job.slot.scenario as usize].endpoint;
+        let endpoints = &self.s.scenarios[job.slot.scenario as usize].endpoints;
+        if endpoints.len() > 1 {
+            return self.dispatch_spread(job);
+        }
+        let ep = endpoints[0];
         if let Some(i) = self.idle[ep].pop() {
+            self.conns[i].target = 0;
             self.start(i, job);
             true
         } else if let Some(i) = self.free.pop() {
+            self.conns[i].target = 0;
             self.connect(i, ep, job);
             true
         } else {
             false
         }
+    }
+
+    /// `dispatch` for a scenario spread over several endpoints: the request
+    /// goes to the endpoint of the connection it gets. An idle connection
+    /// of any of them is taken first, looking at each endpoint in turn;
+    /// else a new connection opens to the next endpoint in turn
+    /// (`open_target`). So connections spread evenly over the endpoints,
+    /// and requests follow whichever connections come free.
+    fn dispatch_spread(&mut self, job: Job) -> bool {
+        let scenarios = self.s.scenarios;
+        let endpoints = &scenarios[job.slot.scenario as usize].endpoints;
+        let n = endpoints.len();
+        for j in 0..n {
+            let k = (self.next_idle + j) % n;
+            if let Some(i) = self.idle[endpoints[k]].pop() {
+                self.next_idle = k + 1;
+                self.conns[i].target = k;
+                self.start(i, job);
+                return true;
+            }
+        }
+        let Some(i) = self.free.pop() else {
+            return false;
+        };
+        let k = self.open_target(endpoints);
+        self.conns[i].target = k;
+        self.connect(i, endpoints[k], job);
+        true
+    }
+
+    /// The position in `endpoints` a new connection goes to: the next in
+    /// turn, passing over endpoints whose last connect failed less than
+    /// `DOWN_NS` ago; when all have, the next in turn anyway (its request
+    /// fails and is charged to it; nothing waits or spins).
+    fn open_target(&mut self, endpoints: &[usize]) -> usize {
+        let n = endpoints.len();
+        let from = self.next_open % n;
+        let mut k = from;
+        if endpoints.iter().any(|&ep| self.down_until[ep] != 0) {
+            let now = now_ns();
+            if let Some(up) = (0..n)
+                .map(|j| (from + j) % n)
+                .find(|&k| self.down_until[endpoints[k]] <= now)
+            {
+                k = up;
+            }
+        }
+        self.next_open = k + 1;
+        k
     }
 
     fn on_event(&mut self, i: usize, ready: Ready) {

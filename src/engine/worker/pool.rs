@@ -59,6 +59,9 @@ pub(super) struct Conn {
     pub(super) warm: bool,
     /// Endpoint index this connection goes to.
     pub(super) endpoint: usize,
+    /// Its position in the endpoint list of the current request's
+    /// scenario: which prebuilt head addresses the request to it.
+    pub(super) target: usize,
     /// Request bytes when they are not sent straight from the prebuilt
     /// arena: a copy carrying a fresh conversation id, or a built turn.
     pub(super) wbuf: Vec<u8>,
@@ -92,6 +95,7 @@ impl Conn {
             state: ConnState::Empty,
             warm: false,
             endpoint: 0,
+            target: 0,
             wbuf: Vec::new(),
             from_wbuf: false,
             stream: None,
@@ -111,10 +115,11 @@ impl Conn {
 }
 
 impl Worker<'_> {
-    /// Opens `warm_conns` connections and waits (bounded) until each is
-    /// connected or has failed; failures are not errors, since no request
-    /// was riding on them (they count as failed connections), and the slot
-    /// connects again on demand.
+    /// Opens `warm_conns` connections, spread evenly over `warm_endpoints`,
+    /// and waits (bounded, per endpoint) until each is connected or has
+    /// failed; failures are not errors, since no request was riding on them
+    /// (they count as failed connections, and mark their endpoint down as a
+    /// request's would), and the slot connects again on demand.
     ///
     /// To an https endpoint the connections open in waves, so that most
     /// resume a session instead of paying a full handshake: a TLS 1.3
@@ -124,10 +129,26 @@ impl Worker<'_> {
     /// one brought. A server that sends none gets the rest at once.
     pub(super) fn warm_up(&mut self, events: &mut Events) {
         let n = self.s.warm_conns.min(self.conns.len());
+        let m = self.s.warm_endpoints.len();
+        if n == 0 || m == 0 {
+            return;
+        }
+        // An even share each; the remainder goes to the endpoints from this
+        // worker's first in turn (as `next_open` starts), so that across
+        // workers it spreads too.
+        for k in 0..m {
+            let extra = (k + m - self.s.index % m) % m < n % m;
+            let share = n / m + usize::from(extra);
+            self.warm_endpoint(self.s.warm_endpoints[k], share, events);
+        }
+    }
+
+    /// Warms `n` connections to endpoint `ep`, each endpoint within its own
+    /// deadline.
+    fn warm_endpoint(&mut self, ep: usize, n: usize, events: &mut Events) {
         if n == 0 {
             return;
         }
-        let ep = self.s.warm_endpoint;
         let deadline = now_ns() + self.s.limits.connect_ns.min(WARM_UP_MAX_NS);
         let tls: Option<TlsClient> = self.s.endpoints[ep].tls.clone();
         let mut wave = tls.as_ref().map_or(n, |t| t.tickets().max(1));
@@ -335,6 +356,7 @@ impl Worker<'_> {
             .connections_opened
             .fetch_add(1, Ordering::Relaxed);
         let c = &mut self.conns[i];
+        self.down_until[c.endpoint] = 0;
         if c.warm {
             c.warm = false;
             c.state = ConnState::Idle;

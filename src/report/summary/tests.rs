@@ -102,6 +102,7 @@ fn run() -> RunResult {
         aborted_on_threshold: Some(abort.clone()),
         total_window_ns: 5_500_000_000,
         warmup: Block::default(),
+        endpoints: Vec::new(),
         generator: GeneratorStats {
             workers: 2,
             ring_full: 7,
