@@ -97,7 +97,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                 warm_conns: warm_per_worker(plan, per_worker),
                 warm_endpoint: plan.scenarios.first().map_or(0, |s| s.endpoint),
                 keep_text: plan.keep_text,
-                seed: plan.seed,
+                seed: plan.scheduler_seed,
             })
         });
         let child = forked.map_err(|e| format!("fork: {e}"))?;
