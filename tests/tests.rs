@@ -14,6 +14,7 @@ mod faults;
 mod info;
 mod interrupt;
 mod memory;
+mod mlperf_rules;
 mod probe;
 mod profile;
 mod prom_check;
