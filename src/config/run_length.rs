@@ -156,6 +156,34 @@ impl RunLength {
     }
 }
 
+impl RunLength {
+    /// The rule in words before the dataset is loaded (for `validate`).
+    pub(crate) fn plan(&self) -> String {
+        match *self {
+            RunLength::Mlperf { exact: Some(n), .. } => {
+                format!("exactly {n} requests (MLPerf's n_samples_to_issue)")
+            }
+            RunLength::Mlperf {
+                qps,
+                min_duration_ms,
+                min_requests,
+                ..
+            } => {
+                let base = if min_duration_ms == 0 {
+                    "one pass over the dataset".to_string()
+                } else {
+                    let d = format_duration(Duration::from_millis(min_duration_ms));
+                    let n = mlperf_count(qps, min_duration_ms);
+                    format!("ceil({qps}/s × {d} × 1.1) = {n} requests")
+                };
+                let at_least = min_requests.map_or(String::new(), |m| format!(", at least {m}"));
+                format!("{base}{at_least}, rounded up to whole dataset passes (MLPerf run rules)")
+            }
+            RunLength::AtLeast { .. } => self.size(None, 0).why,
+        }
+    }
+}
+
 /// `ceil(qps × duration × 1.1)` in MLPerf's floating-point order (so
 /// 100/s × 2 s gives 221, as it does there: 220.00000000000003).
 fn mlperf_count(qps: f64, min_duration_ms: u64) -> u64 {
@@ -364,6 +392,19 @@ mod tests {
         };
         assert!(dflt.size(None, 5).why.contains("10/s (MLPerf's qps"));
         assert_eq!((dflt.size(None, 5).requests), Some(11));
+    }
+
+    #[test]
+    fn validate_states_the_rule_before_the_dataset_is_known() {
+        assert_eq!(
+            mlperf(20.0, 30_000, None, Some(700)).plan(),
+            "ceil(20/s × 30s × 1.1) = 660 requests, at least 700, rounded up to whole dataset passes (MLPerf run rules)"
+        );
+        assert_eq!(
+            mlperf(20.0, 30_000, Some(5), None).plan(),
+            "exactly 5 requests (MLPerf's n_samples_to_issue)"
+        );
+        assert!(mlperf(1.0, 0, None, None).plan().starts_with("one pass"));
     }
 
     #[test]

@@ -160,8 +160,12 @@ pub(crate) struct Profile {
     pub rate: Option<f64>,
     #[serde(skip_serializing_if = "unset")]
     pub concurrency: Option<usize>,
+    /// The measured length; under `preset: mlperf` a minimum that only
+    /// sizes the request count (as `min_duration`).
     #[serde(skip_serializing_if = "unset")]
     pub duration: Option<HumanDuration>,
+    /// Measured requests; under `preset: mlperf` the exact count (MLPerf's
+    /// `n_samples_to_issue`).
     #[serde(skip_serializing_if = "unset")]
     pub requests: Option<u64>,
 
