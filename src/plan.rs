@@ -30,6 +30,9 @@ pub(crate) struct StagePlan {
     pub duration_ns: Option<u64>,
     /// Measured requests to issue in the stage.
     pub requests: Option<u64>,
+    /// With `requests`: the count ends the stage only once this long has
+    /// been measured too (`min_duration` in closed loop: until both hold).
+    pub min_ns: Option<u64>,
 }
 
 /// Content checks on successful responses; one that fails turns the

@@ -19,6 +19,7 @@ mod memory;
 mod mlperf_files;
 mod mlperf_tokens;
 mod mlperf_config;
+mod mlperf_rules;
 mod probe;
 mod profile;
 mod prom_check;

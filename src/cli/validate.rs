@@ -116,6 +116,12 @@ pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     }
     let list: Vec<String> = stages.iter().map(describe_stage).collect();
     s += &format!(": {}.", list.join("; "));
+    if cfg.warmup_requests > 0 {
+        s += &format!(" Warm-up: {} requests.", cfg.warmup_requests);
+    }
+    if let Some(rule) = &cfg.run_length {
+        s += &format!(" Length: {}.", rule.plan());
+    }
 
     if let Some(specs) = &p.scenarios {
         let scenarios = &cfg.scenarios;

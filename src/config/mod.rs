@@ -8,17 +8,20 @@ pub(crate) mod duration;
 pub(crate) mod mlperf;
 pub(crate) mod profile;
 pub(crate) mod resolve;
+pub(crate) mod run_length;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::http::endpoint::redact_url;
 use crate::http::headers::{REDACTED, is_secret_header};
 use crate::plan::{Limits, Load, StagePlan, Thresholds, TokenPolicy};
 use crate::protocol::{Protocol, Sampling};
-use profile::{Profile, Scenario};
+use profile::{CacheMode, Profile, Scenario, defaults};
+use run_length::RunLength;
 
 /// A validated `bench` configuration: `resolve::resolve`'s result.
 pub(crate) struct BenchConfig {
@@ -45,13 +48,25 @@ pub(crate) struct BenchConfig {
     /// The key is `$OPENAI_API_KEY`'s, taken because none was given.
     pub api_key_from_env: bool,
     pub stages: Vec<StagePlan>,
+    /// Sizes the first stage once the dataset is loaded (`sized_stages`):
+    /// MLPerf's rule, or `min_requests`/`min_duration`.
+    pub run_length: Option<RunLength>,
     pub warmup_ns: u64,
+    /// Warm-up requests issued before measuring (0: none).
+    pub warmup_requests: u64,
     pub connections: usize,
     pub openloop_max_inflight: Option<u64>,
     pub scenarios: Vec<Scenario>,
     pub thresholds: Thresholds,
     pub limits: Limits,
-    pub seed: u64,
+    /// Seeds the arrival schedule (and the scenario each arrival is of).
+    pub scheduler_seed: u64,
+    /// Seeds the sample order and synthetic prompts.
+    pub dataloader_seed: u64,
+    /// The top level's cache mode (a scenario may have its own).
+    pub cache_mode: CacheMode,
+    /// MLPerf's early-stopping estimates in the MLPerf files.
+    pub early_stopping: bool,
     pub correlation_header: Option<String>,
     pub uuid_in_prompt: bool,
     pub live_interval_ns: u64,
@@ -77,6 +92,25 @@ fn redact_headers(v: &mut Value) {
 }
 
 impl BenchConfig {
+    /// The stages as they run: the first one sized by the run-length rule
+    /// for content of `samples` distinct prompts, `rows` of which make one
+    /// dataset pass (`None`: generated prompts, no passes); and why, for
+    /// the report.
+    pub(crate) fn sized_stages(
+        &self,
+        rows: Option<u64>,
+        samples: u64,
+    ) -> (Vec<StagePlan>, Option<String>) {
+        let mut stages = self.stages.clone();
+        let (Some(rule), Some(first)) = (&self.run_length, stages.first_mut()) else {
+            return (stages, None);
+        };
+        let sized = rule.size(rows, samples);
+        first.requests = sized.requests;
+        first.min_ns = sized.min_ns;
+        (stages, Some(sized.why))
+    }
+
     /// The resolved configuration as reports show it: the merged profile
     /// plus what was resolved at run time, credentials redacted (header
     /// values by name, URL query values).
@@ -113,7 +147,32 @@ impl BenchConfig {
         o.insert("order".into(), self.order.to_string().into());
         o.insert("workers".into(), self.workers.into());
         o.insert("connections".into(), self.connections.into());
-        o.insert("seed".into(), self.seed.into());
+        // Outside the preset `seed` seeds everything (0 when unset), as it
+        // always has; under it `seed` is the sampling seed only, shown when given.
+        if !self.mlperf {
+            o.insert(
+                "seed".into(),
+                self.sampling.seed.unwrap_or(defaults::SEED).into(),
+            );
+        }
+        o.insert("scheduler_seed".into(), self.scheduler_seed.into());
+        o.insert("dataloader_seed".into(), self.dataloader_seed.into());
+        o.insert("cache_mode".into(), self.cache_mode.name().into());
+        if self.warmup_requests > 0 {
+            o.insert("warmup_requests".into(), self.warmup_requests.into());
+        }
+        if self.mlperf {
+            o.insert("early_stopping".into(), self.early_stopping.into());
+            if let Some(RunLength::Mlperf {
+                min_duration_ms,
+                exact: None,
+                ..
+            }) = &self.run_length
+            {
+                let d = std::time::Duration::from_millis(*min_duration_ms);
+                o.insert("min_duration".into(), format_duration(d).into());
+            }
+        }
         o.insert("out".into(), out.display().to_string().into());
         if o.contains_key("api_key") || self.api_key.is_some() {
             o.insert("api_key".into(), REDACTED.into());

@@ -15,6 +15,7 @@ use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoints, check_headers, unflag, valid_header_name,
 };
 use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
+use super::run_length;
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{Order, SyntheticSpec};
@@ -61,19 +62,37 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     if p.model.as_deref() == Some("") {
         errs.at("model", "empty model name (leave it out to ask /v1/models)");
     }
+    let mlperf = match p.preset.as_deref() {
+        None => false,
+        Some("mlperf") => true,
+        Some(other) => {
+            errs.at("preset", format!("'{other}': expected mlperf"));
+            false
+        }
+    };
     // Parsed once; an unknown mode is reported with the stage it shapes.
     let mode = p.mode.as_deref().map(Mode::parse);
     let arrival = typed::arrival(p, mode.as_ref(), &mut errs);
-    let cache_mode = p.cache_mode.as_deref().map_or(defaults::CACHE_MODE, |c| {
+    let default_cache = if mlperf {
+        defaults::MLPERF_CACHE_MODE
+    } else {
+        defaults::CACHE_MODE
+    };
+    let cache_mode = p.cache_mode.as_deref().map_or(default_cache, |c| {
         CacheMode::parse(c).unwrap_or_else(|e| {
             errs.at("cache_mode", e);
-            defaults::CACHE_MODE
+            default_cache
         })
     });
-    let order = p.order.as_deref().map_or(defaults::ORDER, |o| {
+    let default_order = if mlperf {
+        defaults::MLPERF_ORDER
+    } else {
+        defaults::ORDER
+    };
+    let order = p.order.as_deref().map_or(default_order, |o| {
         Order::parse(o).unwrap_or_else(|e| {
             errs.at("order", unflag(e, "--order"));
-            defaults::ORDER
+            default_order
         })
     });
     if p.connections == Some(0) {
@@ -119,14 +138,6 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("tokenizer", "empty path");
     }
-    let mlperf = match p.preset.as_deref() {
-        None => false,
-        Some("mlperf") => true,
-        Some(other) => {
-            errs.at("preset", format!("'{other}': expected mlperf"));
-            false
-        }
-    };
     let token_source = p
         .token_source
         .as_deref()
@@ -211,7 +222,25 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         );
     }
     let before = errs.len();
-    let stages = typed::stages(p, mode.as_ref(), arrival, &mut errs);
+    let stages = typed::stages(p, mode.as_ref(), arrival, mlperf, &mut errs);
+    let run_length = run_length::rule(
+        p,
+        mlperf,
+        stages.first().filter(|_| p.stages.is_none()),
+        &mut errs,
+    );
+    let warmup_requests = p.warmup_requests.unwrap_or(0);
+    if warmup_requests > 0
+        && let Some(Load::Open {
+            rate_from, rate_to, ..
+        }) = stages.first().map(|s| s.load)
+        && rate_from != rate_to
+    {
+        errs.at(
+            "warmup_requests",
+            "the first stage is a ramp, whose length would depend on when the warm-up ends: use warmup (a time)",
+        );
+    }
     let max_closed = stages
         .iter()
         .filter_map(|s| match s.load {
@@ -228,7 +257,23 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             format!("{c} is below the concurrency {n}: every in-flight request needs a connection"),
         );
     }
-    let max_tokens = p.max_tokens.unwrap_or(defaults::MAX_TOKENS);
+    let max_tokens = p.max_tokens.unwrap_or(if mlperf {
+        defaults::MLPERF_MAX_TOKENS
+    } else {
+        defaults::MAX_TOKENS
+    });
+    // MLPerf's streaming `auto`: off offline, on online.
+    let offline = stages.first().is_some_and(|s| s.load == Load::Offline);
+    let stream = p
+        .stream
+        .unwrap_or(if mlperf { !offline } else { defaults::STREAM });
+    // Outside the preset `seed` seeds schedule and order, as it always
+    // has; under it MLPerf keeps them apart from the sampling seed.
+    let shared_seed = if mlperf {
+        defaults::MLPERF_SEED
+    } else {
+        p.seed.unwrap_or(defaults::SEED)
+    };
     let tls = typed::tls_settings(
         &mut errs,
         "",
@@ -252,7 +297,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         keep_alive: p.keep_alive.unwrap_or(defaults::KEEP_ALIVE),
         model: p.model.clone(),
         max_tokens,
-        stream: p.stream.unwrap_or(defaults::STREAM),
+        stream,
         system: p.system.clone(),
         turns: TurnRange {
             min: defaults::TURNS,
@@ -333,7 +378,9 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             .or(env_key)
             .filter(|k| !k.is_empty()),
         stages,
+        run_length,
         warmup_ns: nanos(or_default(p.warmup, defaults::WARMUP)),
+        warmup_requests,
         connections,
         openloop_max_inflight: p.openloop_max_inflight,
         scenarios,
@@ -346,7 +393,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             max_gaps: (most_tokens as usize).saturating_mul(2).max(MIN_GAPS),
             max_output_text: max_output_text as usize,
         },
-        seed: p.seed.unwrap_or(defaults::SEED),
+        scheduler_seed: p.scheduler_seed.unwrap_or(shared_seed),
+        dataloader_seed: p.dataloader_seed.unwrap_or(shared_seed),
+        cache_mode,
+        early_stopping: p.early_stopping.unwrap_or(defaults::EARLY_STOPPING),
         correlation_header: (!header.is_empty()).then_some(header),
         uuid_in_prompt: correlation
             .uuid_in_prompt

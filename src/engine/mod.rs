@@ -87,6 +87,9 @@ pub(crate) struct Plan<'a> {
     pub stages: Vec<StagePlan>,
     /// Run before the first stage is measured, with the first stage's load.
     pub warmup_ns: u64,
+    /// Conversations issued (with the first stage's load) before measuring;
+    /// with `warmup_ns` too, measuring begins once both are done.
+    pub warmup_requests: u64,
     pub workers: usize,
     pub pin: bool,
     /// Connections across all workers.
@@ -95,7 +98,11 @@ pub(crate) struct Plan<'a> {
     /// their scheduled time.
     pub openloop_max_inflight: Option<u64>,
     pub limits: Limits,
-    pub seed: u64,
+    /// Seeds the arrival schedules and the scenario of each arrival (and
+    /// the workers' conversation ids).
+    pub scheduler_seed: u64,
+    /// Seeds each scenario's sample order.
+    pub dataloader_seed: u64,
     /// Workers send each response's text (to count tokens or record outputs).
     pub keep_text: bool,
     /// Counts output tokens of responses that report no usage (or of

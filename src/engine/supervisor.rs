@@ -100,7 +100,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                     .first()
                     .map_or_else(Vec::new, |s| s.endpoints.clone()),
                 keep_text: plan.keep_text,
-                seed: plan.seed,
+                seed: plan.scheduler_seed,
             })
         });
         let child = forked.map_err(|e| format!("fork: {e}"))?;

@@ -435,6 +435,25 @@ impl Table {
     }
 }
 
+impl Built<'_> {
+    /// The rows of one pass over the run's dataset file, for rounding a
+    /// count to whole passes; `None` when prompts are generated or built
+    /// in, or several scenarios share the run (no one dataset to pass over).
+    pub(super) fn dataset_rows(&self) -> Option<u64> {
+        match &self.datasets[..] {
+            [one] if self.scenarios.len() == 1 && matches!(one.source, Source::File { .. }) => {
+                Some(one.samples)
+            }
+            _ => None,
+        }
+    }
+
+    /// Distinct prompts of the first scenario.
+    pub(super) fn samples(&self) -> u64 {
+        self.scenarios.first().map_or(1, |s| s.samples() as u64)
+    }
+}
+
 /// Where a scenario's prompts come from before they are serialized.
 enum SampleSource {
     Samples(Vec<Sample>),
@@ -452,7 +471,7 @@ fn content_samples(
     tokenizer: Option<&Tokenizer>,
     index: usize,
 ) -> Result<(SampleSource, Order, Option<Source>), String> {
-    let seed = cfg.seed.wrapping_add(index as u64);
+    let seed = cfg.dataloader_seed.wrapping_add(index as u64);
     let exact_input_lengths = tokenizer.is_some();
     Ok(match &sc.content {
         Some(Content::Pool { prompts }) => (

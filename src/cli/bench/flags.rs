@@ -70,7 +70,9 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub mode: Option<String>,
 
-    /// arrivals per second for poisson and uniform modes
+    /// arrivals per second for poisson and uniform modes (with --preset
+    /// mlperf in offline and concurrency modes: the rate that sizes the
+    /// request count, MLPerf's --target-qps)
     #[argh(option)]
     pub rate: Option<f64>,
 
@@ -85,18 +87,51 @@ pub(crate) struct BenchArgs {
     pub connections: Option<usize>,
 
     /// measured run length, e.g. 30s (default {DURATION} unless --requests is
-    /// given)
+    /// given); with --preset mlperf a minimum that only sizes the request
+    /// count, as --min-duration
     #[argh(option, from_str_fn(duration_flag))]
     pub duration: Option<Duration>,
 
-    /// measured requests to issue (offline default {OFFLINE_REQUESTS})
+    /// measured requests to issue (offline default {OFFLINE_REQUESTS}); with
+    /// --preset mlperf the exact count (MLPerf's --num-samples)
     #[argh(option)]
     pub requests: Option<u64>,
+
+    /// run rules and settings of MLPerf Inference Endpoint: mlperf (prompts
+    /// untouched, order shuffle, scheduler and dataloader seeds
+    /// {MLPERF_SEED}, max tokens {MLPERF_MAX_TOKENS}, streaming off offline
+    /// and on otherwise; the duration sizes the request count: ceil(rate ×
+    /// duration × 1.1) rounded up to whole dataset passes, rate
+    /// {MLPERF_QPS}/s when not given, duration {MLPERF_MIN_DURATION} when not
+    /// given); every setting given explicitly still wins
+    #[argh(option)]
+    pub preset: Option<String>,
+
+    /// issue until at least this long is measured (with --min-requests:
+    /// until both hold); with --preset mlperf it sizes the request count
+    #[argh(option, from_str_fn(duration_flag))]
+    pub min_duration: Option<Duration>,
+
+    /// issue at least this many measured requests (with --preset mlperf
+    /// rounded up to whole dataset passes)
+    #[argh(option)]
+    pub min_requests: Option<u64>,
+
+    /// wall-clock cap on the measured run; 0 for none (with --preset mlperf
+    /// the only clock)
+    #[argh(option, from_str_fn(duration_flag))]
+    pub max_duration: Option<Duration>,
 
     /// run this long before measuring; excluded from statistics (default
     /// {WARMUP})
     #[argh(option, from_str_fn(duration_flag))]
     pub warmup: Option<Duration>,
+
+    /// warm-up by count: issue this many requests with the run's load shape
+    /// before measuring, excluded from statistics (with --warmup, measuring
+    /// starts when both are done)
+    #[argh(option)]
+    pub warmup_requests: Option<u64>,
 
     /// open-loop inter-arrival law for stages of a profile: poisson or uniform
     /// (default {ARRIVAL})
@@ -110,18 +145,36 @@ pub(crate) struct BenchArgs {
 
     /// seed for arrival times, sample order and synthetic prompts (default
     /// {SEED}): same seed, same schedule; when given, also sent as the sampling seed
+    /// (with --preset mlperf only that)
     #[argh(option)]
     pub seed: Option<u64>,
+
+    /// seed of the arrival schedule alone (default: --seed; with --preset
+    /// mlperf {MLPERF_SEED})
+    #[argh(option)]
+    pub scheduler_seed: Option<u64>,
+
+    /// seed of the sample order and synthetic prompts alone (default:
+    /// --seed; with --preset mlperf {MLPERF_SEED})
+    #[argh(option)]
+    pub dataloader_seed: Option<u64>,
+
+    /// MLPerf's early-stopping percentile estimates in the MLPerf result
+    /// files: true or false (default {EARLY_STOPPING})
+    #[argh(option)]
+    pub early_stopping: Option<bool>,
 
     /// model name (default: the first model the endpoint lists at /v1/models)
     #[argh(option)]
     pub model: Option<String>,
 
-    /// output tokens to request per response (default {MAX_TOKENS})
+    /// output tokens to request per response (default {MAX_TOKENS}; with
+    /// --preset mlperf {MLPERF_MAX_TOKENS})
     #[argh(option)]
     pub max_tokens: Option<u32>,
 
-    /// stream responses (default {STREAM})
+    /// stream responses (default {STREAM}; with --preset mlperf off in
+    /// offline mode)
     #[argh(switch)]
     pub stream: bool,
 
@@ -140,7 +193,7 @@ pub(crate) struct BenchArgs {
     pub synthetic: Option<String>,
 
     /// sample order: sequential, shuffle (each pass), random or single:I
-    /// (always row I, from 0) (default {ORDER})
+    /// (always row I, from 0) (default {ORDER}; with --preset mlperf shuffle)
     #[argh(option)]
     pub order: Option<String>,
 
@@ -231,6 +284,7 @@ pub(crate) struct BenchArgs {
 
     /// cache busting: bust (a per-conversation id in front of the first user
     /// message) or natural (prompts untouched); default {CACHE_MODE}
+    /// (with --preset mlperf natural)
     #[argh(option)]
     pub cache_mode: Option<String>,
 
@@ -378,14 +432,14 @@ impl BenchArgs {
                 .endpoints
                 .as_deref()
                 .map(|v| v.split(',').map(|u| u.trim().to_string()).collect()),
-            preset: None,
-            warmup_requests: None,
-            min_duration: None,
-            min_requests: None,
-            max_duration: None,
-            scheduler_seed: None,
-            dataloader_seed: None,
-            early_stopping: None,
+            preset: self.preset.clone(),
+            warmup_requests: self.warmup_requests,
+            min_duration: d(self.min_duration),
+            min_requests: self.min_requests,
+            max_duration: d(self.max_duration),
+            scheduler_seed: self.scheduler_seed,
+            dataloader_seed: self.dataloader_seed,
+            early_stopping: self.early_stopping,
         })
     }
 }

@@ -83,7 +83,9 @@ mod tests {
             "(offline default 1000)",
             "(default 0s)",
             "(default 0):",
-            "(default 128)",
+            "(default 128;",
+            "with --preset mlperf 1024)",
+            "(default true)",
             "(default 300s)",
             "the TLS handshake (default 10s)",
             "(default true); false opens",
@@ -91,9 +93,9 @@ mod tests {
             "(default 10s; 0 disables)",
             "(default openai-chat)",
             "(default poisson)",
-            "(default sequential)",
+            "(default sequential;",
             "(default x-request-id;",
-            "(default on)",
+            "(default on;",
             "(ttft 20ms, tpot 2ms)",
         ] {
             let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -11,9 +11,8 @@ use crate::report::mlperf::{LoadPattern, MlperfInfo, RunConfig, WarmupConfig};
 /// The MLPerf files' inputs for a run of `cfg` started at `started_ns`
 /// (CLOCK_MONOTONIC) whose measured requests were `sample_rows`.
 pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRow>) -> MlperfInfo {
-    let p = &cfg.profile;
-    let scheduler_seed = p.scheduler_seed.unwrap_or(cfg.seed);
-    let warmup_requests = p.warmup_requests;
+    let scheduler_seed = cfg.scheduler_seed;
+    let warmup_requests = (cfg.warmup_requests > 0).then_some(cfg.warmup_requests);
     MlperfInfo {
         run_config: RunConfig {
             load_pattern: cfg
@@ -29,7 +28,7 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
                 warmup_random_seed: scheduler_seed,
             },
             scheduler_random_seed: scheduler_seed,
-            dataloader_random_seed: p.dataloader_seed.unwrap_or(cfg.seed),
+            dataloader_random_seed: cfg.dataloader_seed,
         },
         legacy_window: !cfg.stages.is_empty()
             && cfg.stages.iter().all(|s| {
@@ -41,6 +40,7 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
                     }
                 )
             }),
+        early_stopping: cfg.early_stopping,
         test_started_at: started_ns,
         sample_rows,
     }

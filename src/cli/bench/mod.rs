@@ -24,7 +24,7 @@ use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
-use crate::plan::{Limits, Load, TokenPolicy};
+use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
@@ -324,11 +324,14 @@ fn execute(
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(started_wall));
+    let (stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
+    let token_source = effective_token_source(cfg, tokenizer.is_some());
     let plan = Plan {
         endpoints: built.endpoints,
         scenarios: built.scenarios,
-        stages: cfg.stages.clone(),
+        stages,
         warmup_ns: cfg.warmup_ns,
+        warmup_requests: cfg.warmup_requests,
         workers: cfg.workers,
         pin: cfg.pin,
         connections: cfg.connections,
@@ -338,18 +341,19 @@ fn execute(
             max_gaps: cfg.limits.max_gaps.min(MAX_GAPS),
             ..cfg.limits
         },
-        seed: cfg.seed,
+        scheduler_seed: cfg.scheduler_seed,
+        dataloader_seed: cfg.dataloader_seed,
         // The tokenizer counts output only when usage may be set aside.
-        keep_text: (tokenizer.is_some() && cfg.token_source != TokenPolicy::Usage)
+        keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage)
             || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
-        token_source: cfg.token_source,
+        token_source,
         thresholds: cfg.thresholds.clone(),
         live_interval_ns: cfg.live_interval_ns,
     };
     errln!(
         "llmload: {} against {} (Ctrl-C stops and reports)",
-        describe(cfg),
+        describe(cfg, &plan.stages),
         built.url
     );
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
@@ -382,8 +386,15 @@ fn execute(
     result.started_wall_ns = started_wall;
     let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
         .expect("a dataset description serializes");
+    let mut config = cfg.to_json(&out, &built.url, &built.model, server_stats.is_some());
+    if let (Some(why), Some(first)) = (&sized_why, plan.stages.first()) {
+        config["run_length"] = serde_json::json!({
+            "requests": first.requests,
+            "rule": why,
+        });
+    }
     let info = RunInfo {
-        config: cfg.to_json(&out, &built.url, &built.model, server_stats.is_some()),
+        config,
         target: format!(
             "{} ({}, model {})",
             built.url,
@@ -396,7 +407,7 @@ fn execute(
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset,
         events,
-        notes: notes(cfg),
+        notes: notes(cfg, sized_why),
         tls: built.tls,
         mlperf: cfg
             .mlperf
@@ -457,9 +468,50 @@ fn load_tokenizer(cfg: &BenchConfig) -> Result<Option<Tokenizer>, String> {
     }
 }
 
-/// What the report must say for its numbers to be read right.
-fn notes(cfg: &BenchConfig) -> Vec<String> {
+/// MLPerf counts every output with the tokenizer, usage or not: under
+/// the preset, a tokenizer (given, or the model's own found in the local
+/// cache) counts tokens unless `token_source` was set.
+fn effective_token_source(cfg: &BenchConfig, has_tokenizer: bool) -> TokenPolicy {
+    if cfg.mlperf && has_tokenizer && cfg.profile.token_source.is_none() {
+        TokenPolicy::Tokenizer
+    } else {
+        cfg.token_source
+    }
+}
+
+/// What the report must say for its numbers to be read right; `sized`
+/// says how the run's length was derived, when it was.
+fn notes(cfg: &BenchConfig, sized: Option<String>) -> Vec<String> {
     let mut out = Vec::new();
+    if cfg.mlperf {
+        out.push(format!(
+            "preset mlperf: MLPerf's defaults unless set: cache_mode {}, order {}, scheduler seed {}, dataloader seed {}, max_tokens {}, {}, sampling seed {}",
+            cfg.cache_mode.name(),
+            cfg.order.name(),
+            cfg.scheduler_seed,
+            cfg.dataloader_seed,
+            cfg.max_tokens,
+            if cfg.stream { "streaming" } else { "not streaming" },
+            cfg.sampling
+                .seed
+                .map_or("not sent".to_string(), |s| s.to_string()),
+        ));
+    }
+    out.extend(sized);
+    if cfg.warmup_requests > 0 {
+        out.push(format!(
+            "warm-up: {} requests{} before measuring, excluded below",
+            cfg.warmup_requests,
+            if cfg.warmup_ns > 0 {
+                format!(
+                    " and {} (whichever ends later)",
+                    format_duration(Duration::from_nanos(cfg.warmup_ns))
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
     let open = cfg
         .stages
         .iter()
@@ -484,10 +536,9 @@ fn notes(cfg: &BenchConfig) -> Vec<String> {
     out
 }
 
-/// One line saying what the run will do.
-fn describe(cfg: &BenchConfig) -> String {
-    let stages: Vec<String> = cfg
-        .stages
+/// One line saying what the run will do, in `stages` (`cfg`'s, sized).
+fn describe(cfg: &BenchConfig, stages: &[StagePlan]) -> String {
+    let stages: Vec<String> = stages
         .iter()
         .map(|s| {
             let load = match s.load {
@@ -504,12 +555,22 @@ fn describe(cfg: &BenchConfig) -> String {
                     rate_to,
                 } => format!("{} {rate_from}→{rate_to} req/s", kind.name()),
             };
-            let length = match (s.duration_ns.map(Duration::from_nanos), s.requests) {
+            let mut length = match (s.duration_ns.map(Duration::from_nanos), s.requests) {
                 (Some(d), Some(r)) => format!("{} or {r} requests", format_duration(d)),
                 (Some(d), None) => format_duration(d),
                 (None, Some(r)) => format!("{r} requests"),
                 (None, None) => "ever".to_string(),
             };
+            if let Some(min) = s.min_ns.map(|m| format_duration(Duration::from_nanos(m))) {
+                let at_least = match s.requests {
+                    Some(r) if r > 0 => format!("at least {r} requests and {min}"),
+                    _ => format!("at least {min}"),
+                };
+                length = match s.duration_ns.map(Duration::from_nanos) {
+                    Some(cap) => format!("{at_least} (at most {})", format_duration(cap)),
+                    None => at_least,
+                };
+            }
             format!("{load} for {length}")
         })
         .collect();

@@ -84,15 +84,35 @@ pub(crate) fn render_config_yaml(
     let ms = |d: Option<crate::config::profile::HumanDuration>| {
         Yaml::Integer(d.map_or(0, |d| d.0.as_millis() as i64))
     };
-    runtime.put("min_duration_ms", ms(p.min_duration));
-    runtime.put("max_duration_ms", ms(p.max_duration));
-    runtime.opt(
-        "n_samples_to_issue",
-        load.and_then(|(_, r)| r).map(|r| Yaml::Integer(r as i64)),
+    // What the run length rule used, MLPerf's defaults included, and the
+    // exact count only when one was asked for (as MLPerf writes it).
+    match &cfg.run_length {
+        Some(crate::config::run_length::RunLength::Mlperf {
+            min_duration_ms,
+            exact,
+            ..
+        }) => {
+            runtime.put("min_duration_ms", Yaml::Integer(*min_duration_ms as i64));
+            runtime.put("max_duration_ms", ms(p.max_duration));
+            runtime.opt("n_samples_to_issue", exact.map(|r| Yaml::Integer(r as i64)));
+        }
+        _ => {
+            runtime.put("min_duration_ms", ms(p.min_duration));
+            runtime.put("max_duration_ms", ms(p.max_duration));
+            runtime.opt(
+                "n_samples_to_issue",
+                load.and_then(|(_, r)| r).map(|r| Yaml::Integer(r as i64)),
+            );
+        }
+    }
+    runtime.put(
+        "scheduler_random_seed",
+        Yaml::Integer(cfg.scheduler_seed as i64),
     );
-    let seed = |s: Option<u64>| Yaml::Integer(s.unwrap_or(cfg.seed) as i64);
-    runtime.put("scheduler_random_seed", seed(p.scheduler_seed));
-    runtime.put("dataloader_random_seed", seed(p.dataloader_seed));
+    runtime.put(
+        "dataloader_random_seed",
+        Yaml::Integer(cfg.dataloader_seed as i64),
+    );
     settings.put("runtime", runtime.done());
 
     let mut lp = Map::default();

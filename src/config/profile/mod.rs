@@ -77,6 +77,21 @@ pub(crate) mod defaults {
     pub(crate) const TURNS: u32 = 1;
     /// The one stage of a run without `stages`.
     pub(crate) const STAGE_NAME: &str = "main";
+    /// MLPerf's early-stopping estimates are written unless turned off.
+    pub(crate) const EARLY_STOPPING: bool = true;
+
+    // `preset: mlperf`: MLPerf's defaults where they differ from ours
+    // (`config/schema.py`, `config/runtime_settings.py`).
+    /// `max_new_tokens`.
+    pub(crate) const MLPERF_MAX_TOKENS: u32 = 1024;
+    /// `scheduler_random_seed` and `dataloader_random_seed`.
+    pub(crate) const MLPERF_SEED: u64 = 42;
+    /// `min_duration_ms`: it sizes the request count, it is not a clock.
+    pub(crate) const MLPERF_MIN_DURATION: Duration = Duration::from_secs(600);
+    /// The requests per second a count is sized by when no rate is given.
+    pub(crate) const MLPERF_QPS: f64 = 10.0;
+    pub(crate) const MLPERF_ORDER: Order = Order::Shuffle;
+    pub(crate) const MLPERF_CACHE_MODE: CacheMode = CacheMode::Natural;
 
     /// The constant called `name` in this module, as help text shows it
     /// (`TIMEOUT` → `300s`); `None` for a name that is not one.
@@ -103,6 +118,11 @@ pub(crate) mod defaults {
             "CACHE_MODE" => CACHE_MODE.name().to_string(),
             "CORRELATION_HEADER" => CORRELATION_HEADER.to_string(),
             "KEEP_ALIVE" => KEEP_ALIVE.to_string(),
+            "EARLY_STOPPING" => EARLY_STOPPING.to_string(),
+            "MLPERF_MAX_TOKENS" => MLPERF_MAX_TOKENS.to_string(),
+            "MLPERF_SEED" => MLPERF_SEED.to_string(),
+            "MLPERF_MIN_DURATION" => format_duration(MLPERF_MIN_DURATION),
+            "MLPERF_QPS" => MLPERF_QPS.to_string(),
             _ => return None,
         })
     }
@@ -140,25 +160,32 @@ pub(crate) struct Profile {
     pub rate: Option<f64>,
     #[serde(skip_serializing_if = "unset")]
     pub concurrency: Option<usize>,
+    /// The measured length; under `preset: mlperf` a minimum that only
+    /// sizes the request count (as `min_duration`).
     #[serde(skip_serializing_if = "unset")]
     pub duration: Option<HumanDuration>,
+    /// Measured requests; under `preset: mlperf` the exact count (MLPerf's
+    /// `n_samples_to_issue`).
     #[serde(skip_serializing_if = "unset")]
     pub requests: Option<u64>,
 
     #[serde(skip_serializing_if = "unset")]
     pub warmup: Option<HumanDuration>,
-    /// Warm-up by count: this many requests before measuring.
+    /// Warm-up by count: this many requests, with the first stage's load,
+    /// before measuring (after `warmup`'s time too when both are set).
     #[serde(skip_serializing_if = "unset")]
     pub warmup_requests: Option<u64>,
-    /// Issue until at least this long has been scheduled (MLPerf's
-    /// `min_duration_ms`: it sizes the sample count, it is not a clock).
+    /// Issue until at least this long is measured; under `preset: mlperf`
+    /// (where `duration` means the same) it only sizes the request count
+    /// (MLPerf's `min_duration_ms`, default 600s), it is not a clock.
     #[serde(skip_serializing_if = "unset")]
     pub min_duration: Option<HumanDuration>,
     /// Issue at least this many requests (rounded up to whole dataset
-    /// passes in MLPerf mode).
+    /// passes under `preset: mlperf`).
     #[serde(skip_serializing_if = "unset")]
     pub min_requests: Option<u64>,
-    /// The wall-clock cap of an MLPerf-mode run (`max_duration_ms`).
+    /// Wall-clock cap on the measured run; `"0"` is none (MLPerf's
+    /// `max_duration_ms`, the only clock of an MLPerf run).
     #[serde(skip_serializing_if = "unset")]
     pub max_duration: Option<HumanDuration>,
     /// Open-loop inter-arrival law: `uniform` or `poisson`.
@@ -258,10 +285,12 @@ pub(crate) struct Profile {
 
     #[serde(skip_serializing_if = "unset")]
     pub seed: Option<u64>,
-    /// Seed of the arrival schedule alone; unset: `seed`.
+    /// Seed of the arrival schedule alone; unset: `seed` (42 under
+    /// `preset: mlperf`, where `seed` is the sampling seed only).
     #[serde(skip_serializing_if = "unset")]
     pub scheduler_seed: Option<u64>,
-    /// Seed of the dataset order alone; unset: `seed`.
+    /// Seed of the dataset order and synthetic prompts alone; unset: `seed`
+    /// (42 under `preset: mlperf`).
     #[serde(skip_serializing_if = "unset")]
     pub dataloader_seed: Option<u64>,
     /// MLPerf's early-stopping estimates in the MLPerf files (default on).

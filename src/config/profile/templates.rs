@@ -133,6 +133,7 @@ impl Profile {
             connect_timeout: d(defaults::CONNECT_TIMEOUT),
             drain_timeout: d(defaults::DRAIN_TIMEOUT),
             seed: Some(defaults::SEED),
+            early_stopping: Some(defaults::EARLY_STOPPING),
             pin: Some(false),
             quiet: Some(false),
             live_interval: d(defaults::LIVE_INTERVAL),

@@ -14,6 +14,7 @@ use super::validate::{
     Errors, check_api, check_dataset, check_endpoints, check_headers, check_positive, unflag,
 };
 use super::{ContentSpec, MODES, Profile, ScenarioSpec, StageSpec, Turns, defaults};
+use crate::config::run_length;
 use crate::dataset::DatasetSpec;
 use crate::http::endpoint::Endpoint;
 use crate::plan::{ArrivalKind, Checks, Load, StagePlan};
@@ -175,21 +176,27 @@ pub(crate) fn arrival(
 
 /// The run's stages with defaults applied: `stages` as written, or the
 /// single stage `mode`/`rate`/`concurrency`/`duration`/`requests` describe.
-/// Open-loop stages arrive by `kind`.
+/// Open-loop stages arrive by `kind`. Under `mlperf` (MLPerf's run rules)
+/// and with `min_duration`/`min_requests` the single stage's count is left
+/// to its run-length rule (`config::run_length`), and a zero duration under
+/// `mlperf` means one pass over the dataset.
 pub(crate) fn stages(
     p: &Profile,
     mode: Option<&Result<Mode, String>>,
     kind: ArrivalKind,
+    mlperf: bool,
     errs: &mut Errors,
 ) -> Vec<StagePlan> {
-    if p.duration.is_some_and(|d| d.0.is_zero()) {
+    if !mlperf && p.duration.is_some_and(|d| d.0.is_zero()) {
         errs.at("duration", "must be longer than 0");
     }
     if p.requests == Some(0) {
         errs.at("requests", "must be at least 1");
     }
     let Some(specs) = &p.stages else {
-        return single_stage(p, mode, kind, errs).into_iter().collect();
+        return single_stage(p, mode, kind, mlperf, errs)
+            .into_iter()
+            .collect();
     };
     for (name, set) in [
         ("mode", p.mode.is_some()),
@@ -237,8 +244,10 @@ fn single_stage(
     p: &Profile,
     mode: Option<&Result<Mode, String>>,
     kind: ArrivalKind,
+    mlperf: bool,
     errs: &mut Errors,
 ) -> Option<StagePlan> {
+    let rate_sizes_only = run_length::rate_sizes_only(mlperf, mode);
     let mode = match (mode, p.rate) {
         (Some(Ok(m)), _) => *m,
         (Some(Err(e)), _) => {
@@ -277,7 +286,7 @@ fn single_stage(
             n => Load::Closed { concurrency: n },
         },
     };
-    if p.rate.is_some() && !matches!(load, Load::Open { .. }) {
+    if p.rate.is_some() && !matches!(load, Load::Open { .. }) && !rate_sizes_only {
         errs.at(
             "rate",
             format!("applies to modes poisson and uniform, not {}", mode.name()),
@@ -289,16 +298,29 @@ fn single_stage(
             format!("applies to mode concurrency, not {}", mode.name()),
         );
     }
-    let (duration, requests) = match (p.duration, p.requests, load) {
-        (None, None, Load::Offline) => (None, Some(defaults::OFFLINE_REQUESTS)),
-        (None, None, _) => (Some(defaults::DURATION), None),
-        (d, r, _) => (d.map(|d| d.0), r),
+    // A cap of 0 is none, as MLPerf's max_duration_ms.
+    let cap = p.max_duration.map(|d| d.0).filter(|d| !d.is_zero());
+    let (duration, requests) = if mlperf || p.min_duration.is_some() || p.min_requests.is_some() {
+        // Sized by its run-length rule once the dataset is loaded.
+        (cap, None)
+    } else {
+        let (d, r) = match (p.duration, p.requests, load) {
+            (None, None, Load::Offline) => (None, Some(defaults::OFFLINE_REQUESTS)),
+            (None, None, _) => (Some(defaults::DURATION), None),
+            (d, r, _) => (d.map(|d| d.0), r),
+        };
+        let d = match (d, cap) {
+            (Some(d), Some(c)) => Some(d.min(c)),
+            (d, c) => d.or(c),
+        };
+        (d, r)
     };
     Some(StagePlan {
         name: defaults::STAGE_NAME.to_string(),
         load,
         duration_ns: duration.map(nanos),
         requests,
+        min_ns: None,
     })
 }
 
@@ -386,6 +408,7 @@ fn stage_of(
         load,
         duration_ns: s.duration.map(|d| nanos(d.0)),
         requests: s.requests,
+        min_ns: None,
     })
 }
 

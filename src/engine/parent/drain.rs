@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::source::Source;
-use super::{Parent, Stop};
+use super::{Bounds, Parent, Stop};
 use crate::clock::now_ns;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
@@ -65,14 +65,12 @@ impl Parent<'_, '_, '_> {
         let mut source = Source::Drain;
         loop {
             let until = abort_at.unwrap_or(deadline);
-            match self.pump(
-                &mut source,
-                self.current_stage,
-                until,
-                u64::MAX,
-                signals,
-                seen,
-            ) {
+            let bounds = Bounds {
+                end: until,
+                limit: u64::MAX,
+                min_end: 0,
+            };
+            match self.pump(&mut source, self.current_stage, bounds, signals, seen) {
                 Stop::Exhausted | Stop::NoWorkers => break,
                 Stop::Signal => {
                     seen = signals.load(Ordering::Relaxed);

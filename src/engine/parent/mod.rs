@@ -96,6 +96,49 @@ enum Stop {
     NoWorkers,
 }
 
+/// Mixed into the dataloader seed for the order of a warm-up by count.
+const WARMUP_ORDER: u64 = 0x7761_726d_7570_5f6f;
+
+/// Each scenario's picker, in the order `seed` gives.
+fn pickers(plan: &Plan<'_>, seed: u64) -> Vec<Picker> {
+    plan.scenarios
+        .iter()
+        .enumerate()
+        .map(|(i, sc)| Picker::new(sc.order, sc.samples(), seed.wrapping_add(i as u64)))
+        .collect()
+}
+
+/// What a stage's pump issues until: the clock `end`, or `limit` measured
+/// conversations once the clock has passed `min_end` too.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    end: u64,
+    limit: u64,
+    min_end: u64,
+}
+
+impl Bounds {
+    /// The time past which nothing more is issued, given `issued` so far.
+    fn stop_at(&self, issued: u64) -> u64 {
+        if issued >= self.limit {
+            self.end.min(self.min_end)
+        } else {
+            self.end
+        }
+    }
+}
+
+/// What `issue` did with a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Issued {
+    /// Every issue ring was full.
+    Full,
+    Warmup,
+    /// The last warm-up request by count: measuring begins after it.
+    LastWarmup,
+    Measured,
+}
+
 /// Run-wide generator-side counts the loop keeps.
 #[derive(Default)]
 struct Counts {
@@ -127,7 +170,13 @@ pub(crate) struct Parent<'a, 's, 'o> {
     by_endpoint: Vec<EndpointStats>,
     /// When each stage's measurement began (0 for stages not reached).
     stage_starts: Vec<u64>,
+    /// Where measuring begins: conversations due before it are warm-up.
+    /// `u64::MAX` while warm-up requests by count are still to be issued.
     measure_start: u64,
+    /// The end of the warm-up by time.
+    warm_until: u64,
+    /// Warm-up requests by count still to issue.
+    warmup_left: u64,
     run_start: u64,
     seq: u64,
     inflight: u64,
@@ -160,14 +209,16 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             w.open = vec![0; (plan.stages.len() + 1) * n];
         }
         Parent {
-            pickers: plan
-                .scenarios
-                .iter()
-                .enumerate()
-                .map(|(i, sc)| {
-                    Picker::new(sc.order, sc.samples(), plan.seed.wrapping_add(i as u64))
-                })
-                .collect(),
+            // A warm-up by count draws its own order, so the measured
+            // requests start a fresh pass in the dataloader seed's order.
+            pickers: pickers(
+                plan,
+                if plan.warmup_requests > 0 {
+                    plan.dataloader_seed ^ WARMUP_ORDER
+                } else {
+                    plan.dataloader_seed
+                },
+            ),
             weights: plan.scenarios.iter().map(|s| s.weight).collect(),
             blocks: plan
                 .stages
@@ -182,6 +233,8 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 .collect(),
             stage_starts: vec![0; plan.stages.len()],
             measure_start: 0,
+            warm_until: 0,
+            warmup_left: plan.warmup_requests,
             run_start: 0,
             seq: 0,
             inflight: 0,
@@ -189,7 +242,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             counts: Counts::default(),
             first_send: 0,
             current_stage: 0,
-            rng: Rng::seeded(plan.seed ^ 0x7363_656e_6172_696f),
+            rng: Rng::seeded(plan.scheduler_seed ^ 0x7363_656e_6172_696f),
             interrupted: false,
             threshold_abort: None,
             incomplete: Vec::new(),
@@ -211,7 +264,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         self.run_start = t0;
         // Durations are user input up to u64::MAX/2 ns: every deadline made
         // from one saturates rather than wrapping into the past.
-        self.measure_start = t0.saturating_add(self.plan.warmup_ns);
+        self.warm_until = t0.saturating_add(self.plan.warmup_ns);
+        // With a warm-up by count, measuring begins when its last request
+        // is issued (`issue`), not at a time known now.
+        self.measure_start = if self.warmup_left > 0 {
+            u64::MAX
+        } else {
+            self.warm_until
+        };
         if self.plan.live_interval_ns > 0 && self.observer.is_some() {
             self.live = Some(LiveWindow::new(t0, self.plan.live_interval_ns));
         }
@@ -241,33 +301,49 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         self.current_stage = si;
         let start = if si == 0 { t0 } else { now_ns() };
         let measured_from = if si == 0 { self.measure_start } else { start };
-        self.stage_starts[si] = measured_from;
-        let end = stage
-            .duration_ns
-            .map_or(u64::MAX, |d| measured_from.saturating_add(d));
+        if measured_from != u64::MAX {
+            self.stage_starts[si] = measured_from;
+        }
+        let bounds = self.bounds(si);
         let mut source = Source::for_stage(
             stage.load,
             &self.weights,
             self.plan.connections as u64,
             self.plan.openloop_max_inflight,
-            (start, measured_from, end),
-            self.plan.seed.wrapping_add(si as u64),
+            (start, measured_from, bounds.end),
+            self.plan.scheduler_seed.wrapping_add(si as u64),
         );
-        let limit = stage.requests.unwrap_or(u64::MAX);
-        self.pump(&mut source, si, end, limit, signals, 0)
+        self.pump(&mut source, si, bounds, signals, 0)
+    }
+
+    /// Stage `si`'s bounds from when its measurement began; while a
+    /// warm-up by count is under way that is not known, and neither its
+    /// clock nor its minimum runs.
+    fn bounds(&self, si: usize) -> Bounds {
+        let stage = &self.plan.stages[si];
+        let from = match self.stage_starts[si] {
+            0 => u64::MAX,
+            t => t,
+        };
+        Bounds {
+            end: stage
+                .duration_ns
+                .map_or(u64::MAX, |d| from.saturating_add(d)),
+            limit: stage.requests.unwrap_or(u64::MAX),
+            min_end: stage.min_ns.map_or(0, |d| from.saturating_add(d)),
+        }
     }
 
     /// The loop: collects completions, watches workers and signals, and
-    /// issues what `source` says is due, until `end` (a clock time), `limit`
-    /// measured conversations issued, the source is exhausted, a signal
-    /// beyond the `signals_seen` already handled arrives, or no worker is
-    /// left.
+    /// issues what `source` says is due, until `bounds` say so (a clock
+    /// time, or a count of measured conversations with its minimum time),
+    /// the source is exhausted, a signal beyond the `signals_seen` already
+    /// handled arrives, or no worker is left.
     fn pump(
         &mut self,
         source: &mut Source,
         stage: usize,
-        end: u64,
-        limit: u64,
+        mut bounds: Bounds,
         signals: &AtomicU32,
         signals_seen: u32,
     ) -> Stop {
@@ -288,7 +364,8 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             if self.opened_at_measure.is_none() && now >= self.measure_start {
                 self.opened_at_measure = Some(self.connections_opened());
             }
-            if now >= end || issued >= limit {
+            let end = bounds.stop_at(issued);
+            if now >= end {
                 return Stop::Reached;
             }
             let inflight = Inflight {
@@ -297,11 +374,20 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             };
             match source.next_due(now, &inflight, &mut self.rng, &self.weights) {
                 Due::Now { t_sched, scenario } => {
-                    if self.issue(t_sched, stage, scenario) {
+                    let issued_as = self.issue(t_sched, stage, scenario);
+                    if issued_as != Issued::Full {
                         source.taken();
                         (counted_full, counted_held) = (false, false);
-                        if t_sched >= self.measure_start {
-                            issued += 1;
+                        match issued_as {
+                            Issued::Measured => issued += 1,
+                            Issued::LastWarmup => {
+                                // Once per run: the measured order from its start.
+                                self.pickers = pickers(self.plan, self.plan.dataloader_seed);
+                                self.stage_starts[stage] = self.measure_start;
+                                source.measure_from(self.measure_start);
+                                bounds = self.bounds(stage);
+                            }
+                            Issued::Warmup | Issued::Full => {}
                         }
                         continue;
                     }
@@ -343,13 +429,10 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     }
 
     /// Pushes one conversation of scenario `s` due at `t_sched` to the
-    /// least-loaded live worker with room; false when every ring is full.
-    fn issue(&mut self, t_sched: u64, stage: usize, s: usize) -> bool {
-        let stage = if t_sched < self.measure_start {
-            WARMUP
-        } else {
-            stage as u16
-        };
+    /// least-loaded live worker with room, and says what it was.
+    fn issue(&mut self, t_sched: u64, stage: usize, s: usize) -> Issued {
+        let warm = t_sched < self.measure_start;
+        let stage = if warm { WARMUP } else { stage as u16 };
         let slot = IssueSlot {
             seq: self.seq,
             t_sched,
@@ -361,14 +444,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             .filter(|&i| self.workers[i].alive)
             .min_by_key(|&i| self.workers[i].inflight)
         else {
-            return false;
+            return Issued::Full;
         };
         // The least-loaded worker first; the others only if its ring is full.
         let Some(k) = std::iter::once(best)
             .chain((0..self.workers.len()).filter(|&i| i != best))
             .find(|&i| self.workers[i].alive && self.workers[i].issue.push(slot).is_ok())
         else {
-            return false;
+            return Issued::Full;
         };
         let open = self
             .open_index(stage, s as u16)
@@ -381,7 +464,20 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         self.counts.max_inflight = self.counts.max_inflight.max(self.inflight);
         self.inflight_by_scenario[s] += 1;
         self.seq += 1;
-        true
+        if !warm {
+            return Issued::Measured;
+        }
+        if self.warmup_left == 0 {
+            return Issued::Warmup;
+        }
+        self.warmup_left -= 1;
+        if self.warmup_left > 0 {
+            return Issued::Warmup;
+        }
+        // Every conversation issued so far was due at or before this one,
+        // so all of them stay warm-up, and the time warm-up still counts.
+        self.measure_start = self.warm_until.max(t_sched.saturating_add(1));
+        Issued::LastWarmup
     }
 
     /// Where `WorkerEnd::open` keeps a conversation with this `stage` field

@@ -170,6 +170,14 @@ impl Source {
         }
     }
 
+    /// Measuring begins at `t` (a warm-up by count just ended): an offline
+    /// stage's conversations are due from then.
+    pub(super) fn measure_from(&mut self, t: u64) {
+        if let Source::Offline { due_at, .. } = self {
+            *due_at = t;
+        }
+    }
+
     /// The conversation last offered was issued.
     pub(super) fn taken(&mut self) {
         match self {

@@ -42,6 +42,7 @@ fn plan() -> Plan<'static> {
         load: Load::Closed { concurrency: 4 },
         duration_ns: Some(1_000 * MS),
         requests: None,
+        min_ns: None,
     };
     Plan {
         endpoints: vec![EndpointPlan {
@@ -53,6 +54,7 @@ fn plan() -> Plan<'static> {
         scenarios: vec![scenario("a"), scenario("b")],
         stages: vec![stage("one"), stage("two")],
         warmup_ns: 0,
+        warmup_requests: 0,
         workers: WORKERS,
         pin: false,
         connections: 4,
@@ -65,7 +67,8 @@ fn plan() -> Plan<'static> {
             max_gaps: 16,
             max_output_text: 1 << 20,
         },
-        seed: 1,
+        scheduler_seed: 1,
+        dataloader_seed: 1,
         keep_text: false,
         tokenizer: None,
         token_source: crate::plan::TokenPolicy::Auto,
@@ -169,10 +172,10 @@ fn a_dead_worker_loses_only_its_own_requests_each_in_its_own_block() {
     // Alternating workers (least loaded first): worker 0 gets a warmup
     // conversation of "a" and a measured one of "a"; worker 1 two measured
     // ones of "b".
-    assert!(p.issue(500 * MS, 0, 0));
-    assert!(p.issue(1_500 * MS, 0, 1));
-    assert!(p.issue(1_600 * MS, 0, 0));
-    assert!(p.issue(1_700 * MS, 0, 1));
+    assert_ne!(p.issue(500 * MS, 0, 0), Issued::Full);
+    assert_ne!(p.issue(1_500 * MS, 0, 1), Issued::Full);
+    assert_ne!(p.issue(1_600 * MS, 0, 0), Issued::Full);
+    assert_ne!(p.issue(1_700 * MS, 0, 1), Issued::Full);
     assert_eq!(p.inflight, 4);
     assert_eq!(p.counts.max_inflight, 4);
     // Worker 1 finishes one of its two.
@@ -202,7 +205,7 @@ fn a_dead_worker_loses_only_its_own_requests_each_in_its_own_block() {
         }]
     );
     // New conversations go to the survivor only.
-    assert!(p.issue(1_800 * MS, 0, 0));
+    assert_ne!(p.issue(1_800 * MS, 0, 0), Issued::Full);
     assert_eq!(p.workers[1].inflight, 2);
     assert_eq!(p.workers[0].inflight, 0);
 }
@@ -214,7 +217,7 @@ fn a_corrupt_ring_stops_its_worker_and_the_run_goes_on() {
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     for t in [1_100, 1_200, 1_300] {
-        assert!(p.issue(t * MS, 0, 1));
+        assert_ne!(p.issue(t * MS, 0, 1), Issued::Full);
     }
     // Worker 1 (one conversation) reports it, then scribbles its ring.
     report_end(&mut producers[1], 0, 1, 1_200 * MS);
@@ -258,8 +261,8 @@ fn records_that_do_not_decode_or_name_no_block_are_corrupt() {
     let shared = Shared::new(WORKERS).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
-    assert!(p.issue(1_100 * MS, 0, 0));
-    assert!(p.issue(1_200 * MS, 0, 0));
+    assert_ne!(p.issue(1_100 * MS, 0, 0), Issued::Full);
+    assert_ne!(p.issue(1_200 * MS, 0, 0), Issued::Full);
     // Worker 0: a record shorter than its header.
     producers[0].push_with(5, |b| b.fill(0)).unwrap();
     // Worker 1: a stage the run does not have.
@@ -279,8 +282,8 @@ fn a_duplicate_end_cannot_push_counts_below_zero() {
     let shared = Shared::new(WORKERS).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
-    assert!(p.issue(1_100 * MS, 0, 0));
-    assert!(p.issue(1_200 * MS, 0, 1));
+    assert_ne!(p.issue(1_100 * MS, 0, 0), Issued::Full);
+    assert_ne!(p.issue(1_200 * MS, 0, 1), Issued::Full);
     report_end(&mut producers[0], 0, 0, 1_100 * MS);
     report_end(&mut producers[0], 0, 0, 1_100 * MS);
     assert_eq!(p.collect(), 2);
@@ -301,4 +304,47 @@ fn a_normal_end_waits_at_most_the_drain_timeout_and_never_wraps() {
         normal_drain_ns(1, 100 * MS, 0, 50 * MS, 10_000 * MS),
         100 * MS + 50 * MS + 1_000 * MS
     );
+}
+
+#[test]
+fn a_warmup_by_count_ends_after_its_last_request_and_not_before_its_time() {
+    let mut plan = plan();
+    plan.warmup_requests = 3;
+    let shared = Shared::new(WORKERS).unwrap();
+    let mut children = Sleepers::new();
+    let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
+    // As `run` starts it: measuring waits for the count; the time warm-up
+    // (none here) is already over.
+    p.measure_start = u64::MAX;
+    p.stage_starts[0] = 0;
+    p.warm_until = 100 * MS;
+    let bounds = p.bounds(0);
+    assert_eq!((bounds.end, bounds.limit), (u64::MAX, u64::MAX));
+    assert_eq!(p.issue(200 * MS, 0, 0), Issued::Warmup);
+    assert_eq!(p.issue(300 * MS, 0, 1), Issued::Warmup);
+    assert_eq!(p.issue(400 * MS, 0, 0), Issued::LastWarmup);
+    assert_eq!(p.measure_start, 400 * MS + 1);
+    assert_eq!(p.issue(400 * MS + 1, 0, 1), Issued::Measured);
+    // Every warm-up record is kept apart, the measured one is not.
+    report_end(&mut producers[0], WARMUP, 0, 400 * MS);
+    report_end(&mut producers[1], 0, 1, 400 * MS + 1);
+    assert_eq!(p.collect(), 2);
+    assert_eq!(p.warmup.completed, 1);
+    assert_eq!(p.blocks[0][1].completed, 1);
+}
+
+#[test]
+fn a_longer_time_warmup_outlasts_the_warmup_count() {
+    let mut plan = plan();
+    plan.warmup_requests = 1;
+    let shared = Shared::new(WORKERS).unwrap();
+    let mut children = Sleepers::new();
+    let (mut p, _producers) = parent(&plan, &shared, &mut children.0);
+    p.measure_start = u64::MAX;
+    p.stage_starts[0] = 0;
+    p.warm_until = 900 * MS;
+    assert_eq!(p.issue(200 * MS, 0, 0), Issued::LastWarmup);
+    assert_eq!(p.measure_start, 900 * MS);
+    assert_eq!(p.issue(500 * MS, 0, 0), Issued::Warmup);
+    assert_eq!(p.issue(900 * MS, 0, 0), Issued::Measured);
 }

@@ -29,6 +29,10 @@ pub(crate) struct MlperfInfo {
     pub run_config: RunConfig,
     /// Every stage is a Poisson open loop: QPS and TPS over LoadGen's window.
     pub legacy_window: bool,
+    /// MLPerf's early-stopping estimates for ttft, tpot and latency
+    /// (`settings.early_stopping.enabled`); off, the key is left out, as
+    /// MLPerf leaves it.
+    pub early_stopping: bool,
     /// CLOCK_MONOTONIC ns when the run started.
     pub test_started_at: u64,
     /// Every measured request's id and dataset row.

@@ -101,9 +101,9 @@ impl ResultSummary {
                 "complete"
             },
             complete: run.complete,
-            ttft: SeriesStats::of(contract::ttft(b), true),
-            tpot: SeriesStats::of(contract::tpot(b), true),
-            latency: SeriesStats::of(contract::latency(b), true),
+            ttft: SeriesStats::of(contract::ttft(b), info.early_stopping),
+            tpot: SeriesStats::of(contract::tpot(b), info.early_stopping),
+            latency: SeriesStats::of(contract::latency(b), info.early_stopping),
             output_sequence_lengths: osl,
             input_sequence_lengths: SeriesStats::of(&b.isl, false),
             legacy_loadgen_window_duration_ns: window,

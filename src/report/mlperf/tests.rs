@@ -153,6 +153,7 @@ fn info(load: &crate::plan::Load) -> MlperfInfo {
             scheduler_random_seed: 42,
             dataloader_random_seed: 42,
         },
+        early_stopping: true,
         legacy_window: matches!(
             load,
             crate::plan::Load::Open {
@@ -235,4 +236,20 @@ fn a_poisson_run_reads_qps_over_loadgen_s_window_and_counts_failures() {
     ] {
         assert!(text.contains(needle), "{needle} in\n{text}");
     }
+}
+
+#[test]
+fn early_stopping_off_leaves_the_estimates_out() {
+    let run = run();
+    let mut i = info(&crate::plan::Load::Closed { concurrency: 4 });
+    i.early_stopping = false;
+    let v: serde_json::Value =
+        serde_json::from_slice(&ResultSummary::build(&run, &i).to_json()).unwrap();
+    for k in ["ttft", "tpot", "latency"] {
+        assert!(v[k].get("early_stopping_percentiles").is_none(), "{k}");
+    }
+    i.early_stopping = true;
+    let v: serde_json::Value =
+        serde_json::from_slice(&ResultSummary::build(&run, &i).to_json()).unwrap();
+    assert!(v["latency"].get("early_stopping_percentiles").is_some());
 }

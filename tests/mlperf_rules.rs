@@ -1,0 +1,181 @@
+//! `--preset mlperf`'s run rules against `llmload serve`: the request count
+//! derived from a minimum duration and rounded up to whole dataset passes,
+//! prompts sent as written, warm-up by count kept out of the numbers, and
+//! the scheduler and dataloader seeds apart.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// 100 rows; row i is i + 1 words, so the built-in server's prompt count
+/// (words) names the row.
+fn dataset(dir: &Path) -> String {
+    let text: String = (0..100)
+        .map(|i| {
+            let words: Vec<String> = (0..=i).map(|j| format!("w{j}")).collect();
+            format!("{{\"prompt\": \"{}\"}}\n", words.join(" "))
+        })
+        .collect();
+    let p = dir.join("rows.jsonl");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// (warmup, prompt_tokens) of each events line, in issue order.
+fn prompts(run: &Run) -> Vec<(bool, u64)> {
+    let text = read(&run.out.join("events.jsonl"));
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an events line is JSON"))
+        .collect();
+    lines.sort_by_key(|v| u(&v["seq"]));
+    lines
+        .iter()
+        .map(|v| (v["warmup"] == true, u(&v["prompt_tokens"])))
+        .collect()
+}
+
+fn measured(run: &Run) -> Vec<u64> {
+    prompts(run)
+        .into_iter()
+        .filter(|(w, _)| !w)
+        .map(|(_, n)| n)
+        .collect()
+}
+
+const QUICK: &[&str] = &["--max-tokens", "2", "--workers", "1"];
+
+fn run(server: &Server, args: &[&str]) -> Run {
+    let mut all = args.to_vec();
+    all.extend_from_slice(QUICK);
+    let run = bench_at(server, &all, Duration::from_secs(30));
+    run.assert_success();
+    run
+}
+
+#[test]
+fn the_count_fills_whole_passes_prompts_are_untouched_and_warmup_is_apart() {
+    let dir = temp_dir("mlperf-rules");
+    let ds = dataset(&dir);
+    let server = Server::start(&["--ttft", "1ms"]);
+    let r = run(
+        &server,
+        &[
+            "--preset",
+            "mlperf",
+            "--mode",
+            "poisson",
+            "--rate",
+            "100",
+            "--min-duration",
+            "2s",
+            "--min-requests",
+            "250",
+            "--warmup-requests",
+            "20",
+            "--dataset",
+            &ds,
+        ],
+    );
+    let s = r.summary();
+    let issued = u(&s["requests"]["issued"]);
+    // max(ceil(100/s × 2 s × 1.1) = 221, 250) rounded up to 3 passes.
+    assert_eq!(issued, 300, "{}", s["notes"]);
+    assert!(issued % 100 == 0 && issued >= 250 && issued >= 220);
+    assert_eq!(u(&s["requests"]["completed"]), 300);
+    assert_eq!(u(&s["warmup"]["issued"]), 20);
+    assert_eq!(u(&s["warmup"]["completed"]), 20);
+    let c = &s["config"];
+    assert_eq!(c["preset"], "mlperf");
+    assert_eq!(c["cache_mode"], "natural");
+    assert_eq!(c["order"], "shuffle");
+    assert_eq!(
+        (u(&c["scheduler_seed"]), u(&c["dataloader_seed"])),
+        (42, 42)
+    );
+    assert_eq!(c["stream"], true);
+    assert_eq!(c["min_duration"], "2s");
+    assert_eq!(u(&c["run_length"]["requests"]), 300);
+    let rule = c["run_length"]["rule"].as_str().unwrap();
+    assert!(rule.contains("3 passes of 100 rows"), "{rule}");
+    assert!(
+        s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str() == Some(rule)),
+        "{}",
+        s["notes"]
+    );
+    assert!(read(&r.out.join("report.txt")).contains(rule));
+    // The run ends when its count is drained, not after a duration: 300 at
+    // 100/s is about 3 s.
+    assert!(f(&s["window_s"]) >= 2.5, "{}", s["window_s"]);
+
+    // A plain run with prompts as written, in file order: rows 1..=100
+    // words. The preset sent the same prompts, each row once per pass
+    // (its measured part starts a fresh pass), and the cache-busting
+    // default would have sent longer ones.
+    let natural = run(
+        &server,
+        &[
+            "--mode",
+            "offline",
+            "--requests",
+            "100",
+            "--cache-mode",
+            "natural",
+            "--dataset",
+            &ds,
+        ],
+    );
+    let rows = measured(&natural);
+    assert_eq!(rows, (1..=100).collect::<Vec<u64>>());
+    let mut sent = measured(&r);
+    sent.sort_unstable();
+    let mut want: Vec<u64> = rows.iter().flat_map(|&n| [n, n, n]).collect();
+    want.sort_unstable();
+    assert_eq!(sent, want);
+    let busted = run(
+        &server,
+        &["--mode", "offline", "--requests", "100", "--dataset", &ds],
+    );
+    let busted = measured(&busted);
+    assert!(busted.iter().zip(&rows).all(|(b, n)| b > n), "{busted:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_dataloader_seed_alone_orders_the_samples() {
+    let dir = temp_dir("mlperf-seeds");
+    let ds = dataset(&dir);
+    let server = Server::start(&[]);
+    let order = |extra: &[&str]| {
+        let mut args = vec![
+            "--preset",
+            "mlperf",
+            "--mode",
+            "offline",
+            "--requests",
+            "100",
+            "--dataset",
+            &ds,
+        ];
+        args.extend_from_slice(extra);
+        let r = run(&server, &args);
+        assert_eq!(r.summary()["config"]["stream"], false, "offline: no stream");
+        measured(&r)
+    };
+    let base = order(&[]);
+    let mut sorted = base.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=100).collect::<Vec<u64>>(), "one whole pass");
+    assert_ne!(base, sorted, "shuffled");
+    assert_eq!(order(&["--scheduler-seed", "7"]), base);
+    assert_eq!(order(&["--dataloader-seed", "42", "--seed", "9"]), base);
+    assert_ne!(order(&["--dataloader-seed", "7"]), base);
+    let _ = std::fs::remove_dir_all(dir);
+}
