@@ -294,3 +294,47 @@ fn a_retried_turn_does_not_repeat_its_user_message() {
     assert_eq!(contents(1), ["first", "ok", "second"]);
     assert_eq!(contents(2), contents(1), "the retry is the same request");
 }
+
+/// An MLPerf config with an `audit:` block ran the audit under preset
+/// mlperf, whose stages are sized only once the dataset is loaded; the
+/// audit saw an unsized stage and refused every phase as "run length
+/// resolved otherwise". Now the exact count the phase asks for is read
+/// from the preset's run-length rule, and the audit runs and passes.
+#[test]
+fn an_mlperf_config_with_an_audit_block_runs_the_audit() {
+    let server = ServeProcess::start(&[], &["--ttft", "100ms", "--tpot", "1ms"]);
+    let dir = temp_dir("mlperf-audit");
+    let rows: String = (0..30)
+        .map(|i| format!("{{\"text_input\": \"prompt number {i}\"}}\n"))
+        .collect();
+    std::fs::write(dir.join("d.jsonl"), rows).unwrap();
+    let config = format!(
+        "name: offline_benchmark\ntype: offline\nmodel_params:\n  name: m\n  max_new_tokens: 4\n\
+         datasets:\n- name: perf\n  type: performance\n  path: {}\n  parser:\n    prompt: text_input\n\
+         endpoint_config:\n  endpoints:\n  - {}\n\
+         audit:\n  test: output_caching_test\n  only: true\n  samples: 12\n  audit_samples: 12\n  sample_index: 3\n  threshold: 0.1\n",
+        dir.join("d.jsonl").display(),
+        server.url()
+    );
+    let yaml = dir.join("audit.yaml");
+    std::fs::write(&yaml, config).unwrap();
+    let out = dir.join("report");
+    let child = Command::new(bin())
+        .args(["benchmark", "from-config", "-c"])
+        .arg(&yaml)
+        .arg("--report-dir")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload benchmark");
+    let run = wait_run(child, out.clone(), Duration::from_secs(60));
+    assert_eq!(run.status.code(), Some(0), "stderr: {}", run.stderr);
+    let verdict: serde_json::Value =
+        serde_json::from_str(&read(&out.join("audit/audit_output_caching_test.json"))).unwrap();
+    assert_eq!(verdict["passed"], true, "{verdict}");
+    assert_eq!(u(&verdict["ref_requested"]), 12);
+    assert_eq!(u(&verdict["audit_completed"]), 12);
+    // `only: true`: no benchmark run before the audit.
+    assert!(!out.join("performance").exists());
+}

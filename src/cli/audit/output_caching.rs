@@ -18,6 +18,7 @@ use crate::cli::bench::{self, Outcome, Ran};
 use crate::cli::{errln, outln};
 use crate::config::BenchConfig;
 use crate::config::profile::{CacheMode, Profile};
+use crate::config::run_length::RunLength;
 use crate::plan::Load;
 use crate::report::atomic;
 
@@ -265,7 +266,14 @@ fn check_shape(cfg: &BenchConfig, requested: u64) -> Result<(), String> {
             kind.name()
         ));
     }
-    if stage.requests != Some(requested) || stage.duration_ns.is_some() {
+    // Under preset mlperf the stage is sized once the dataset is loaded, by
+    // the exact count the phase set.
+    let count = match &cfg.run_length {
+        None => stage.requests,
+        Some(RunLength::Mlperf { exact, .. }) => *exact,
+        Some(RunLength::AtLeast { .. }) => None,
+    };
+    if count != Some(requested) || stage.duration_ns.is_some() {
         return Err(format!(
             "the phase must send exactly {requested} requests, but its run length resolved otherwise (a preset or profile that sets it?)"
         ));

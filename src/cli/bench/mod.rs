@@ -344,8 +344,7 @@ fn execute(
         scheduler_seed: cfg.scheduler_seed,
         dataloader_seed: cfg.dataloader_seed,
         // The tokenizer counts output only when usage may be set aside.
-        keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage)
-            || cfg.record_output,
+        keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage) || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
         token_source,
         thresholds: cfg.thresholds.clone(),
