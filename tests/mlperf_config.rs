@@ -249,3 +249,69 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
         Some("concurrency")
     );
 }
+
+/// The offline and concurrency templates as MLPerf ships them, only their
+/// placeholders filled, run with MLPerf's run rules: `--duration 1s` sizes
+/// the count at ceil(10/s × 1 s × 1.1) = 11, rounded up to one pass of the
+/// 20 rows; each writes MLPerf's result summary and config.yaml.
+#[test]
+fn offline_and_concurrency_templates_run_unchanged() {
+    let server = Server::start(&["--ttft", "2ms", "--tpot", "1ms", "--output-tokens", "4"]);
+    let dir = temp_dir("mlperf-templates");
+    let data = dataset(&dir);
+    for (name, text, kind) in [
+        (
+            "offline",
+            include_str!("fixtures/mlperf/offline_template.yaml"),
+            "max_throughput",
+        ),
+        (
+            "concurrency",
+            include_str!("fixtures/mlperf/concurrency_template.yaml"),
+            "concurrency",
+        ),
+    ] {
+        let config = text
+            .replace("'<MODEL_NAME eg: meta-llama/Llama-3.1-8B-Instruct>'", "m")
+            .replace(
+                "'<DATASET_PATH eg: tests/assets/datasets/dummy_1k.jsonl>'",
+                &format!("'{data}'"),
+            )
+            .replace("http://localhost:8000", &server.url());
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, config).unwrap();
+        let out = dir.join(name);
+        let run = llmload(
+            &[
+                "benchmark",
+                "from-config",
+                "-c",
+                path.to_str().unwrap(),
+                "--duration",
+                "1s",
+                "--report-dir",
+                out.to_str().unwrap(),
+            ],
+            &[],
+            &out,
+        );
+        run.assert_success();
+        let r: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("performance/result_summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(u(&r["n_samples_issued"]), 20, "{name}: {r}");
+        assert_eq!(u(&r["n_samples_completed"]), 20, "{name}");
+        assert_eq!(r["run_config"]["load_pattern"]["type"], kind, "{name}");
+        let c = yaml(&out.join("config.yaml"));
+        assert_eq!(
+            c["settings"]["load_pattern"]["type"].as_str(),
+            Some(kind),
+            "{name}"
+        );
+        assert_eq!(
+            c["settings"]["runtime"]["min_duration_ms"].as_i64(),
+            Some(1000)
+        );
+    }
+}
