@@ -24,8 +24,8 @@ use args::{Override, Parsed, Sub};
     subcommand,
     name = "benchmark",
     note = "MLPerf Inference Endpoint's command lines (inference-endpoint benchmark ...) and \
-            YAML configs, with its run rules and result files. `llmload benchmark help` lists \
-            its flags."
+            YAML configs, with its run rules and result files. `llmload benchmark offline --help` \
+            lists its flags."
 )]
 pub(crate) struct BenchmarkArgs {
     /// offline, online or from-config, then MLPerf's flags
