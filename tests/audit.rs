@@ -5,7 +5,6 @@
 //! which the audit phase uses.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util::*;
@@ -24,18 +23,7 @@ fn dataset(dir: &Path, rows: usize) -> String {
 /// `llmload audit output-caching ARGS --out <fresh dir> --quiet`, killed
 /// after `limit`; `out` is the report dir.
 fn audit(args: &[&str], limit: Duration) -> Run {
-    let out = temp_dir("audit");
-    let child = Command::new(bin())
-        .args(["audit", "output-caching"])
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload audit");
-    wait_run(child, out, limit)
+    run_quiet(&["audit", "output-caching"], args, limit)
 }
 
 fn json(p: &Path) -> serde_json::Value {

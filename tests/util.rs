@@ -136,9 +136,14 @@ impl Run {
 
 /// Runs `llmload bench ARGS --out <fresh dir> --quiet`, killed after `limit`.
 pub(crate) fn bench(args: &[&str], limit: Duration) -> Run {
-    let out = temp_dir("bench");
+    run_quiet(&["bench"], args, limit)
+}
+
+/// `llmload COMMAND… ARGS --out <fresh dir> --quiet`, killed after `limit`.
+pub(crate) fn run_quiet(command: &[&str], args: &[&str], limit: Duration) -> Run {
+    let out = temp_dir(command[0]);
     let child = Command::new(bin())
-        .arg("bench")
+        .args(command)
         .args(args)
         .arg("--out")
         .arg(&out)
@@ -146,7 +151,7 @@ pub(crate) fn bench(args: &[&str], limit: Duration) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn llmload bench");
+        .expect("spawn llmload");
     wait_run(child, out, limit)
 }
 
