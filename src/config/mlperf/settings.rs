@@ -133,16 +133,9 @@ fn read_load_pattern(mut s: Section<'_>, online: Option<bool>, p: &mut Profile) 
         ),
     }
     // MLPerf sizes a max_throughput or concurrency run from target_qps ×
-    // min_duration_ms; that sizing is not ours yet, and running without it
-    // would not be the run the config describes.
+    // min_duration_ms: the preset's run-length rule reads it as `rate`.
     if qps.is_some() && matches!(kind.as_str(), "max_throughput" | "concurrency") {
-        s.errs.at(
-            &qps_path,
-            format!(
-                "sizing a {kind} run by target_qps is not supported: \
-                 set settings.runtime.n_samples_to_issue"
-            ),
-        );
+        p.rate = qps;
     }
     if concurrency.is_some() && matches!(kind.as_str(), "max_throughput" | "poisson") {
         s.errs

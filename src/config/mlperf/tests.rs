@@ -424,3 +424,30 @@ fn our_templates_read_cleanly() {
     }
     assert!(templates::template("eval").is_none());
 }
+
+#[test]
+fn target_qps_sizes_an_offline_or_concurrency_run() {
+    let data = std::env::temp_dir().join(format!("llmload-qps-{}.jsonl", std::process::id()));
+    std::fs::write(&data, "{\"prompt\": \"a\"}\n").unwrap();
+    let text = format!(
+        "type: offline\nmodel_params: {{name: m}}\n\
+         datasets: [{{name: p, type: performance, path: '{}'}}]\n\
+         settings: {{load_pattern: {{type: max_throughput, target_qps: 50}}}}\n\
+         endpoint_config: {{endpoints: ['http://h:1']}}\n",
+        data.display()
+    );
+    let p = ok(&text).profile;
+    assert_eq!(p.mode.as_deref(), Some("offline"));
+    assert_eq!(p.rate, Some(50.0));
+    let cfg = crate::config::resolve::resolve(p).unwrap_or_else(|e| panic!("{e:?}"));
+    match cfg.run_length {
+        Some(crate::config::run_length::RunLength::Mlperf {
+            qps, qps_default, ..
+        }) => {
+            assert_eq!(qps, 50.0);
+            assert!(!qps_default);
+        }
+        other => panic!("{other:?}"),
+    }
+    let _ = std::fs::remove_file(&data);
+}
