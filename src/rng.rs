@@ -99,6 +99,21 @@ impl Rng {
     }
 }
 
+/// Log-normal nanosecond values around 1 ms (sigma 1.5: tens of µs to
+/// about 100 ms), through Box–Muller: latency-shaped data for the metrics'
+/// tests.
+#[cfg(test)]
+pub(crate) fn log_normal_ns(rng: &mut Rng, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| {
+            let u1 = 1.0 - rng.next_f64();
+            let u2 = rng.next_f64();
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            (1e6f64.ln() + 1.5 * z).exp().round() as u64
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,13 +33,14 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     let loaded = if mlperf::is_yaml(&args.path) {
         mlperf::load(&args.path).map(|r| {
             if let Some(a) = &r.audit {
+                let p = &a.params;
                 outln!(
                     "{label}: audit: {} of {} reference and {} audit samples (row {}, threshold {})",
                     a.test,
-                    a.samples,
-                    a.audit_samples.unwrap_or(a.samples),
-                    a.sample_index,
-                    a.threshold
+                    p.samples,
+                    p.audit_samples(),
+                    p.sample_index,
+                    p.threshold
                 );
             }
             r.profile

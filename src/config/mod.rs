@@ -3,6 +3,7 @@
 //! report read. Secrets stay in it only as long as needed to build request
 //! headers; the form reports show has them redacted.
 
+pub(crate) mod audit;
 pub(crate) mod bytes;
 pub(crate) mod duration;
 pub(crate) mod mlperf;

@@ -722,16 +722,12 @@ mod tests {
     fn tls_files(tag: &str) -> (std::path::PathBuf, [String; 4]) {
         let dir = std::env::temp_dir().join(format!("llmload-tlscfg-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
+        let (cert, key) = crate::tls::self_signed_localhost();
         let mut paths = Vec::new();
         for (name, text) in [
-            ("ca.pem", cert.pem()),
-            ("client.pem", cert.pem()),
-            ("client.key", key.serialize_pem()),
+            ("ca.pem", cert.clone()),
+            ("client.pem", cert),
+            ("client.key", key),
             ("junk.pem", "SECRET-NOT-PEM\n".to_string()),
         ] {
             let p = dir.join(name);

@@ -5,7 +5,7 @@
 //! it a connection; the trade-off is two more HDR series per endpoint, not
 //! a whole `Block`.
 
-use super::block::RequestSample;
+use super::block::{Block, RequestSample};
 use super::errors::ErrorCounts;
 use super::series::Series;
 
@@ -37,25 +37,37 @@ impl EndpointStats {
         self.completed + self.failed
     }
 
-    /// Records one finished request as `Block::record` counts it.
-    pub(crate) fn record(&mut self, s: &RequestSample) {
+    /// Records one finished request as `Block::record` counts it; its
+    /// latencies only with `latency` (a run of one endpoint takes them
+    /// from its total instead, `take_latency`).
+    pub(crate) fn record(&mut self, s: &RequestSample, latency: bool) {
         if let Some(class) = s.error {
             self.failed += 1;
             self.errors.record(class, s.status);
             return;
         }
         self.completed += 1;
+        if !latency {
+            return;
+        }
         self.e2e.record(s.t_end.saturating_sub(s.t_sched));
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
         }
+    }
+
+    /// The latencies of the only endpoint of a run: every success reached
+    /// it, so they are the measured total's, which the parent has already
+    /// recorded once per request.
+    pub(crate) fn take_latency(&mut self, total: &Block) {
+        self.ttft = total.ttft.clone();
+        self.e2e = total.e2e.clone();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::block::Block;
     use crate::metrics::errors::ErrorClass;
 
     /// The same requests give the same counts and latencies as a block.
@@ -75,8 +87,10 @@ mod tests {
             error: Some(ErrorClass::ConnectRefused),
             ..RequestSample::default()
         };
+        let mut only = EndpointStats::new("http://h:1/v1");
         for s in [ok(1_000), ok(2_000), failed] {
-            e.record(&s);
+            e.record(&s, true);
+            only.record(&s, false);
             b.record(&s, []);
         }
         assert_eq!((e.completed, e.failed, e.issued()), (2, 1, 3));
@@ -84,5 +98,11 @@ mod tests {
         assert_eq!(e.e2e.rollup(1.0), b.e2e.rollup(1.0));
         assert_eq!(e.ttft.rollup(1.0), b.ttft.rollup(1.0));
         assert_eq!(e.ttft.count(), 2);
+        // The only endpoint of a run counts alone and takes the total's
+        // latencies: the same numbers.
+        only.take_latency(&b);
+        assert_eq!((only.completed, only.failed), (e.completed, e.failed));
+        assert_eq!(only.e2e.rollup(1.0), e.e2e.rollup(1.0));
+        assert_eq!(only.ttft.rollup(1.0), e.ttft.rollup(1.0));
     }
 }

@@ -433,7 +433,7 @@ pub(crate) fn early_stopping_grid<S: OrderStats + ?Sized>(s: &S) -> Vec<(f64, Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use crate::rng::{Rng, log_normal_ns};
 
     /// Expected values below come from running the reference's
     /// `metrics/early_stopping.py` (pure stdlib Python) at commit ea33275.
@@ -651,19 +651,6 @@ mod tests {
         h.add(0.5, 3);
         h.add(1e9, 4);
         assert_eq!((h.counts[0], h.counts[29]), (3, 4));
-    }
-
-    /// Log-normal nanosecond values around 1 ms (sigma 1.5), Box–Muller on
-    /// the crate's PRNG.
-    fn log_normal_ns(rng: &mut Rng, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| {
-                let u1 = 1.0 - rng.next_f64();
-                let u2 = rng.next_f64();
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                (1e6f64.ln() + 1.5 * z).exp().round() as u64
-            })
-            .collect()
     }
 
     fn hdr_of(values: &[u64]) -> Histogram<u64> {

@@ -266,25 +266,12 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use crate::rng::{Rng, log_normal_ns};
 
     /// The naive reference: the value of rank `ceil(q * n)` in sorted order.
     fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
         let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
         sorted[rank - 1]
-    }
-
-    /// Log-normal nanosecond values around 1 ms (sigma 1.5: tens of µs to
-    /// about 100 ms), through Box–Muller on the crate's own PRNG.
-    fn log_normal_ns(rng: &mut Rng, n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|_| {
-                let u1 = 1.0 - rng.next_f64();
-                let u2 = rng.next_f64();
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                (1e6f64.ln() + 1.5 * z).exp().round() as u64
-            })
-            .collect()
     }
 
     const QUANTILES: [f64; 5] = [0.5, 0.9, 0.95, 0.99, 0.999];

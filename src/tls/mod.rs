@@ -26,5 +26,17 @@ pub(crate) fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
     std::sync::Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// A self-signed certificate for `localhost` and its key, as PEM: its own
+/// trust anchor, for tests that need one TLS identity and no CA.
+#[cfg(test)]
+pub(crate) fn self_signed_localhost() -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
 #[cfg(test)]
 mod tests;

@@ -116,14 +116,10 @@ mod tests {
         let dir =
             std::env::temp_dir().join(format!("llmload-sessions-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
+        let (cert, key) = crate::tls::self_signed_localhost();
         let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
-        std::fs::write(&c, cert.pem()).unwrap();
-        std::fs::write(&k, key.serialize_pem()).unwrap();
+        std::fs::write(&c, cert).unwrap();
+        std::fs::write(&k, key).unwrap();
         (dir, c, k)
     }
 

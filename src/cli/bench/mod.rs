@@ -246,13 +246,7 @@ pub(crate) fn run_audited(mut profile: Profile, origin: &str, audit: &AuditBlock
     if main == Outcome::Interrupted as i32 {
         return main;
     }
-    let params = crate::cli::audit::AuditParams {
-        samples: audit.samples,
-        audit_samples: audit.audit_samples,
-        sample_index: audit.sample_index,
-        threshold: audit.threshold,
-    };
-    let verdict = crate::cli::audit::run_output_caching(profile, origin, &params);
+    let verdict = crate::cli::audit::run_output_caching(profile, origin, &audit.params);
     if main != Outcome::Passed as i32 {
         main
     } else {

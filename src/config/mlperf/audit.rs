@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::tree::{Errors, Section};
+use crate::config::audit::{AuditParams, DEFAULT_THRESHOLD};
 
 /// An `audit:` block, validated as MLPerf validates it.
 #[derive(Clone, Debug, PartialEq)]
@@ -12,14 +13,7 @@ pub(crate) struct AuditBlock {
     pub test: String,
     /// Run only the audit, not the benchmark before it.
     pub only: bool,
-    /// Reference-phase request count (distinct rows).
-    pub samples: u64,
-    /// Audit-phase request count; `None`: `samples`.
-    pub audit_samples: Option<u64>,
-    /// The dataset row the audit phase repeats.
-    pub sample_index: u64,
-    /// Tolerance of both checks, 0 < threshold < 1.
-    pub threshold: f64,
+    pub params: AuditParams,
 }
 
 pub(super) fn read_audit(v: Value, errs: &Errors) -> Option<AuditBlock> {
@@ -49,24 +43,21 @@ pub(super) fn read_audit(v: Value, errs: &Errors) -> Option<AuditBlock> {
     }
     let audit_samples = s.int("audit_samples", 1).map(|n| n as u64);
     let sample_index = s.int("sample_index", 0).unwrap_or(0) as u64;
-    let threshold = match s.f64("threshold") {
-        None => 0.10,
-        Some(t) if t > 0.0 && t < 1.0 => t,
-        Some(t) => {
-            errs.at(
-                "audit.threshold",
-                format!("{t}: expected 0 < threshold < 1"),
-            );
-            0.10
-        }
-    };
+    let threshold = s.f64("threshold");
     s.finish();
+    let params = AuditParams {
+        samples: samples.map_or(1, |n| n as u64),
+        audit_samples,
+        sample_index,
+        threshold: threshold.unwrap_or(DEFAULT_THRESHOLD),
+    };
+    if let Err((field, why)) = params.check() {
+        errs.at(&format!("audit.{field}"), why);
+    }
+    samples?;
     Some(AuditBlock {
         test: test?,
         only,
-        samples: samples? as u64,
-        audit_samples,
-        sample_index,
-        threshold,
+        params,
     })
 }

@@ -214,10 +214,12 @@ fn the_audit_block_is_read_for_the_caller() {
         Some(AuditBlock {
             test: "output_caching_test".into(),
             only: false,
-            samples: 500,
-            audit_samples: Some(100),
-            sample_index: 3,
-            threshold: 0.10,
+            params: crate::config::audit::AuditParams {
+                samples: 500,
+                audit_samples: Some(100),
+                sample_index: 3,
+                threshold: 0.10,
+            },
         })
     );
     let e = errors(

@@ -173,10 +173,11 @@ impl Parent<'_, '_, '_> {
             b.record_message(&class.key(f.sample.status), m);
         }
         b.record(&f.sample, f.gaps.iter());
+        let several = self.by_endpoint.len() > 1;
         if f.stage.is_some()
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)
         {
-            e.record(&f.sample);
+            e.record(&f.sample, several);
         }
         if f.stage.is_some()
             && let Some(live) = &mut self.live

@@ -68,6 +68,9 @@ impl Parent<'_, '_, '_> {
                 thresholds,
             });
         }
+        if let [only] = self.by_endpoint.as_mut_slice() {
+            only.take_latency(&total);
+        }
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
         generator.limits = Limit::find(&generator, &total);
         let mut incomplete = std::mem::take(&mut self.incomplete);
