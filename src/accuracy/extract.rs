@@ -1,0 +1,1 @@
+//! Answer extractors (MLPerf's `evaluation/extractor.py`).

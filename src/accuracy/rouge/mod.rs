@@ -1,0 +1,1 @@
+//! ROUGE as the Python `rouge_score` package computes it.
