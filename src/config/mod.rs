@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::accuracy::{AccuracySpec, Phase};
 use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::http::endpoint::redact_url;
@@ -77,6 +78,10 @@ pub(crate) struct BenchConfig {
     /// Unset: `results/<UTC timestamp>`, named when the run starts.
     pub out: Option<PathBuf>,
     pub quiet: bool,
+    /// Which phases run: performance, accuracy or both.
+    pub phase: Phase,
+    /// The accuracy datasets, run after the performance phase.
+    pub accuracy: Vec<AccuracySpec>,
     /// Said before the run starts; none stops it.
     pub warnings: Vec<String>,
 }

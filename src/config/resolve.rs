@@ -16,9 +16,10 @@ use super::profile::validate::{
 };
 use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
 use super::run_length;
+use crate::accuracy::{AccuracySpec, Phase};
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
-use crate::dataset::{Order, SyntheticSpec};
+use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::plan::{Checks, Limits, Load, Thresholds, TokenPolicy};
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
@@ -348,6 +349,13 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     let env_key = std::env::var("OPENAI_API_KEY")
         .ok()
         .filter(|k| !k.is_empty());
+    let (phase, accuracy) = accuracy_phase(p, dataset.as_ref(), &mut errs, &mut warnings);
+    let dataset = dataset.map(|mut d| {
+        if d.template.is_none() {
+            d.template = p.prompt_template.clone();
+        }
+        d
+    });
     let header = correlation
         .header
         .unwrap_or_else(|| defaults::CORRELATION_HEADER.to_string());
@@ -411,9 +419,80 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         pin: p.pin.unwrap_or(false),
         out: p.out.clone(),
         quiet: p.quiet.unwrap_or(false),
+        phase,
+        accuracy,
         warnings,
         profile,
     })
+}
+
+/// The phases to run and the accuracy datasets, parsed. Unset, the phase
+/// is `both` when there is an accuracy dataset (MLPerf runs the ones it is
+/// given), else `perf`. An accuracy phase without an accuracy dataset
+/// scores the `--dataset` when it maps `expected=`.
+fn accuracy_phase(
+    p: &Profile,
+    dataset: Option<&DatasetSpec>,
+    errs: &mut Errors,
+    warnings: &mut Vec<String>,
+) -> (Phase, Vec<AccuracySpec>) {
+    let mut accuracy = Vec::new();
+    for (i, arg) in p.accuracy_datasets.iter().flatten().enumerate() {
+        match AccuracySpec::parse(arg) {
+            Ok(mut spec) => {
+                if spec.dataset.template.is_none() {
+                    spec.dataset.template = p.prompt_template.clone();
+                }
+                accuracy.push(spec);
+            }
+            Err(e) => errs.at(
+                format!("accuracy_datasets[{i}]"),
+                unflag(e, "--accuracy-dataset"),
+            ),
+        }
+    }
+    for (i, a) in accuracy.iter().enumerate() {
+        if accuracy[..i].iter().any(|b| b.name == a.name) {
+            errs.at(
+                format!("accuracy_datasets[{i}]"),
+                format!(
+                    "'{}' names two accuracy datasets: give one of them name=",
+                    a.name
+                ),
+            );
+        }
+    }
+    let phase = match p.phase.as_deref().map(Phase::parse) {
+        Some(Ok(phase)) => phase,
+        Some(Err(e)) => {
+            errs.at("phase", unflag(e, "--phase"));
+            return (Phase::Perf, accuracy);
+        }
+        None if accuracy.is_empty() => Phase::Perf,
+        None => Phase::Both,
+    };
+    if phase == Phase::Perf && !accuracy.is_empty() {
+        warnings.push(format!(
+            "phase perf: the {} accuracy dataset(s) given are not run (--phase both runs them)",
+            accuracy.len()
+        ));
+    }
+    if phase.runs_accuracy() && accuracy.is_empty() {
+        match dataset.filter(|d| d.columns.expected.is_some()) {
+            Some(d) => match AccuracySpec::of_dataset(d) {
+                Ok(spec) => accuracy.push(spec),
+                Err(e) => errs.at("dataset", e),
+            },
+            None => errs.at(
+                "phase",
+                format!(
+                    "{} needs an accuracy dataset: give --accuracy-dataset PATH (or a --dataset that maps expected=)",
+                    phase.name()
+                ),
+            ),
+        }
+    }
+    (phase, accuracy)
 }
 
 /// A warning per scenario whose TLS settings go unused because its endpoint

@@ -113,11 +113,36 @@ pub struct LoadStats {
 /// `instruction` — or `messages` / `conversations` holding message arrays —
 /// present in the first valid row; none or several is an error listing the
 /// columns found.
+///
+/// With `spec.limit`, reading stops after that many samples.
 pub fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
 ) -> Result<LoadStats, String> {
-    load_capped(spec, on_sample, MAX_RECORD)
+    let Some(limit) = spec.limit else {
+        return load_capped(spec, on_sample, MAX_RECORD);
+    };
+    // Stopped by an error only this closure returns, recognized by identity.
+    const ENOUGH: &str = "\0enough rows";
+    let mut taken = 0u64;
+    let mut stats = LoadStats::default();
+    let result = load_capped(
+        spec,
+        &mut |s| {
+            if taken == limit {
+                return Err(ENOUGH.to_string());
+            }
+            taken += 1;
+            on_sample(s)
+        },
+        MAX_RECORD,
+    );
+    match result {
+        Ok(s) => stats = s,
+        Err(e) if e.ends_with(ENOUGH) => stats.loaded = taken,
+        Err(e) => return Err(e),
+    }
+    Ok(stats)
 }
 
 /// `load` with `max` bytes per line, element or record (tests use a small one).

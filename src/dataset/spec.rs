@@ -63,6 +63,10 @@ pub struct DatasetSpec {
     pub columns: ColumnMap,
     /// Skip (and count) invalid lines instead of failing.
     pub skip_invalid: bool,
+    /// Builds each prompt from the row's columns (`{column}`).
+    pub template: Option<String>,
+    /// Use only the first this many rows (MLPerf's `samples`).
+    pub limit: Option<u64>,
 }
 
 impl DatasetSpec {
@@ -189,6 +193,8 @@ impl DatasetSpec {
             format,
             columns,
             skip_invalid: skip_invalid.unwrap_or(false),
+            template: None,
+            limit: None,
         })
     }
 }

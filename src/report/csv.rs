@@ -52,18 +52,59 @@ pub(crate) fn render(summary: &Summary) -> String {
     }
     header.extend(["output_tokens", "input_tokens", "send_lateness_p99_us"].map(String::from));
     header.extend(classes.iter().map(|c| format!("errors_{c}")));
+    // The accuracy phase's datasets: rows of their own after the
+    // performance rows, in columns only they fill.
+    let accuracy: Vec<&serde_json::Value> = summary
+        .accuracy
+        .as_ref()
+        .and_then(|a| a["datasets"].as_array())
+        .map(|d| d.iter().collect())
+        .unwrap_or_default();
+    if !accuracy.is_empty() {
+        header.extend(ACCURACY.map(String::from));
+    }
 
     let mut w = ::csv::WriterBuilder::new()
         .terminator(::csv::Terminator::CRLF)
         .from_writer(Vec::new());
     // Writes into a Vec cannot fail, whatever the summary holds.
     w.write_record(&header).expect("CSV into memory");
+    let pad = ACCURACY.len() * usize::from(!accuracy.is_empty());
     for s in &slices {
-        w.write_record(row(s, &classes)).expect("CSV into memory");
+        let mut r = row(s, &classes);
+        r.extend(std::iter::repeat_n(String::new(), pad));
+        w.write_record(r).expect("CSV into memory");
+    }
+    for d in accuracy {
+        let mut r = vec![String::new(); header.len() - ACCURACY.len()];
+        r[0] = "accuracy".into();
+        r[1] = d["name"].as_str().unwrap_or("").to_string();
+        r.extend(
+            ACCURACY.map(|k| match &d[k.trim_start_matches("accuracy_")] {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => String::new(),
+                v => v.to_string(),
+            }),
+        );
+        w.write_record(r).expect("CSV into memory");
     }
     let bytes = w.into_inner().expect("CSV into memory");
     String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
+
+/// The accuracy columns, each the summary's dataset key after `accuracy_`.
+const ACCURACY: [&str; 10] = [
+    "accuracy_scorer",
+    "accuracy_extractor",
+    "accuracy_score",
+    "accuracy_rows",
+    "accuracy_repeats",
+    "accuracy_issued",
+    "accuracy_correct",
+    "accuracy_failed",
+    "accuracy_truncated",
+    "accuracy_missing",
+];
 
 fn row(s: &Slice, classes: &BTreeSet<&str>) -> Vec<String> {
     let b = s.numbers;

@@ -48,6 +48,18 @@ struct Line {
     row: Option<u32>,
     text: Option<Vec<u8>>,
     message: Option<String>,
+    /// An accuracy request's verdict.
+    verdict: Option<Box<Verdict>>,
+}
+
+/// What an accuracy phase made of one reply, for its events line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Verdict {
+    /// The answer the extractor found (`None`: none, as MLPerf's `None`).
+    pub extracted: Option<String>,
+    /// Whether it matched the reference (`None` under ROUGE, which scores
+    /// the whole phase at once).
+    pub correct: Option<bool>,
 }
 
 enum Msg {
@@ -61,7 +73,12 @@ impl Msg {
         size_of::<Msg>()
             + match self {
                 Msg::Line(l) => {
-                    l.text.as_ref().map_or(0, Vec::len) + l.message.as_ref().map_or(0, String::len)
+                    l.text.as_ref().map_or(0, Vec::len)
+                        + l.message.as_ref().map_or(0, String::len)
+                        + l.verdict
+                            .as_ref()
+                            .and_then(|v| v.extracted.as_ref())
+                            .map_or(0, String::len)
                 }
                 Msg::Live(s) => s.len(),
             }
@@ -119,10 +136,21 @@ pub(crate) struct RunObserver {
 /// A measured request's `sample_uuid` and the dataset row it sent.
 pub(crate) type SampleRow = ([u8; 16], Option<u32>);
 
+/// Which phase of a run an events log's lines belong to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum EventsPhase {
+    /// The performance phase: `events.jsonl` is created anew.
+    #[default]
+    Performance,
+    /// An accuracy dataset's phase (its name): lines are appended.
+    Accuracy(String),
+}
+
 /// Names and clocks the sink needs to write lines.
 struct Context {
     scenarios: Vec<String>,
     stages: Vec<String>,
+    phase: EventsPhase,
     /// Add to a CLOCK_MONOTONIC ns value for Unix ns.
     mono_to_unix: i128,
 }
@@ -138,7 +166,29 @@ impl RunObserver {
         mono_ns: u64,
     ) -> Result<RunObserver, String> {
         let names = (scenarios, stages);
-        Self::start_with(dir, names, record_output, (wall_ns, mono_ns), QUEUE_BYTES)
+        let clocks = (wall_ns, mono_ns);
+        Self::start_with(
+            dir,
+            names,
+            record_output,
+            clocks,
+            EventsPhase::Performance,
+            QUEUE_BYTES,
+        )
+    }
+
+    /// `start` for an accuracy phase: its lines, named by `phase`, go after
+    /// those already in `dir`'s `events.jsonl` (or start it), each with its
+    /// output text.
+    pub(crate) fn start_phase(
+        dir: &Path,
+        (scenarios, stages): (&[String], &[String]),
+        phase: EventsPhase,
+        wall_ns: u64,
+        mono_ns: u64,
+    ) -> Result<RunObserver, String> {
+        let names = (scenarios, stages);
+        Self::start_with(dir, names, true, (wall_ns, mono_ns), phase, QUEUE_BYTES)
     }
 
     /// `start`, with the queue bounded at `queue_bytes`.
@@ -147,10 +197,15 @@ impl RunObserver {
         (scenarios, stages): (&[String], &[String]),
         record_output: bool,
         (wall_ns, mono_ns): (u64, u64),
+        phase: EventsPhase,
         queue_bytes: usize,
     ) -> Result<RunObserver, String> {
         let path = dir.join("events.jsonl");
-        let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = match phase {
+            EventsPhase::Performance => File::create(&path),
+            EventsPhase::Accuracy(_) => File::options().create(true).append(true).open(&path),
+        }
+        .map_err(|e| format!("{}: {e}", path.display()))?;
         let (tx, rx) = sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
         let gate = Arc::new(Gate {
@@ -161,6 +216,7 @@ impl RunObserver {
         let ctx = Context {
             scenarios: scenarios.to_vec(),
             stages: stages.to_vec(),
+            phase,
             mono_to_unix: wall_ns as i128 - mono_ns as i128,
         };
         let thread = std::thread::Builder::new()
@@ -217,8 +273,13 @@ impl RunObserver {
     }
 }
 
-impl Observer for RunObserver {
-    fn request(&mut self, e: &Finished<'_>) {
+impl RunObserver {
+    /// An accuracy request's line, with what was made of its reply.
+    pub(crate) fn request_judged(&mut self, e: &Finished<'_>, verdict: Verdict) {
+        self.request_with(e, Some(Box::new(verdict)));
+    }
+
+    fn request_with(&mut self, e: &Finished<'_>, verdict: Option<Box<Verdict>>) {
         if let Some(rows) = &mut self.sample_rows
             && e.stage.is_some()
         {
@@ -234,8 +295,15 @@ impl Observer for RunObserver {
             row: e.row,
             text: (self.record_output).then(|| e.text.to_vec()),
             message: e.message.clone(),
+            verdict,
         };
         self.send(Msg::Line(line));
+    }
+}
+
+impl Observer for RunObserver {
+    fn request(&mut self, e: &Finished<'_>) {
+        self.request_with(e, None);
     }
 
     fn interval(&mut self, i: &Interval<'_>) {
@@ -340,6 +408,13 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     let s = &l.sample;
     let mut w = JsonLine::new(out);
     w.uint("seq", l.seq);
+    match &ctx.phase {
+        EventsPhase::Performance => w.opt_str("phase", Some("performance")),
+        EventsPhase::Accuracy(name) => {
+            w.opt_str("phase", Some("accuracy"));
+            w.opt_str("dataset", Some(name));
+        }
+    }
     let mut id = [0u8; 36];
     write_uuid(&l.conv_id, &mut id);
     w.raw_str("conversation_id", &id);
@@ -405,6 +480,12 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     );
     if let Some(text) = &l.text {
         w.opt_str("output", Some(&unescape(text)));
+    }
+    if let Some(v) = &l.verdict {
+        w.opt_str("extracted", v.extracted.as_deref());
+        if let Some(c) = v.correct {
+            w.boolean("correct", c);
+        }
     }
     w.end();
 }
@@ -501,6 +582,7 @@ mod tests {
         let ctx = Context {
             scenarios: vec!["chat".into()],
             stages: vec!["ramp".into()],
+            phase: EventsPhase::Performance,
             mono_to_unix: 1_700_000_000_000_000_000,
         };
         let line = Line {
@@ -523,11 +605,15 @@ mod tests {
             row: Some(9),
             text: Some(br#"he said \"hi\""#.to_vec()),
             message: Some("over\nloaded \"now\"".into()),
+            verdict: None,
         };
         let mut out = Vec::new();
         write_event(&mut out, &line, &ctx);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["seq"], 42);
+        assert_eq!(v["phase"], "performance");
+        assert_eq!(v["dataset"], Value::Null);
+        assert_eq!(v["extracted"], Value::Null);
         assert_eq!(v["conversation_id"], "abababab-abab-abab-abab-abababababab");
         // Turn 2: the conversation's id with 1 folded into its last byte.
         assert_eq!(v["sample_uuid"], format!("{}aa", "ab".repeat(15)));
@@ -575,7 +661,9 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let names = (&["s".to_string()][..], &["m".to_string()][..]);
         let limit = 64 << 10;
-        let mut obs = RunObserver::start_with(&dir, names, true, (0, 0), limit).unwrap();
+        let mut obs =
+            RunObserver::start_with(&dir, names, true, (0, 0), EventsPhase::Performance, limit)
+                .unwrap();
         // A line over the bound is dropped and counted; lines under it go.
         obs.request(&line(limit));
         obs.request(&line(100));

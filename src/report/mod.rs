@@ -50,6 +50,8 @@ pub(crate) struct RunInfo {
     pub tls: Option<summary::TlsSummary>,
     /// MLPerf mode: its result files are written too.
     pub mlperf: Option<mlperf::MlperfInfo>,
+    /// The accuracy phase's results, when it ran.
+    pub accuracy: Option<crate::accuracy::AccuracyReport>,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -82,6 +84,12 @@ pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
         ("metrics.prom", prom::render(&summary).into_bytes()),
     ];
     files.extend(mlperf_files);
+    if let Some(a) = &info.accuracy {
+        let mut json =
+            serde_json::to_vec_pretty(&a.mlperf_json()).expect("accuracy results serialize");
+        json.push(b'\n');
+        files.push(("accuracy/accuracy_results.json", json));
+    }
     Rendered { files, text }
 }
 
@@ -126,6 +134,7 @@ mod tests {
             notes: Vec::new(),
             tls: None,
             mlperf: None,
+            accuracy: None,
         }
     }
 

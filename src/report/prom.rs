@@ -36,7 +36,67 @@ pub(crate) fn render(summary: &Summary) -> String {
     }
     threshold_families(&mut fams, summary, &slices);
     endpoint_families(&mut fams, summary);
+    accuracy_families(&mut fams, summary);
     fams.render()
+}
+
+/// The accuracy phase, per dataset (label `dataset`): the score (0–1; the
+/// ROUGE measures 0–100 apart) and its requests by outcome.
+fn accuracy_families(f: &mut Families, summary: &Summary) {
+    let Some(datasets) = summary
+        .accuracy
+        .as_ref()
+        .and_then(|a| a["datasets"].as_array())
+    else {
+        return;
+    };
+    for d in datasets {
+        let name = d["name"].as_str().unwrap_or("").to_string();
+        let scorer = d["scorer"].as_str().unwrap_or("").to_string();
+        f.get(
+            "llmload_accuracy_score",
+            Kind::Gauge,
+            "Accuracy per dataset, 0 to 1: right answers over requests issued (ROUGE-1 for rouge).",
+        )
+        .push(
+            "",
+            &[("dataset", name.clone()), ("scorer", scorer)],
+            d["score"].as_f64().map(|x| x.to_string()),
+        );
+        let fam = f.get(
+            "llmload_accuracy_requests_total",
+            Kind::Counter,
+            "Accuracy requests per dataset, by outcome (issued, answered, correct, failed, truncated, missing).",
+        );
+        for (outcome, key) in [
+            ("issued", "issued"),
+            ("answered", "scored"),
+            ("correct", "correct"),
+            ("failed", "failed"),
+            ("truncated", "truncated"),
+            ("missing", "missing"),
+        ] {
+            fam.push(
+                "",
+                &[("dataset", name.clone()), ("outcome", outcome.into())],
+                d[key].as_u64().map(|n| n.to_string()),
+            );
+        }
+        if let Some(r) = d["rouge"].as_object() {
+            let fam = f.get(
+                "llmload_accuracy_rouge",
+                Kind::Gauge,
+                "ROUGE per dataset, 0 to 100 (mean F-measure, as rouge_score computes it).",
+            );
+            for (k, v) in r {
+                fam.push(
+                    "",
+                    &[("dataset", name.clone()), ("measure", k.clone())],
+                    v.as_f64().map(|x| x.to_string()),
+                );
+            }
+        }
+    }
 }
 
 /// Each endpoint's share of a run spread over several (label `endpoint`,

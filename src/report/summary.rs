@@ -89,6 +89,10 @@ pub(crate) struct Summary {
     /// free-form, its shape is the server's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub builtin_endpoint: Option<Value>,
+    /// The accuracy phase: each dataset's score, samples and failures
+    /// (`accuracy::AccuracyReport::summary_json`); absent when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Value>,
 }
 
 fn yes() -> bool {
@@ -510,6 +514,7 @@ impl Summary {
             events: info.events.clone(),
             notes: notes(info, &run.endpoints),
             builtin_endpoint: info.builtin_endpoint.clone(),
+            accuracy: info.accuracy.as_ref().map(|a| a.summary_json()),
         }
     }
 
@@ -670,7 +675,7 @@ fn limit(l: &Limit) -> String {
 }
 
 /// Why the run is incomplete, for a person.
-fn incomplete(i: &Incomplete) -> String {
+pub(crate) fn incomplete(i: &Incomplete) -> String {
     match i {
         Incomplete::Interrupted => "interrupted by a signal".into(),
         Incomplete::WorkerDied {

@@ -4,6 +4,7 @@
 //! only the `Summary`, so it cannot show a number summary.json lacks; the
 //! text is cleared of control characters, since some of it is the server's.
 
+use serde_json::Value;
 use std::fmt::Write;
 
 use super::fmt::{Whole, num};
@@ -83,6 +84,9 @@ pub(crate) fn render(s: &Summary) -> String {
         }
     }
     thresholds(&mut o, s);
+    if let Some(a) = &s.accuracy {
+        accuracy(&mut o, a);
+    }
     if s.connections.keep_alive && s.connections.any() {
         connections(&mut o, s);
     }
@@ -308,6 +312,63 @@ fn thresholds(o: &mut String, s: &Summary) {
     }
     if let Some(why) = &s.aborted_on_threshold {
         let _ = writeln!(o, "  stopped early: {why}");
+    }
+}
+
+/// The accuracy phase: one line per dataset with its score and what
+/// became of its requests.
+fn accuracy(o: &mut String, a: &Value) {
+    let _ = writeln!(
+        o,
+        "\naccuracy (one request at a time, rows in order; a failed, cut or unanswered request scores as wrong):"
+    );
+    for d in a["datasets"].as_array().into_iter().flatten() {
+        let u = |k: &str| d[k].as_u64().unwrap_or(0);
+        let score = match (&d["rouge"], d["score"].as_f64()) {
+            (Value::Object(r), _) => format!(
+                "rouge1 {} rouge2 {} rougeL {} rougeLsum {}",
+                num(r["rouge1"].as_f64().unwrap_or(0.0), 2, Whole::Bare),
+                num(r["rouge2"].as_f64().unwrap_or(0.0), 2, Whole::Bare),
+                num(r["rougeL"].as_f64().unwrap_or(0.0), 2, Whole::Bare),
+                num(r["rougeLsum"].as_f64().unwrap_or(0.0), 2, Whole::Bare),
+            ),
+            (_, Some(x)) => format!(
+                "{:.2} % ({} of {} right)",
+                x * 100.0,
+                u("correct"),
+                u("issued")
+            ),
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<16} {:<12} {:<13} {score}",
+            one_line(d["name"].as_str().unwrap_or("?"), 60),
+            d["scorer"].as_str().unwrap_or("?"),
+            d["extractor"].as_str().unwrap_or("?"),
+        );
+        let mut detail = format!(
+            "      {} rows × {} = {} issued, {} answered, {} failed, {} cut at the kept-text cap",
+            u("rows"),
+            u("repeats"),
+            u("issued"),
+            u("scored"),
+            u("failed"),
+            u("truncated"),
+        );
+        if u("missing") > 0 {
+            let _ = write!(detail, ", {} never answered", u("missing"));
+        }
+        let _ = write!(detail, "; {:.1} s", d["duration_s"].as_f64().unwrap_or(0.0));
+        if d["complete"] == Value::Bool(false) {
+            detail.push_str("; INCOMPLETE");
+        }
+        let _ = writeln!(o, "{detail}");
+    }
+    if let Some(avg) = a["average_accuracy"].as_f64()
+        && a["datasets"].as_array().is_some_and(|d| d.len() > 1)
+    {
+        let _ = writeln!(o, "  average accuracy: {:.2} %", avg * 100.0);
     }
 }
 

@@ -345,6 +345,26 @@ pub(crate) struct BenchArgs {
     /// output_truncated (a conversation's turn fails as output_over_cap)
     #[argh(option, from_str_fn(bytes_flag))]
     pub max_output_text: Option<u64>,
+
+    /// which phases run: perf, acc (the accuracy datasets alone) or both
+    /// (unset: both when an accuracy dataset is given, else perf)
+    #[argh(option)]
+    pub phase: Option<String>,
+
+    /// an accuracy dataset, [acc:]PATH[,key=value...] (repeatable): the
+    /// dataset's keys plus expected=COL (unset: ground_truth, expected or
+    /// answer), scorer=string_match|pass_at_1|rouge,
+    /// extractor=identity|abcd|boxed_math|python_code|function_call,
+    /// repeats=N, name=NAME, max_output_tokens=N, temperature=X, top_p=X;
+    /// each row is asked once per repeat, in order, one request at a time
+    #[argh(option)]
+    pub accuracy_dataset: Vec<String>,
+
+    /// build each prompt from a dataset row's columns, Python format style:
+    /// 'Answer with the letter only. {question}' ({{ and }} are braces); for
+    /// datasets without a template= key of their own
+    #[argh(option)]
+    pub prompt_template: Option<String>,
 }
 
 impl BenchArgs {
@@ -368,6 +388,15 @@ impl BenchArgs {
                 Err(e) => return Err(format!("--extra-body '{text}': not valid JSON: {e}")),
             },
         };
+        // MLPerf's `--dataset acc:PATH` names an accuracy dataset.
+        let mut accuracy = self.accuracy_dataset.clone();
+        let perf_dataset = match &self.dataset {
+            Some(d) if d.starts_with("acc:") => {
+                accuracy.insert(0, d.clone());
+                None
+            }
+            d => d.clone(),
+        };
         Ok(Profile {
             endpoint: self.endpoint.clone(),
             api: self.api.clone(),
@@ -388,7 +417,7 @@ impl BenchArgs {
                 _ => None,
             },
             system: self.system.clone(),
-            dataset: self.dataset.clone(),
+            dataset: perf_dataset,
             synthetic: self.synthetic.clone(),
             order: self.order.clone(),
             tokenizer: self.tokenizer.clone(),
@@ -425,6 +454,9 @@ impl BenchArgs {
             live_interval: d(self.live_interval),
             record_output: on(self.record_output),
             max_output_text: self.max_output_text.map(HumanBytes),
+            phase: self.phase.clone(),
+            accuracy_datasets: (!accuracy.is_empty()).then_some(accuracy),
+            prompt_template: self.prompt_template.clone(),
             stages: None,
             scenarios: None,
             thresholds: None,

@@ -43,5 +43,7 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
         early_stopping: cfg.early_stopping,
         test_started_at: started_ns,
         sample_rows,
+        performance: true,
+        accuracy_rows: Vec::new(),
     }
 }

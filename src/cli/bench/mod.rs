@@ -3,6 +3,7 @@
 //! every request serialized, the engine run, the report printed and then
 //! written, and the outcome mapped to an exit status (`Outcome`).
 
+mod accuracy;
 mod build;
 mod flags;
 mod help;
@@ -25,6 +26,7 @@ use crate::config::resolve::{check_host, resolve};
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
+use crate::report::events::EventsStats;
 use crate::report::events::RunObserver;
 use crate::report::{self, RunInfo};
 use crate::server;
@@ -313,6 +315,9 @@ fn execute(
     for sc in &built.scenarios {
         check(sc.samples())?;
     }
+    // Every accuracy dataset is read before anything is sent: a bad file
+    // fails the run at once, not after the performance phase.
+    let references = accuracy::prepare(cfg)?;
     supervisor::install_signal_handlers().map_err(|e| format!("signal handlers: {e}"))?;
     let out = cfg
         .out
@@ -344,37 +349,89 @@ fn execute(
         thresholds: cfg.thresholds.clone(),
         live_interval_ns: cfg.live_interval_ns,
     };
-    errln!(
-        "llmload: {} against {} (Ctrl-C stops and reports)",
-        describe(cfg, &plan.stages),
-        built.url
-    );
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    // Forked before the events sink's thread starts: each worker is a copy
-    // of a single-threaded process.
-    let workers = supervisor::spawn(&plan)?;
-    let mut observer = RunObserver::start(
-        &out,
-        &plan
-            .scenarios
-            .iter()
-            .map(|s| s.name.clone())
-            .collect::<Vec<_>>(),
-        &plan
-            .stages
-            .iter()
-            .map(|s| s.name.clone())
-            .collect::<Vec<_>>(),
-        cfg.record_output,
-        started_wall,
-        started_ns,
-    )?;
-    if cfg.mlperf {
-        observer.keep_sample_rows();
-    }
-    let mut result = workers.run(&plan, started_ns, Some(&mut observer));
-    let sample_rows = observer.take_sample_rows();
-    let events = observer.finish();
+    // MLPerf's files go with every accuracy run too: a submission needs
+    // both parts from one report directory.
+    let mlperf_files = cfg.mlperf || cfg.phase.runs_accuracy();
+    let (mut result, sample_rows, mut events) = if cfg.phase.runs_perf() {
+        errln!(
+            "llmload: {} against {} (Ctrl-C stops and reports)",
+            describe(cfg, &plan.stages),
+            built.url
+        );
+        // Forked before the events sink's thread starts: each worker is a
+        // copy of a single-threaded process.
+        let workers = supervisor::spawn(&plan)?;
+        let mut observer = RunObserver::start(
+            &out,
+            &plan
+                .scenarios
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>(),
+            &plan
+                .stages
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>(),
+            cfg.record_output,
+            started_wall,
+            started_ns,
+        )?;
+        if mlperf_files {
+            observer.keep_sample_rows();
+        }
+        let result = workers.run(&plan, started_ns, Some(&mut observer));
+        let sample_rows = observer.take_sample_rows();
+        (result, sample_rows, observer.finish())
+    } else {
+        let result = RunResult {
+            complete: true,
+            thresholds_passed: true,
+            ..RunResult::default()
+        };
+        let events = EventsStats {
+            path: out.join("events.jsonl").display().to_string(),
+            ..EventsStats::default()
+        };
+        (result, Vec::new(), events)
+    };
+    let mut notes = notes(cfg, sized_why.clone());
+    let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
+        match accuracy::run(cfg, references, server.as_ref(), &built.model, &out) {
+            Ok(acc) => {
+                events.written += acc.events.written;
+                events.dropped += acc.events.dropped;
+                if events.error.is_none() {
+                    events.error = acc.events.error.clone();
+                }
+                if acc.interrupted {
+                    result.interrupted = true;
+                }
+                Some(acc)
+            }
+            Err(e) => {
+                errln!("llmload bench: accuracy phase: {e}");
+                notes.push(format!("the accuracy phase could not run: {e}"));
+                result.complete = false;
+                result
+                    .incomplete_reasons
+                    .push(Incomplete::NeverReported { lost: 0 });
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let accuracy_failed = accuracy.as_ref().is_some_and(|a| !a.report.complete());
+    // An accuracy-only run in which no request succeeded failed as a whole.
+    let nothing_answered = !cfg.phase.runs_perf()
+        && accuracy.as_ref().is_some_and(|a| {
+            a.report
+                .datasets
+                .iter()
+                .all(|d| d.scored.scored == 0 && d.scored.issued > 0)
+        });
     let server_stats = server.map(|h| h.stop());
     result.started_wall_ns = started_wall;
     let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
@@ -386,6 +443,10 @@ fn execute(
             "rule": why,
         });
     }
+    let (accuracy_report, accuracy_rows) = match accuracy {
+        Some(a) => (Some(a.report), a.sample_rows),
+        None => (None, Vec::new()),
+    };
     let info = RunInfo {
         config,
         target: format!(
@@ -400,11 +461,15 @@ fn execute(
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset,
         events,
-        notes: notes(cfg, sized_why),
+        notes,
         tls: built.tls,
-        mlperf: cfg
-            .mlperf
-            .then(|| mlperf::info(cfg, started_ns, sample_rows)),
+        mlperf: mlperf_files.then(|| {
+            let mut m = mlperf::info(cfg, started_ns, sample_rows);
+            m.performance = cfg.phase.runs_perf();
+            m.accuracy_rows = accuracy_rows;
+            m
+        }),
+        accuracy: accuracy_report,
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.
@@ -414,7 +479,7 @@ fn execute(
         out!("{}", rendered.text);
     }
     let mut errors = rendered.write(&out);
-    if cfg.mlperf {
+    if mlperf_files {
         let yaml = mlperf_config::render_config_yaml(cfg, &built.url, &built.model, &out);
         if let Err(e) = report::atomic::write(&out.join("config.yaml"), yaml.as_bytes()) {
             errors.push(e);
@@ -430,7 +495,12 @@ fn execute(
     for e in &errors {
         errln!("llmload bench: could not write {e}");
     }
-    let outcome = Outcome::of(&result, errors.is_empty());
+    let mut outcome = Outcome::of(&result, errors.is_empty());
+    if outcome == Outcome::Passed && accuracy_failed {
+        outcome = Outcome::Incomplete;
+    } else if outcome == Outcome::Passed && nothing_answered {
+        outcome = Outcome::Failed;
+    }
     if let Some(why) = outcome.message() {
         errln!("llmload bench: {why}");
     }

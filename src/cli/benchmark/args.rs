@@ -204,6 +204,8 @@ pub(crate) struct Parsed {
     /// `--dataset`, each in MLPerf's syntax, in order.
     pub datasets: Vec<String>,
     pub overrides: Vec<Override>,
+    /// `--mode` (`--accuracy-only`: `acc`).
+    pub mode: Option<String>,
     pub help: bool,
 }
 
@@ -220,6 +222,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 config: None,
                 datasets: Vec::new(),
                 overrides: Vec::new(),
+                mode: None,
                 help: true,
             });
         }
@@ -234,6 +237,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         config: None,
         datasets: Vec::new(),
         overrides: Vec::new(),
+        mode: None,
         help: false,
     };
     while let Some(arg) = it.next() {
@@ -259,19 +263,11 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 out.config = Some(value(&mut it)?);
             }
             "--mode" => match value(&mut it)?.as_str() {
-                "perf" => {}
-                m @ ("acc" | "both") => {
-                    return Err(format!(
-                        "--mode {m}: accuracy runs are not supported yet (issue 11); use --mode perf"
-                    ));
-                }
+                m @ ("perf" | "acc" | "both") => out.mode = Some(m.to_string()),
                 m => return Err(format!("--mode '{m}': expected perf, acc or both")),
             },
-            "--accuracy-only" => {
-                return Err(
-                    "--accuracy-only: accuracy runs are not supported yet (issue 11)".into(),
-                );
-            }
+            // MLPerf's alias of `--mode acc`.
+            "--accuracy-only" => out.mode = Some("acc".into()),
             _ => {
                 let Some((path, kind)) = lookup(flag) else {
                     return Err(format!(
@@ -419,12 +415,16 @@ Flags (MLPerf's names; the dotted form of each works too):
   --duration MS|600s|10m (a minimum)   --num-samples N (exact count)
   --max-output-tokens N   --min-output-tokens N   --streaming auto|on|off
   --workers N   --max-connections N   --insecure   --report-dir DIR
-  --warmup --warmup-requests N   --no-early-stopping   --mode perf
+  --warmup --warmup-requests N   --no-early-stopping   --mode perf|acc|both
+  --accuracy-only   --dataset acc:PATH[,accuracy_config.eval_method=pass_at_1,...]
   --runtime.*  --settings.*  --model-params.*  --load-pattern.*  --client.*
   (e.g. --runtime.max-duration-ms 5000 --model-params.temperature 0)
 
 A flag MLPerf has but llmload cannot honour is an error that names it.
-Accuracy (--mode acc|both, acc: datasets) is not supported yet.
+Accuracy datasets (acc:) run after the performance phase, one request at a
+time (--mode acc: alone); scorers string_match, pass_at_1 (exact_match),
+rouge; extractors identity, abcd, boxed_math, python_code, function_call
+(also by MLPerf's *_extractor ids).
 ";
 
 #[cfg(test)]
@@ -494,10 +494,14 @@ mod tests {
     fn refusals_name_the_flag() {
         let e = parse(&args("offline --frobnicate 3")).unwrap_err();
         assert!(e.starts_with("--frobnicate: not a flag of MLPerf's"), "{e}");
-        let e = parse(&args("offline --mode acc")).unwrap_err();
-        assert!(e.contains("issue 11"), "{e}");
-        let e = parse(&args("offline --accuracy-only")).unwrap_err();
-        assert!(e.contains("issue 11"), "{e}");
+        assert_eq!(
+            parse(&args("offline --mode acc")).unwrap().mode.as_deref(),
+            Some("acc")
+        );
+        let p = parse(&args("offline --accuracy-only")).unwrap();
+        assert_eq!(p.mode.as_deref(), Some("acc"));
+        let e = parse(&args("offline --mode fast")).unwrap_err();
+        assert!(e.contains("expected perf, acc or both"), "{e}");
         let e = parse(&args("sideways")).unwrap_err();
         assert!(e.contains("expected offline, online or from-config"), "{e}");
         let e = parse(&args("offline --model")).unwrap_err();

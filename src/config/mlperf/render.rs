@@ -61,7 +61,8 @@ pub(crate) fn render_config_yaml(
     );
     doc.put("model_params", mp.done());
 
-    if let Some(d) = &cfg.dataset {
+    let mut datasets = Vec::new();
+    if let Some(d) = cfg.dataset.as_ref().filter(|_| cfg.phase.runs_perf()) {
         let mut ds = Map::default();
         let stem = d
             .path
@@ -76,7 +77,42 @@ pub(crate) fn render_config_yaml(
         if !parser.0.is_empty() {
             ds.put("parser", parser.done());
         }
-        doc.put("datasets", Yaml::Array(vec![ds.done()]));
+        datasets.push(ds.done());
+    }
+    if cfg.phase.runs_accuracy() {
+        for a in &cfg.accuracy {
+            let mut ds = Map::default();
+            ds.put("name", s(&a.name));
+            ds.put("type", s("accuracy"));
+            ds.put("path", s(&a.dataset.path.display().to_string()));
+            ds.opt("samples", a.dataset.limit.map(|n| Yaml::Integer(n as i64)));
+            let mut parser = Map::default();
+            parser.opt("prompt", a.dataset.columns.prompt.as_deref().map(s));
+            parser.opt("system", a.dataset.columns.system.as_deref().map(s));
+            if !parser.0.is_empty() {
+                ds.put("parser", parser.done());
+            }
+            let mut ac = Map::default();
+            ac.put("eval_method", s(a.scorer.name()));
+            ac.opt("ground_truth", a.dataset.columns.expected.as_deref().map(s));
+            ac.put("extractor", s(a.extractor.mlperf_id()));
+            ac.put("num_repeats", Yaml::Integer(a.repeats.into()));
+            ds.put("accuracy_config", ac.done());
+            let mut gen_cfg = Map::default();
+            gen_cfg.opt(
+                "max_new_tokens",
+                a.max_tokens.map(|n| Yaml::Integer(n.into())),
+            );
+            gen_cfg.opt("temperature", a.temperature.map(f));
+            gen_cfg.opt("top_p", a.top_p.map(f));
+            if !gen_cfg.0.is_empty() {
+                ds.put("generation_config_override", gen_cfg.done());
+            }
+            datasets.push(ds.done());
+        }
+    }
+    if !datasets.is_empty() {
+        doc.put("datasets", Yaml::Array(datasets));
     }
 
     let mut settings = Map::default();

@@ -34,31 +34,53 @@ pub(crate) fn read(tree: Value, errs: &Errors) -> Read {
     // Accepted whatever they say: labels only.
     let _ = top.string("name");
     let _ = top.string("version");
+    // `eval` is MLPerf's accuracy-only config, `submission` performance
+    // and accuracy (`benchmark_mode` says which benchmark).
     let kind = match top.string("type").as_deref() {
         Some("offline") => Some(false),
         Some("online") => Some(true),
-        Some(t @ ("eval" | "submission")) => {
+        Some("eval") => {
+            p.phase = Some("acc".into());
+            let _ = top.string("benchmark_mode");
+            Some(false)
+        }
+        Some("submission") => {
+            p.phase = Some("both".into());
+            match top.string("benchmark_mode").as_deref() {
+                Some("online") => Some(true),
+                Some("offline") => Some(false),
+                Some(m) => {
+                    errs.at(
+                        "benchmark_mode",
+                        format!("'{m}': expected offline or online"),
+                    );
+                    None
+                }
+                None => {
+                    errs.at(
+                        "benchmark_mode",
+                        "required by type submission: offline or online",
+                    );
+                    None
+                }
+            }
+        }
+        Some(t) => {
             errs.at(
                 "type",
-                format!(
-                    "'{t}' is not supported: llmload runs offline and online benchmarks \
-                     (accuracy runs are issue 11)"
-                ),
+                format!("'{t}': expected offline, online, eval or submission"),
             );
             None
         }
-        Some(t) => {
-            errs.at("type", format!("'{t}': expected offline or online"));
-            None
-        }
         None => {
-            errs.at("type", "required: offline or online");
+            errs.at("type", "required: offline, online, eval or submission");
             None
         }
     };
     let online = kind == Some(true);
     top.only_default("submission_ref", Value::Null);
-    top.only_default("benchmark_mode", Value::Null);
+    // Read above for a submission; a label elsewhere.
+    let _ = top.take("benchmark_mode");
     read_model_params(top.section("model_params"), &mut p);
     read_datasets(&mut top, &mut p);
     read_settings(top.section("settings"), kind, &mut p);
@@ -162,26 +184,39 @@ fn read_datasets(top: &mut Section<'_>, p: &mut Profile) {
         }
     };
     let mut found: Option<String> = None;
+    let mut accuracy = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("datasets[{i}]");
-        let spec = read_dataset(Section::new(Some(item), path.clone(), top.errs));
-        if let Some(spec) = spec {
-            if found.is_some() {
+        match read_dataset(Section::new(Some(item), path.clone(), top.errs)) {
+            Some(Dataset::Accuracy(spec)) => accuracy.push(spec),
+            Some(Dataset::Performance(spec)) if found.is_some() => {
+                let _ = spec;
                 top.errs.at(
                     &path,
                     "a second performance dataset is not supported: llmload runs one per benchmark",
                 );
-            } else {
-                found = Some(spec);
             }
+            Some(Dataset::Performance(spec)) => found = Some(spec),
+            None => {}
         }
     }
     p.dataset = found;
+    if !accuracy.is_empty() {
+        p.accuracy_datasets = Some(accuracy);
+    }
 }
 
-/// One dataset as our `--dataset` spec string.
-fn read_dataset(mut s: Section<'_>) -> Option<String> {
-    let _ = s.string("name");
+/// A dataset entry as our spec strings.
+enum Dataset {
+    /// `--dataset`'s.
+    Performance(String),
+    /// `--accuracy-dataset`'s.
+    Accuracy(String),
+}
+
+/// One dataset as our `--dataset` (or `--accuracy-dataset`) spec string.
+fn read_dataset(mut s: Section<'_>) -> Option<Dataset> {
+    let name = s.string("name");
     let accuracy = match s.string("type").as_deref() {
         None | Some("performance") => false,
         Some("accuracy") => true,
@@ -195,17 +230,53 @@ fn read_dataset(mut s: Section<'_>) -> Option<String> {
     };
     let path = s.string("path");
     let format = s.string("format");
-    for key in [
-        "samples",
-        "eval_method",
-        "generate_params",
-        "accuracy_config",
-        "agentic_inference",
-        "generation_config_override",
-    ] {
-        if accuracy {
-            s.take(key);
-        } else {
+    let mut acc_keys: Vec<String> = Vec::new();
+    if accuracy {
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            acc_keys.push(format!("name={n}"));
+        }
+        if let Some(n) = s.int("samples", 1) {
+            acc_keys.push(format!("samples={n}"));
+        }
+        // The dataset's own `eval_method` (exact_match, contains, judge):
+        // exact_match is pass@1; accuracy_config's, when given, wins.
+        let method = s.string("eval_method");
+        let mut cfg = s.section("accuracy_config");
+        let scorer = cfg.string("eval_method").or(method);
+        if let Some(m) = scorer {
+            acc_keys.push(format!("scorer={m}"));
+        }
+        for (key, ours) in [("ground_truth", "expected"), ("extractor", "extractor")] {
+            if let Some(v) = cfg.string(key) {
+                acc_keys.push(format!("{ours}={v}"));
+            }
+        }
+        if let Some(n) = cfg.int("num_repeats", 1) {
+            acc_keys.push(format!("repeats={n}"));
+        }
+        cfg.only_default("extras", Value::Null);
+        cfg.finish();
+        let mut gen_cfg = s.section("generation_config_override");
+        if let Some(n) = gen_cfg.int("max_new_tokens", 1) {
+            acc_keys.push(format!("max_output_tokens={n}"));
+        }
+        for key in ["temperature", "top_p"] {
+            if let Some(x) = gen_cfg.f64(key) {
+                acc_keys.push(format!("{key}={x}"));
+            }
+        }
+        gen_cfg.finish();
+        s.only_default("generate_params", Value::Null);
+        s.only_default("agentic_inference", Value::Null);
+    } else {
+        for key in [
+            "samples",
+            "eval_method",
+            "generate_params",
+            "accuracy_config",
+            "agentic_inference",
+            "generation_config_override",
+        ] {
             s.only_default(key, Value::Null);
         }
     }
@@ -213,14 +284,6 @@ fn read_dataset(mut s: Section<'_>) -> Option<String> {
     let prompt = parser.string("prompt");
     let system = parser.string("system");
     parser.finish();
-    if accuracy {
-        s.errs.at(
-            &s.path,
-            "an accuracy dataset is not supported yet: accuracy runs are issue 11",
-        );
-        s.finish();
-        return None;
-    }
     let Some(path) = path else {
         s.errs.at(
             &s.path_of("path"),
@@ -239,10 +302,14 @@ fn read_dataset(mut s: Section<'_>) -> Option<String> {
     if let Some(f) = format {
         let f = f.trim_start_matches('.').to_ascii_lowercase();
         match f.as_str() {
-            "jsonl" | "json" | "csv" | "ndjson" => spec += &format!(",format={f}"),
+            "jsonl" | "json" | "csv" | "ndjson" | "parquet" | "huggingface" => {
+                spec += &format!(",format={f}")
+            }
             _ => s.errs.at(
                 &s.path_of("format"),
-                format!("'{f}' is not supported: expected jsonl, json or csv"),
+                format!(
+                    "'{f}' is not supported: expected jsonl, json, csv, parquet or huggingface"
+                ),
             ),
         }
     }
@@ -252,7 +319,13 @@ fn read_dataset(mut s: Section<'_>) -> Option<String> {
         }
     }
     s.finish();
-    Some(spec)
+    if accuracy {
+        for k in acc_keys {
+            spec += &format!(",{k}");
+        }
+        return Some(Dataset::Accuracy(format!("acc:{spec}")));
+    }
+    Some(Dataset::Performance(spec))
 }
 
 fn read_endpoint(mut s: Section<'_>, p: &mut Profile) {

@@ -107,11 +107,19 @@ fn the_config_mlperf_writes_reads_back() {
 
 #[test]
 fn every_field_of_the_full_template_is_known() {
-    // Its only problem is the accuracy dataset, which is issue 11's.
-    let e = errors(ONLINE_FULL);
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert_eq!(e[0].0, "datasets[1]");
-    assert!(e[0].1.contains("accuracy runs are issue 11"), "{e:?}");
+    let p = ok(ONLINE_FULL).profile;
+    // Its accuracy dataset, with the scorer of accuracy_config over the
+    // dataset's own eval_method.
+    assert_eq!(
+        p.accuracy_datasets,
+        Some(vec![
+            "acc:<DATASET_PATH eg: tests/assets/datasets/ds_samples.jsonl>,prompt=question,\
+             system=system_prompt,name=accuracy,scorer=pass_at_1,expected=ground_truth,\
+             extractor=boxed_math_extractor,repeats=1"
+                .to_string()
+        ])
+    );
+    assert_eq!(p.phase, None);
 }
 
 #[test]
@@ -274,8 +282,16 @@ fn what_cannot_be_honoured_is_named_by_its_path() {
         "settings.load_pattern.type",
         "'burst' is not supported",
     );
-    one_problem("type: eval", "type", "accuracy runs are issue 11");
-    one_problem("type: submission", "type", "not supported");
+    one_problem(
+        "type: submission",
+        "benchmark_mode",
+        "required by type submission",
+    );
+    one_problem(
+        "type: exam",
+        "type",
+        "expected offline, online, eval or submission",
+    );
     one_problem(
         "settings: {client: {log_level: DEBUG}}",
         "settings.client.log_level",
@@ -368,8 +384,8 @@ fn datasets_accuracy_and_a_second_performance_set_are_refused() {
     );
     let e = errors(&two);
     let paths: Vec<&str> = e.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(paths, ["datasets[1]", "datasets[2]"], "{e:?}");
-    assert!(e[1].1.contains("issue 11"), "{e:?}");
+    assert_eq!(paths, ["datasets[1]"], "{e:?}");
+    assert!(e[0].1.contains("a second performance dataset"), "{e:?}");
     let p = ok(&ONLINE.replace("  parser:", "  format: .csv\n  parser:\n    system: sys")).profile;
     assert_eq!(
         p.dataset.as_deref(),

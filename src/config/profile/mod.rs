@@ -316,6 +316,18 @@ pub(crate) struct Profile {
     /// is marked `output_truncated` (a conversation's turn fails).
     #[serde(skip_serializing_if = "unset")]
     pub max_output_text: Option<HumanBytes>,
+    /// `perf`, `acc` or `both` (unset: `both` when there are accuracy
+    /// datasets, else `perf`).
+    #[serde(skip_serializing_if = "unset")]
+    pub phase: Option<String>,
+    /// Accuracy datasets, each `[acc:]PATH[,key=value...]`
+    /// (`--accuracy-dataset`).
+    #[serde(skip_serializing_if = "unset")]
+    pub accuracy_datasets: Option<Vec<String>>,
+    /// Builds each prompt from a dataset row's columns (`{column}`), for the
+    /// datasets without a `template=` of their own.
+    #[serde(skip_serializing_if = "unset")]
+    pub prompt_template: Option<String>,
 
     #[serde(skip_serializing_if = "unset")]
     pub stages: Option<Vec<StageSpec>>,

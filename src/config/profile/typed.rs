@@ -119,6 +119,8 @@ pub(crate) struct TurnRange {
 }
 
 /// What a scenario sends.
+// One per scenario, built once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Content {
     /// A random prompt from the pool per conversation.

@@ -37,6 +37,11 @@ pub(crate) struct MlperfInfo {
     pub test_started_at: u64,
     /// Every measured request's id and dataset row.
     pub sample_rows: Vec<SampleRow>,
+    /// A performance phase ran (an accuracy-only run has none, and no
+    /// `result_summary.json`).
+    pub performance: bool,
+    /// Each accuracy dataset's requests, by the dataset's name.
+    pub accuracy_rows: Vec<(String, Vec<SampleRow>)>,
 }
 
 /// `run_config` of the summary: the settings that identify a valid run,
@@ -99,10 +104,15 @@ pub(crate) struct WarmupConfig {
 /// The MLPerf files of `run`, as (path in the report directory, bytes), and
 /// the section for `report.txt`.
 pub(crate) fn render(run: &RunResult, info: &MlperfInfo) -> (Vec<(&'static str, Vec<u8>)>, String) {
+    let perf = info.performance.then_some(&info.sample_rows[..]);
+    let mut files = vec![(
+        "sample_idx_map.json",
+        samples::render(perf, &info.accuracy_rows),
+    )];
+    if !info.performance {
+        return (files, String::new());
+    }
     let summary = ResultSummary::build(run, info);
-    let files = vec![
-        ("performance/result_summary.json", summary.to_json()),
-        ("sample_idx_map.json", samples::render(&info.sample_rows)),
-    ];
+    files.insert(0, ("performance/result_summary.json", summary.to_json()));
     (files, text::render(&summary))
 }

@@ -163,6 +163,8 @@ fn info(load: &crate::plan::Load) -> MlperfInfo {
         ),
         test_started_at: 0,
         sample_rows: Vec::new(),
+        performance: true,
+        accuracy_rows: Vec::new(),
     }
 }
 
