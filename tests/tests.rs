@@ -5,6 +5,7 @@
 mod pki;
 mod util;
 
+mod accuracy;
 mod audit;
 mod bench_modes;
 mod compare;
