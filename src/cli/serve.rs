@@ -184,6 +184,25 @@ pub(crate) struct ServeArgs {
     /// sightings stay paced; counted as cache_hits
     #[argh(switch)]
     pub cache_repeats: bool,
+
+    /// answer each request with its prompt: the last user message (chat,
+    /// Anthropic; a content array's text parts joined), the prompt
+    /// (completions, of a batch the first) or text (SGLang); token ids as
+    /// the ids joined by spaces. One token per word and the whitespace after
+    /// it, paced by --ttft and --tpot; finish reason stop, or length when
+    /// the request's max_tokens cuts the reply. --output-tokens and
+    /// --reasoning-tokens do not apply; faults do. With --answers, for the
+    /// prompts the file has no reply to
+    #[argh(switch)]
+    pub echo: bool,
+
+    /// answer from a JSONL file of {"prompt": "...", "reply": "..."} lines
+    /// ("answer" may name the reply; other keys are ignored): a request
+    /// whose prompt (read as --echo reads it) is there gets that reply,
+    /// split and capped as --echo's; any other the generated text (or its
+    /// prompt, with --echo), counted as answers_missed
+    #[argh(option)]
+    pub answers: Option<PathBuf>,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -232,6 +251,8 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         tls_client_ca: args.tls_client_ca,
         tls_no_resumption: args.tls_no_resumption,
         cache_repeats: args.cache_repeats,
+        echo: args.echo,
+        answers: args.answers,
     })
 }
 

@@ -31,13 +31,15 @@
 //!
 //! Modules: `supervisor` (bind, fork, stop), `worker` (event loop), `conn`
 //! (one connection's state machine), `timer` (deadline heap and timerfd),
-//! `cache` (the bodies seen, for `--cache-repeats`),
+//! `cache` (the bodies seen, for `--cache-repeats`), `answers` (replies
+//! taken from the prompt: `--echo`, `--answers`),
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
 //! `faults` (which requests fail), `stats` (shared counters). Numbers are
 //! written by `crate::ascii`, raw socket options by `sys::socket`.
 
 mod access;
+mod answers;
 mod cache;
 pub(crate) mod conn;
 mod faults;
@@ -57,6 +59,7 @@ use std::time::Duration;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
 pub use access::ApiKey;
+pub use answers::{Choice, Replies};
 pub use conn::{HUGE_HEAD, MALFORMED};
 pub use faults::{ERROR_STATUSES, MalformedKind};
 pub use stats::ServerStats;
@@ -137,6 +140,20 @@ pub struct ServerConfig {
     /// Answer a request whose body this worker has seen before at once, all
     /// tokens with no TTFT or TPOT delay (an output cache).
     pub cache_repeats: bool,
+    /// Answer with the prompt's text (after `answers`, when both are set).
+    pub echo: bool,
+    /// A JSONL file of `{"prompt", "reply"}` objects: a request whose
+    /// prompt is there gets that reply.
+    pub answers: Option<PathBuf>,
+}
+
+/// What the workers share, built once in the parent before they fork.
+#[derive(Clone, Default)]
+pub(crate) struct Shared {
+    /// The TLS configuration: one ticket key for every worker.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Replies taken from prompts (`--echo`, `--answers`).
+    pub replies: Option<Arc<Replies>>,
 }
 
 impl Default for ServerConfig {
@@ -174,6 +191,8 @@ impl Default for ServerConfig {
             tls_client_ca: None,
             tls_no_resumption: false,
             cache_repeats: false,
+            echo: false,
+            answers: None,
         }
     }
 }
@@ -291,6 +310,16 @@ impl ServerConfig {
         self.tls_cert.is_some()
     }
 
+    /// The replies taken from prompts, the answers file read once, before
+    /// the workers fork: they share the map copy-on-write.
+    fn replies(&self) -> Result<Option<Arc<Replies>>, String> {
+        Ok(match &self.answers {
+            Some(path) => Some(Arc::new(Replies::load(path, self.echo)?)),
+            None if self.echo => Some(Arc::new(Replies::echo())),
+            None => None,
+        })
+    }
+
     /// The TLS configuration every worker serves with, read from the files
     /// once, before the workers fork: they share its ticket key, so a
     /// session resumes whichever worker accepts the next connection.
@@ -358,8 +387,11 @@ impl ServerHandle {
 /// the server (the main thread, in the binary).
 pub fn spawn(cfg: &ServerConfig) -> Result<ServerHandle, String> {
     cfg.validate()?;
-    let tls = cfg.tls_config()?;
-    let (addr, workers) = supervisor::start(cfg, tls)?;
+    let shared = Shared {
+        tls: cfg.tls_config()?,
+        replies: cfg.replies()?,
+    };
+    let (addr, workers) = supervisor::start(cfg, shared)?;
     Ok(ServerHandle {
         addr,
         tls: cfg.tls(),

@@ -75,6 +75,9 @@ pub struct ServerStats {
     pub tls_handshake_failures: u64,
     /// Generation requests answered at once as repeats (`--cache-repeats`).
     pub cache_hits: u64,
+    /// Valid generation requests whose prompt is not in `--answers` (and,
+    /// without `--echo`, answered with the generated text), faulted or not.
+    pub answers_missed: u64,
 }
 
 /// The snapshot of a shared counter block and the sum of two snapshots, one
@@ -127,6 +130,7 @@ counters!(
     tls_resumed,
     tls_handshake_failures,
     cache_hits,
+    answers_missed,
 );
 
 impl WorkerCounters {

@@ -15,19 +15,18 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::unistd::pipe2;
 
-use super::ServerConfig;
 use super::access::Access;
 use super::conn::{MAX_BODY, Settings};
 use super::faults::{FaultPlan, FaultRates};
 use super::stats::{CounterBlock, WorkerCounters};
 use super::worker::{Limits, Worker};
+use super::{ServerConfig, Shared};
 use crate::sys::process::{self, Child, Exit, fork_child_keeping, reap_all};
 use crate::sys::signal::ignore;
 use crate::sys::socket;
@@ -62,12 +61,10 @@ fn listen_error(addr: SocketAddr, e: &io::Error) -> String {
     }
 }
 
-/// Binds, forks the workers and returns once each has reported ready. `tls`
-/// is built before the fork so every worker holds the same ticket key.
-pub(super) fn start(
-    cfg: &ServerConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
-) -> Result<(SocketAddr, Workers), String> {
+/// Binds, forks the workers and returns once each has reported ready.
+/// `shared` is built before the fork so every worker holds the same TLS
+/// ticket key and the same answers.
+pub(super) fn start(cfg: &ServerConfig, shared: Shared) -> Result<(SocketAddr, Workers), String> {
     let (listeners, addr) =
         socket::listeners(cfg.listen, cfg.workers).map_err(|e| listen_error(cfg.listen, &e))?;
     let counters =
@@ -92,7 +89,7 @@ pub(super) fn start(
                     ready,
                     parent,
                     cfg,
-                    tls.clone(),
+                    shared.clone(),
                     counters,
                 )
             });
@@ -183,10 +180,10 @@ fn child(
     ready: OwnedFd,
     parent: u32,
     cfg: &ServerConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    shared: Shared,
     counters: &WorkerCounters,
 ) -> i32 {
-    let mut worker = match prepare(k, listener, parent, cfg, tls, counters) {
+    let mut worker = match prepare(k, listener, parent, cfg, shared, counters) {
         Ok(w) => w,
         Err(msg) => {
             report(&ready, k, &Err(msg));
@@ -213,7 +210,7 @@ fn prepare<'a>(
     listener: TcpListener,
     parent: u32,
     cfg: &ServerConfig,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    shared: Shared,
     counters: &'a WorkerCounters,
 ) -> Result<Worker<'a>, String> {
     // The parent owns shutdown: in `llmload bench` a Ctrl-C (or a closed
@@ -276,7 +273,7 @@ fn prepare<'a>(
         key: cfg.api_key.clone(),
         models: cfg.served_models.clone(),
     };
-    Worker::new(listener, settings, limits, faults, access, tls, counters)
+    Worker::new(listener, settings, limits, faults, access, shared, counters)
         .map_err(|e| format!("event loop: {e}"))
 }
 

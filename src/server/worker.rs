@@ -17,7 +17,6 @@
 use std::io;
 use std::net::TcpListener as StdListener;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::sync::Arc;
 use std::time::Duration;
 
 use mio::net::TcpListener;
@@ -25,6 +24,7 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
+use super::Shared;
 use super::access::Access;
 use super::cache::RepeatCache;
 use super::conn::{Conn, Ctx, InputBudget, Outcome, Settings};
@@ -91,7 +91,7 @@ impl<'a> Worker<'a> {
         limits: Limits,
         faults: FaultPlan,
         access: Access,
-        tls: Option<Arc<rustls::ServerConfig>>,
+        shared: Shared,
         counters: &'a WorkerCounters,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
@@ -120,7 +120,8 @@ impl<'a> Worker<'a> {
                 counters,
                 faults,
                 access,
-                tls,
+                tls: shared.tls,
+                replies: shared.replies,
                 timers,
                 budget: InputBudget {
                     limit: limits.input_budget,

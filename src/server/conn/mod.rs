@@ -50,10 +50,13 @@ use mio::net::TcpStream;
 use rustls::{HandshakeKind, ServerConnection};
 
 use super::access::Access;
+use super::answers::Replies;
 use super::cache::RepeatCache;
 use super::faults::{Fault, FaultPlan, MalformedKind};
 use super::formats::text::CYCLE;
-use super::formats::{self, Events, Format, Identity, Problem, Reply, Request, openai};
+use super::formats::{
+    self, Events, Format, Identity, Output, Problem, Reply, ReplyText, Request, openai,
+};
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
 use super::stats::WorkerCounters;
 use super::timer::TimerQueue;
@@ -168,6 +171,9 @@ pub(crate) struct Ctx<'a> {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The bodies this worker has seen, with `--cache-repeats`.
     pub cache: Option<RepeatCache>,
+    /// Replies taken from prompts (`--echo`, `--answers`), shared by every
+    /// worker.
+    pub replies: Option<Arc<Replies>>,
 }
 
 /// The worker's input budget: bytes of request input its connections may
@@ -239,6 +245,9 @@ struct Response {
     endless: bool,
     /// A repeat answered from the cache: every token is due at arrival.
     cached: bool,
+    /// The tokens are the chunks of the connection's `text`, not the
+    /// vocabulary.
+    text: bool,
 }
 
 impl Response {
@@ -309,6 +318,9 @@ pub(crate) struct Conn {
     scratch: Vec<u8>,
     /// A non-streamed response, head and body, waiting for its time.
     deferred: Vec<u8>,
+    /// The reply of `resp` when it is a text (`--echo`, `--answers`); made
+    /// at the connection's first such reply and reused after.
+    text: Option<Box<ReplyText>>,
     /// Close once the current response is out; parse nothing more.
     close_after: bool,
     peer_eof: bool,
@@ -372,6 +384,7 @@ impl Conn {
             prefix: Vec::new(),
             scratch: Vec::new(),
             deferred: Vec::new(),
+            text: None,
             close_after: false,
             peer_eof: false,
             hup_seen: false,
@@ -834,9 +847,12 @@ impl Conn {
                         return Step::Finished;
                     }
                     if r.next < r.reply.n {
+                        let said = self.text.as_deref().filter(|_| r.text);
                         if r.endless && r.next > r.reply.reasoning {
                             let (reply, k) = (&r.reply, r.next);
                             formats::text_event(reply, &self.prefix, k, &FAT_TEXT, &mut ev);
+                        } else if let Some(t) = said {
+                            formats::chunk_event(&r.reply, &self.prefix, r.next, t, &mut ev);
                         } else {
                             formats::token(&r.reply, &self.prefix, r.next, &mut ev);
                         }

@@ -1,8 +1,42 @@
 //! What a generation request is answered with: its fault decided by the
 //! worker's schedule, then an error at once, a paced response in its wire
-//! format, or the malformed bytes `--malformed-kind` names.
+//! format, or the malformed bytes `--malformed-kind` names. The response's
+//! tokens are the vocabulary's, or, with `--echo` or `--answers`, the chunks
+//! of a reply taken from the prompt (`Said`).
 
 use super::*;
+use crate::server::answers::Choice;
+use crate::server::formats::{Finish, prompt};
+
+/// What a response's tokens say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Said {
+    /// The vocabulary, as many tokens as asked.
+    Vocab,
+    /// A reply of this many chunks, in the connection's `text`.
+    Text(u32),
+    /// The vocabulary, for a prompt `--answers` has no reply to.
+    Missed,
+}
+
+/// The reply to the prompt of `body`, its text put in `text`.
+fn take_reply(
+    replies: &Replies,
+    format: Format,
+    body: &[u8],
+    text: &mut Option<Box<ReplyText>>,
+) -> Result<Said, Rejection> {
+    let prompt = prompt::extract(format, body)
+        .map_err(|m| Rejection::new(Status::BadRequest, Problem::Invalid, m))?;
+    Ok(match replies.choose(&prompt) {
+        Choice::Text(reply) => {
+            let t = text.get_or_insert_with(Box::default);
+            t.set(reply);
+            Said::Text(t.chunks())
+        }
+        Choice::Missed => Said::Missed,
+    })
+}
 
 impl Conn {
     /// A generation request in any format: decides its fault, then answers
@@ -45,17 +79,32 @@ impl Conn {
                     }
                 }
                 let stream = req.stream && !ctx.settings.ignore_stream;
-                let n = output_tokens(&ctx.settings, format, req.max_tokens, stream)?;
-                Ok((req, n))
+                let said = match ctx.replies.as_deref() {
+                    Some(replies) => take_reply(replies, format, body, &mut self.text)?,
+                    None => Said::Vocab,
+                };
+                // A reply has its own length; the request's cap cuts it.
+                let n = match said {
+                    Said::Text(chunks) => req
+                        .max_tokens
+                        .map_or(chunks, |m| m.min(u64::from(chunks)) as u32),
+                    Said::Vocab | Said::Missed => {
+                        output_tokens(&ctx.settings, format, req.max_tokens, stream)?
+                    }
+                };
+                Ok((req, n, said))
             });
-        if parsed.as_ref().is_ok_and(|(req, _)| req.stream) {
+        if parsed.as_ref().is_ok_and(|(req, _, _)| req.stream) {
             WorkerCounters::bump(&c.streams, 1);
+        }
+        if parsed.as_ref().is_ok_and(|p| p.2 == Said::Missed) {
+            WorkerCounters::bump(&c.answers_missed, 1);
         }
         // Every generation request with a body takes its turn in the fault
         // schedule, valid or not, so the counts stay exact; a fault replaces
         // whatever the answer would have been.
         let fault = ctx.faults.next();
-        let messages = parsed.as_ref().map_or(0, |(req, _)| req.messages);
+        let messages = parsed.as_ref().map_or(0, |(req, _, _)| req.messages);
         match fault {
             Fault::Error(status) => {
                 WorkerCounters::bump(&c.errors_injected, 1);
@@ -76,7 +125,7 @@ impl Conn {
             Fault::Endless => WorkerCounters::bump(&c.endless_injected, 1),
             Fault::Reset | Fault::Inband | Fault::None => {}
         }
-        let (req, n) = match parsed {
+        let (req, n, said) = match parsed {
             Ok(p) => p,
             // The fault replaces the refusal: a request of the format's
             // defaults stands in for the one that could not be read.
@@ -90,6 +139,7 @@ impl Conn {
                     max_tokens: None,
                 },
                 0,
+                Said::Vocab,
             ),
             Err(_) if fault == Fault::Reset => {
                 WorkerCounters::bump(&c.resets_injected, 1);
@@ -132,6 +182,7 @@ impl Conn {
         // count can say, whatever was asked.
         let endless = fault == Fault::Endless;
         let n = if endless { u32::MAX } else { n };
+        let said = if endless { Said::Vocab } else { said };
         // A repeat is answered at once; an endless stream stays paced.
         let cached = !endless
             && ctx
@@ -141,14 +192,26 @@ impl Conn {
         if cached {
             WorkerCounters::bump(&c.cache_hits, 1);
         }
+        // A reply taken from the prompt is all answer, no reasoning.
+        let reasoning = match said {
+            Said::Text(_) => 0,
+            Said::Vocab | Said::Missed => settings.reasoning,
+        };
         let mut reply = Reply::new(
             format,
             n,
-            settings.reasoning,
+            reasoning,
             req.prompt_tokens,
             req.include_usage && !settings.no_usage,
         );
         reply.body_usage = !settings.no_usage;
+        if said == Said::Text(n) {
+            reply.finish = Finish::Stop;
+        }
+        let output = match (said, self.text.as_deref()) {
+            (Said::Text(_), Some(t)) => Output::Text(t),
+            _ => Output::Vocab,
+        };
         let stream = endless || (req.stream && !settings.ignore_stream);
         // Chunked framing does not exist in HTTP/1.0: a stream to such a
         // client ends by closing the connection.
@@ -170,7 +233,7 @@ impl Conn {
             if fault == Fault::Inband {
                 self.scratch.extend_from_slice(formats::inband_body(format));
             } else {
-                formats::body(&reply, &id, &mut self.prefix, &mut self.scratch);
+                formats::output_body(&reply, &id, output, &mut self.prefix, &mut self.scratch);
             }
             self.deferred.clear();
             head::write(
@@ -211,6 +274,7 @@ impl Conn {
             stall_at,
             endless,
             cached,
+            text: matches!(said, Said::Text(_)),
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
@@ -299,6 +363,7 @@ impl Conn {
             stall_at: None,
             endless: false,
             cached: false,
+            text: false,
         });
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),

@@ -13,8 +13,8 @@
 use serde::Deserialize;
 
 use super::json::{Messages, Model, Words};
-use super::text::{push_json_str, push_tokens, token};
-use super::{Events, Identity, Reply, Request};
+use super::text::{push_json_str, token};
+use super::{Events, Finish, Identity, Output, Reply, Request};
 use crate::ascii::push_u64;
 
 #[derive(Deserialize)]
@@ -158,6 +158,14 @@ pub(crate) fn text_event(r: &Reply, text: &[u8], ev: &mut Events<'_>) {
     });
 }
 
+/// The `stop_reason` value, quoted.
+fn stop_reason(r: &Reply) -> &'static [u8] {
+    match r.finish {
+        Finish::Length => b"\"max_tokens\"",
+        Finish::Stop => b"\"end_turn\"",
+    }
+}
+
 /// Closes the open block (the thinking block when every token was
 /// reasoning) and the message.
 pub(crate) fn finish(r: &Reply, ev: &mut Events<'_>) {
@@ -168,9 +176,9 @@ pub(crate) fn finish(r: &Reply, ev: &mut Events<'_>) {
     };
     block_stop(ev, open);
     event(ev, b"message_delta", |b| {
-        b.extend_from_slice(
-            b"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":",
-        );
+        b.extend_from_slice(b"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":");
+        b.extend_from_slice(stop_reason(r));
+        b.extend_from_slice(b",\"stop_sequence\":null},\"usage\":{\"output_tokens\":");
         push_u64(b, u64::from(r.n));
         b.extend_from_slice(b"}}");
     });
@@ -184,7 +192,7 @@ pub(crate) fn inband(ev: &mut Events<'_>) {
 }
 
 /// A non-streamed `message` body with all `r.n` tokens.
-pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, text: Output<'_>, out: &mut Vec<u8>) {
     out.push(b'{');
     push_id(out, id);
     out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
@@ -192,7 +200,7 @@ pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"content\":[");
     if r.reasoning > 0 {
         out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":\"");
-        push_tokens(out, 0, r.reasoning);
+        text.push(out, 0, r.reasoning);
         out.extend_from_slice(b"\",\"signature\":\"\"}");
     }
     if r.reasoning == 0 || r.n > r.reasoning {
@@ -200,12 +208,12 @@ pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"type\":\"text\",\"text\":\"");
-        push_tokens(out, r.reasoning, r.n);
+        text.push(out, r.reasoning, r.n);
         out.extend_from_slice(b"\"}");
     }
-    out.extend_from_slice(
-        b"],\"stop_reason\":\"max_tokens\",\"stop_sequence\":null,\"usage\":{\"input_tokens\":",
-    );
+    out.extend_from_slice(b"],\"stop_reason\":");
+    out.extend_from_slice(stop_reason(r));
+    out.extend_from_slice(b",\"stop_sequence\":null,\"usage\":{\"input_tokens\":");
     push_u64(out, r.prompt);
     out.extend_from_slice(b",\"output_tokens\":");
     push_u64(out, u64::from(r.n));
@@ -374,7 +382,12 @@ mod tests {
     #[test]
     fn bodies_are_valid_json() {
         let mut out = Vec::new();
-        body(&reply(Format::Messages, 5, 3), &ident("c"), &mut out);
+        body(
+            &reply(Format::Messages, 5, 3),
+            &ident("c"),
+            Output::Vocab,
+            &mut out,
+        );
         let v: Value = serde_json::from_slice(&out).unwrap();
         let text: String = (0..5).map(token).collect();
         assert_eq!(v["type"], "message");
@@ -388,7 +401,7 @@ mod tests {
             reasoning: 2,
             ..reply(Format::Messages, 5, 3)
         };
-        body(&r, &ident("c"), &mut out);
+        body(&r, &ident("c"), Output::Vocab, &mut out);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["content"][0]["type"], "thinking");
         assert_eq!(

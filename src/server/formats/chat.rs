@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::json::{Messages, Model};
 use super::openai::{self, push_id_model, push_usage};
-use super::text::{push_tokens, token};
-use super::{DATA, Events, Identity, Reply, Request};
+use super::text::token;
+use super::{DATA, Events, Finish, Identity, Output, Reply, Request};
 
 #[derive(Deserialize)]
 struct Raw<'a> {
@@ -112,13 +112,21 @@ pub(crate) fn text_event(prefix: &[u8], text: &[u8], ev: &mut Events<'_>) {
     });
 }
 
+/// The `finish_reason` value, quoted.
+pub(super) fn finish_reason(r: &Reply) -> &'static [u8] {
+    match r.finish {
+        Finish::Length => b"\"length\"",
+        Finish::Stop => b"\"stop\"",
+    }
+}
+
 pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");
         b.extend_from_slice(prefix);
-        b.extend_from_slice(
-            b"[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n",
-        );
+        b.extend_from_slice(b"[{\"index\":0,\"delta\":{},\"logprobs\":null,\"finish_reason\":");
+        b.extend_from_slice(finish_reason(r));
+        b.extend_from_slice(b"}]}\n\n");
     });
     if r.include_usage {
         ev.push(|b| {
@@ -138,19 +146,21 @@ pub(crate) fn inband(ev: &mut Events<'_>) {
 }
 
 /// A non-streamed `chat.completion` body with all `r.n` tokens.
-pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, text: Output<'_>, out: &mut Vec<u8>) {
     push_id_model(out, id, ID, b"chat.completion");
     out.extend_from_slice(
         b",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"",
     );
-    push_tokens(out, r.reasoning, r.n);
+    text.push(out, r.reasoning, r.n);
     out.push(b'"');
     if r.reasoning > 0 {
         out.extend_from_slice(b",\"reasoning_content\":\"");
-        push_tokens(out, 0, r.reasoning);
+        text.push(out, 0, r.reasoning);
         out.push(b'"');
     }
-    out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    out.extend_from_slice(b"},\"logprobs\":null,\"finish_reason\":");
+    out.extend_from_slice(finish_reason(r));
+    out.extend_from_slice(b"}]");
     if r.body_usage {
         out.push(b',');
         push_usage(out, r.prompt, u64::from(r.n), r.reasoning);
@@ -242,7 +252,12 @@ mod tests {
     #[test]
     fn body_is_valid_json() {
         let mut out = Vec::new();
-        body(&reply(Format::Chat, 18, 2), &ident("m"), &mut out);
+        body(
+            &reply(Format::Chat, 18, 2),
+            &ident("m"),
+            Output::Vocab,
+            &mut out,
+        );
         let v: Value = serde_json::from_slice(&out).unwrap();
         let expected: String = (0..18).map(token).collect();
         assert_eq!(v["choices"][0]["message"]["content"], expected.as_str());
@@ -259,7 +274,7 @@ mod tests {
             reasoning: 5,
             ..reply(Format::Chat, 18, 2)
         };
-        body(&r, &ident("m"), &mut out);
+        body(&r, &ident("m"), Output::Vocab, &mut out);
         let v: Value = serde_json::from_slice(&out).unwrap();
         let thought: String = (0..5).map(token).collect();
         let said: String = (5..18).map(token).collect();

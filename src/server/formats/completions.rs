@@ -10,10 +10,11 @@
 use serde::Deserialize;
 
 use super::chat::StreamOptions;
+use super::chat::finish_reason;
 use super::json::{Model, Prompt};
 use super::openai::{self, push_id_model, push_usage};
-use super::text::{push_tokens, token};
-use super::{DATA, Events, Identity, Reply, Request};
+use super::text::token;
+use super::{DATA, Events, Identity, Output, Reply, Request};
 
 #[derive(Deserialize)]
 struct Raw<'a> {
@@ -93,9 +94,9 @@ pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     ev.push(|b| {
         b.extend_from_slice(b"data: ");
         b.extend_from_slice(prefix);
-        b.extend_from_slice(
-            b"[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n",
-        );
+        b.extend_from_slice(b"[{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":");
+        b.extend_from_slice(finish_reason(r));
+        b.extend_from_slice(b"}]}\n\n");
     });
     if r.include_usage {
         ev.push(|b| {
@@ -115,11 +116,13 @@ pub(crate) fn inband(ev: &mut Events<'_>) {
 }
 
 /// A non-streamed `text_completion` body with all `r.n` tokens.
-pub(crate) fn body(r: &Reply, id: &Identity<'_>, out: &mut Vec<u8>) {
+pub(crate) fn body(r: &Reply, id: &Identity<'_>, text: Output<'_>, out: &mut Vec<u8>) {
     push_id_model(out, id, ID, b"text_completion");
     out.extend_from_slice(b",\"choices\":[{\"index\":0,\"text\":\"");
-    push_tokens(out, 0, r.n);
-    out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    text.push(out, 0, r.n);
+    out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":");
+    out.extend_from_slice(finish_reason(r));
+    out.extend_from_slice(b"}]");
     if r.body_usage {
         out.push(b',');
         push_usage(out, r.prompt, u64::from(r.n), 0);
@@ -191,7 +194,12 @@ mod tests {
     #[test]
     fn body_is_valid_json() {
         let mut out = Vec::new();
-        body(&reply(Format::Completions, 20, 3), &ident("m"), &mut out);
+        body(
+            &reply(Format::Completions, 20, 3),
+            &ident("m"),
+            Output::Vocab,
+            &mut out,
+        );
         let v: Value = serde_json::from_slice(&out).unwrap();
         let expected: String = (0..20).map(token).collect();
         assert_eq!(v["object"], "text_completion");

@@ -18,6 +18,8 @@ pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod json;
 pub(crate) mod openai;
+pub mod prompt;
+pub mod reply_text;
 pub(crate) mod sglang;
 pub mod text;
 
@@ -25,6 +27,7 @@ use std::borrow::Cow;
 
 use crate::ascii::push_hex;
 use crate::http::chunked::write_chunk;
+pub use reply_text::{Output, ReplyText};
 
 /// The model named in `/v1/models` and in responses to requests that name
 /// none, unless `--served-model` says otherwise.
@@ -125,12 +128,22 @@ pub struct Identity<'a> {
     pub model: &'a str,
 }
 
+/// Why a response ended, as its finish reason says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// At the output length asked for (`length`; Anthropic's `max_tokens`).
+    Length,
+    /// The reply was said in full (`stop`; Anthropic's `end_turn`).
+    Stop,
+}
+
 /// The facts every byte of one response is rendered from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reply {
     pub format: Format,
     /// Output tokens in total.
     pub n: u32,
+    pub finish: Finish,
     /// How many of the first output tokens are reasoning: at most `n`, and 0
     /// for formats without reasoning.
     pub reasoning: u32,
@@ -147,6 +160,7 @@ impl Reply {
         Reply {
             format,
             n,
+            finish: Finish::Length,
             reasoning: if format.has_reasoning() {
                 reasoning.min(n)
             } else {
@@ -252,6 +266,16 @@ pub fn text_event(r: &Reply, prefix: &[u8], k: u32, text: &[u8], ev: &mut Events
     }
 }
 
+/// The event(s) for chunk `k` of a text reply, due when token `k` is.
+pub fn chunk_event(r: &Reply, prefix: &[u8], k: u32, text: &ReplyText, ev: &mut Events<'_>) {
+    match r.format {
+        Format::Chat => chat::text_event(prefix, text.chunk(k), ev),
+        Format::Completions => completions::text_event(prefix, text.chunk(k), ev),
+        Format::Generate => sglang::output_event(r, prefix, k, Output::Text(text), ev),
+        Format::Messages => anthropic::text_event(r, text.chunk(k), ev),
+    }
+}
+
 /// The events that end a stream, due with its last token.
 pub fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     match r.format {
@@ -273,13 +297,26 @@ pub fn inband(format: Format, ev: &mut Events<'_>) {
     }
 }
 
-/// The whole non-streamed body; `prefix` is scratch space.
+/// The whole non-streamed body of vocabulary tokens; `prefix` is scratch
+/// space.
 pub fn body(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>, out: &mut Vec<u8>) {
+    output_body(r, id, Output::Vocab, prefix, out);
+}
+
+/// The whole non-streamed body, its tokens said by `text`; `prefix` is
+/// scratch space.
+pub fn output_body(
+    r: &Reply,
+    id: &Identity<'_>,
+    text: Output<'_>,
+    prefix: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) {
     match r.format {
-        Format::Chat => chat::body(r, id, out),
-        Format::Completions => completions::body(r, id, out),
-        Format::Generate => sglang::body(r, id, prefix, out),
-        Format::Messages => anthropic::body(r, id, out),
+        Format::Chat => chat::body(r, id, text, out),
+        Format::Completions => completions::body(r, id, text, out),
+        Format::Generate => sglang::body(r, id, text, prefix, out),
+        Format::Messages => anthropic::body(r, id, text, out),
     }
 }
 

@@ -12,8 +12,7 @@
 use serde::Deserialize;
 
 use super::json::{Model, Text, TokenIds};
-use super::text::{push_tokens, tokens_len};
-use super::{DATA, Events, Identity, Reply, Request};
+use super::{DATA, Events, Finish, Identity, Output, Reply, Request};
 use crate::ascii::{len_u64, push_u64};
 
 #[derive(Deserialize)]
@@ -77,55 +76,86 @@ pub(crate) fn start(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>) {
 const TEXT: &[u8] = b"{\"text\":\"";
 const UNFINISHED: &[u8] = b",\"finish_reason\":null";
 const FINISHED: &[u8] = b",\"finish_reason\":{\"type\":\"length\",\"length\":";
+/// A reply said in full ends as at an end-of-sequence token; the mock has
+/// no token ids, so it names none.
+const STOPPED: &[u8] = b",\"finish_reason\":{\"type\":\"stop\",\"matched\":null}";
 const END: &[u8] = b",\"cached_tokens\":0},\"index\":0}";
 
 /// The object for the first `done` tokens, `finished` when it is the last.
-fn object(out: &mut Vec<u8>, r: &Reply, prefix: &[u8], done: u32, finished: bool) {
+fn object(
+    out: &mut Vec<u8>,
+    r: &Reply,
+    prefix: &[u8],
+    text: Output<'_>,
+    done: u32,
+    finished: bool,
+) {
     out.extend_from_slice(TEXT);
-    push_tokens(out, 0, done);
+    text.push(out, 0, done);
     out.extend_from_slice(prefix);
     push_u64(out, u64::from(done));
-    if finished {
-        out.extend_from_slice(FINISHED);
-        push_u64(out, u64::from(r.n));
-        out.push(b'}');
-    } else {
-        out.extend_from_slice(UNFINISHED);
+    match (finished, r.finish) {
+        (false, _) => out.extend_from_slice(UNFINISHED),
+        (true, Finish::Length) => {
+            out.extend_from_slice(FINISHED);
+            push_u64(out, u64::from(r.n));
+            out.push(b'}');
+        }
+        (true, Finish::Stop) => out.extend_from_slice(STOPPED),
     }
     out.extend_from_slice(END);
 }
 
 /// How many bytes `object` appends: the events grow with every token, so
 /// they are sized up front and written once rather than staged and copied.
-fn object_len(r: &Reply, prefix: &[u8], done: u32, finished: bool) -> usize {
-    let finish = if finished {
-        FINISHED.len() + len_u64(u64::from(r.n)) + 1
-    } else {
-        UNFINISHED.len()
+fn object_len(r: &Reply, prefix: &[u8], text: Output<'_>, done: u32, finished: bool) -> usize {
+    let finish = match (finished, r.finish) {
+        (false, _) => UNFINISHED.len(),
+        (true, Finish::Length) => FINISHED.len() + len_u64(u64::from(r.n)) + 1,
+        (true, Finish::Stop) => STOPPED.len(),
     };
-    TEXT.len() + tokens_len(0, done) + prefix.len() + len_u64(u64::from(done)) + finish + END.len()
+    TEXT.len() + text.len(0, done) + prefix.len() + len_u64(u64::from(done)) + finish + END.len()
 }
 
 /// One `data:` event holding the object for the first `done` tokens.
-fn event(ev: &mut Events<'_>, r: &Reply, prefix: &[u8], done: u32, finished: bool) {
-    let len = DATA.len() + object_len(r, prefix, done, finished) + 2;
+fn event(
+    ev: &mut Events<'_>,
+    r: &Reply,
+    prefix: &[u8],
+    text: Output<'_>,
+    done: u32,
+    finished: bool,
+) {
+    let len = DATA.len() + object_len(r, prefix, text, done, finished) + 2;
     ev.push_sized(len, |b| {
         b.extend_from_slice(DATA);
-        object(b, r, prefix, done, finished);
+        object(b, r, prefix, text, done, finished);
         b.extend_from_slice(b"\n\n");
     });
 }
 
 #[inline]
 pub(crate) fn token_event(r: &Reply, prefix: &[u8], k: u32, ev: &mut Events<'_>) {
-    event(ev, r, prefix, k + 1, k + 1 == r.n);
+    output_event(r, prefix, k, Output::Vocab, ev);
+}
+
+/// The event for output token `k`, the text so far said by `text`.
+#[inline]
+pub(crate) fn output_event(
+    r: &Reply,
+    prefix: &[u8],
+    k: u32,
+    text: Output<'_>,
+    ev: &mut Events<'_>,
+) {
+    event(ev, r, prefix, text, k + 1, k + 1 == r.n);
 }
 
 /// The last token's event already said why it finished; a response without
 /// tokens still needs one event to say so.
 pub(crate) fn finish(r: &Reply, prefix: &[u8], ev: &mut Events<'_>) {
     if r.n == 0 {
-        event(ev, r, prefix, 0, true);
+        event(ev, r, prefix, Output::Vocab, 0, true);
     }
     ev.data(b"[DONE]");
 }
@@ -137,9 +167,15 @@ pub(crate) fn inband(ev: &mut Events<'_>) {
 
 /// The non-streamed body: the final event's object, once. `prefix` is
 /// scratch space, reused from response to response.
-pub(crate) fn body(r: &Reply, id: &Identity<'_>, prefix: &mut Vec<u8>, out: &mut Vec<u8>) {
+pub(crate) fn body(
+    r: &Reply,
+    id: &Identity<'_>,
+    text: Output<'_>,
+    prefix: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) {
     start(r, id, prefix);
-    object(out, r, prefix, r.n, true);
+    object(out, r, prefix, text, r.n, true);
 }
 
 /// An error body as the real server writes it: a message and nothing else.
@@ -222,6 +258,7 @@ mod tests {
         body(
             &reply(Format::Generate, 17, 2),
             &ident("m"),
+            Output::Vocab,
             &mut Vec::new(),
             &mut out,
         );
