@@ -181,6 +181,32 @@ PUNKT_TEXTS = [
     "Sen. Warren and Rep. Ocasio-Cortez spoke. They agreed.",
 ]
 
+# Random texts from pieces that exercise every Punkt rule (seeded, so the
+# file is stable): abbreviations, initials, numbers, ellipses, quotes,
+# brackets, sentence starters, line and paragraph breaks.
+PUNKT_PIECES = [
+    "Mr.", "Mrs.", "Dr.", "U.S.", "U.S.A.", "Inc.", "Co.", "St.", "Gen.", "p.m.", "a.m.", "e.g.", "i.e.",
+    "etc.", "vs.", "No.", "J.", "A.", "3.", "12.", "3.5", "1,000", "...", ". . .", "--", "-", "(", ")",
+    '"', "'", "\u201c", "\u201d", "\u2019", "!", "?", "?!", ".", ",", ";", ":", "The", "the", "He", "he",
+    "However", "however", "It", "it", "This", "Smith", "Washington", "said", "went", "and", "of", "In",
+    "in", "But", "but", "\n", "\n\n", "  ", "\t", "B.", "Bach", "I", "i", "A", "a", "Ltd.", "Jan.",
+    "Sept.", "N.Y.", "W.H.O.", "1990s", "\u00e9t\u00e9", "Caf\u00e9.", "[1]", "{x}", "*", "@", "#", "&",
+    "`", "$5", "5%",
+]
+
+
+def punkt_random_texts(n):
+    rng = random.Random(11)
+    texts = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(3, 24)):
+            parts.append(rng.choice(PUNKT_PIECES))
+            parts.append(rng.choice([" ", " ", " ", "", "\n"]))
+        texts.append("".join(parts))
+    return texts
+
+
 TOKENIZE_TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
     "U.S. GDP grew 3.5% in Q2-2023; e-mail: test@example.com",
@@ -259,7 +285,9 @@ def main():
 
     cases = {
         "nltk": nltk.__version__,
-        "sent_tokenize": [{"text": t, "sentences": nltk.sent_tokenize(t)} for t in PUNKT_TEXTS],
+        "sent_tokenize": [
+            {"text": t, "sentences": nltk.sent_tokenize(t)} for t in PUNKT_TEXTS + punkt_random_texts(200)
+        ],
         "tokenize": [{"text": t, "tokens": tokenize.tokenize(t, stemmer)} for t in TOKENIZE_TEXTS],
     }
     (FIX / "rouge-cases.json").write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")

@@ -19,18 +19,26 @@ pub(super) fn lcs_len(a: &[u32], b: &[u32]) -> usize {
     row[b.len()]
 }
 
-/// The positions in `reference` of one longest common subsequence with
-/// `candidate`, ascending; marks them in `hit`.
-pub(super) fn mark_lcs(reference: &[u32], candidate: &[u32], hit: &mut [bool]) {
+/// Marks in `hit` the positions in `reference` of one longest common
+/// subsequence with `candidate`; `table` is scratch space.
+pub(super) fn mark_lcs(
+    reference: &[u32],
+    candidate: &[u32],
+    hit: &mut [bool],
+    table: &mut Vec<u32>,
+) {
     let cols = candidate.len() + 1;
-    let mut table = vec![0u32; (reference.len() + 1) * cols];
+    table.clear();
+    table.resize((reference.len() + 1) * cols, 0);
     for (i, &x) in reference.iter().enumerate() {
+        let (done, rest) = table.split_at_mut((i + 1) * cols);
+        let above = &done[i * cols..];
+        let row = &mut rest[..cols];
         for (j, &y) in candidate.iter().enumerate() {
-            let cell = (i + 1) * cols + j + 1;
-            table[cell] = if x == y {
-                table[i * cols + j] + 1
+            row[j + 1] = if x == y {
+                above[j] + 1
             } else {
-                table[i * cols + j + 1].max(table[cell - 1])
+                above[j + 1].max(row[j])
             };
         }
     }
@@ -66,11 +74,12 @@ pub(super) fn union_lcs_hits(
     }
     let mut hits = 0;
     let mut hit = Vec::new();
+    let mut table = Vec::new();
     for r in reference {
         hit.clear();
         hit.resize(r.len(), false);
         for c in candidate {
-            mark_lcs(r, c, &mut hit);
+            mark_lcs(r, c, &mut hit, &mut table);
         }
         for (&t, _) in r.iter().zip(&hit).filter(|(_, h)| **h) {
             let t = t as usize;
@@ -90,7 +99,7 @@ mod tests {
 
     fn marked(r: &[u32], c: &[u32]) -> Vec<usize> {
         let mut hit = vec![false; r.len()];
-        mark_lcs(r, c, &mut hit);
+        mark_lcs(r, c, &mut hit, &mut Vec::new());
         hit.iter()
             .enumerate()
             .filter(|(_, h)| **h)
