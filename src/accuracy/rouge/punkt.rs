@@ -12,6 +12,10 @@
 //! but the last ends a sentence. Closing quotes and brackets after a break
 //! move to the sentence before.
 //!
+//! Behaviour is nltk 3.10.4's (the release `scripts/rouge-fixture.py`
+//! checks against; MLPerf does not pin one), which counts curly quotes and
+//! guillemets as closing punctuation beside the ASCII ones.
+//!
 //! The model is data (`punkt/english.rs`). Of its 20,366 orthographic
 //! contexts, the 5,664 without a lower-case bit are left out: the heuristic
 //! treats such a context exactly as a missing one (context 0) — a capitalized
