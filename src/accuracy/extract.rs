@@ -23,7 +23,6 @@ use std::sync::LazyLock;
 use fancy_regex::Regex;
 
 /// An answer extractor, by MLPerf's definition.
-#[allow(dead_code)] // wired by the lead
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Extractor {
     Identity,
@@ -41,7 +40,6 @@ const ALL: [Extractor; 5] = [
     Extractor::FunctionCall,
 ];
 
-#[allow(dead_code)] // wired by the lead
 impl Extractor {
     /// Accepts our short names and MLPerf's ids (`abcd` or `abcd_extractor`).
     pub(crate) fn parse(name: &str) -> Result<Extractor, String> {
