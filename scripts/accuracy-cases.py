@@ -5,6 +5,9 @@ are checked against MLPerf's Python without Python at test time.
 
     python3 scripts/accuracy-cases.py PATH/TO/extractor.py > tests/fixtures/accuracy/extractors.json
 
+An optional second argument scales the number of random cases (the
+committed fixture uses 1; larger runs are for hunting differences).
+
 PATH/TO/extractor.py is MLPerf's src/inference_endpoint/evaluation/extractor.py
 (it needs only the standard library). Written with Python 3.11.
 
@@ -23,6 +26,7 @@ mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 
 rng = random.Random(11)
+SCALE = int(sys.argv[2]) if len(sys.argv) > 2 else 1
 
 
 def pick(xs):
@@ -104,6 +108,14 @@ CODE_PIECES = [
 ]
 
 
+FC_CHAOS = [
+    "f(", "get(", "a=", "b =", "'", '"', "\\", ")", "(", "[", "]", "{", "}", ",", " ", "1", "x", "#",
+    "\n", "*", "**", ":", "=", "lambda", " if ", " else ", "not ", "\u00e9", "1e5", "0x1", "b'", "r'",
+    "...", ".", "-", "+", "True", "None", "'" * 3, "\\'", "2.5", "[1, 2]", "{'k': 1}", "(1,)", "print(",
+    "x.y", "f'", "u'", " for i in y", ";", "\t", "@", "~", "<", "==", " is ", " in ", "j", "_",
+]
+
+
 def tool_call(name, args, raw_args=None):
     fn = {"name": name, "arguments": raw_args if raw_args is not None else json.dumps(args)}
     return {"id": "call_%d" % rng.randrange(1000), "type": "function", "function": fn}
@@ -141,6 +153,9 @@ FC_HAND = [
     "f(a=b if c else lambda: 1)", "f(a=[lambda: 1])", "f(a=(yield 1, 2))", "f(a=(yield from x))",
     "f(a=(yield *x, 1))", "f(a=(yield *x))", "f(a=lambda a, /: a)", "f(a=lambda /: 0)", "f(a=lambda *, **k: 0)",
     "f(a=lambda *a, b: 0)", "f(a=lambda x: lambda y: x)", "f(a=lambda x,: x)", "f(a=lambda **k,: k)",
+    "f(a=f'plain')", "f(a=f'')", "f(a=f'{{braces}}')", "f(a=f'}')", "f(a='x' f'y' 'z')",
+    "f(a=f'it\\'s')", "f(a=f\"say 'hi'\")", "f(a=f'tab\\there\\n')", "f(a=rf'\\d')", "f(a=[f'x'])",
+    "f(a=f'ends with \"')", "f(a=f'\u00e9\\x00')", "f(f'x', a=1)", "f(a=b'' f'')", "f(a=f'''q''')",
     "f(a=yield)", "f(a=lambda x=[1, y]: x)", "f(a=lambda: 1, b=2)",
     "foo(x='it''s')", "foo(x=\"it's\")", "foo(x='say \"hi\"')", "foo(x='both \\' and \"')",
     "foo(x='tab\\there', y=r'raw\\n', z=u'uni')", "foo(x=[u'a', b])", "foo(x='\\x41\\101\\u00e9\\U0001F600')",
@@ -270,10 +285,13 @@ KNOWN_DIVERGENT = ["foo(x=f'hi {y}')", "foo(x='\\N{BULLET}')"]
 
 CASES = {
     "identity": ["", " x ", "\u00e9\n", "Answer: B"],
-    "abcd": ABCD_HAND + combos(ABCD_PIECES, SEPS, 320),
-    "boxed_math": BOXED_HAND + combos(BOXED_PIECES, ["", " ", "\n"], 220, 8),
-    "python_code": CODE_HAND + combos(CODE_PIECES, ["", " ", "\n"], 200, 8),
-    "function_call": FC_HAND + [rand_text_call() for _ in range(220)] + [rand_json_call() for _ in range(80)],
+    "abcd": ABCD_HAND + combos(ABCD_PIECES, SEPS, 320 * SCALE),
+    "boxed_math": BOXED_HAND + combos(BOXED_PIECES, ["", " ", "\n"], 220 * SCALE, 8),
+    "python_code": CODE_HAND + combos(CODE_PIECES, ["", " ", "\n"], 200 * SCALE, 8),
+    "function_call": FC_HAND
+    + [rand_text_call() for _ in range(220 * SCALE)]
+    + [rand_json_call() for _ in range(80 * SCALE)]
+    + ["f(" + "".join(pick(FC_CHAOS) for _ in range(rng.randint(1, 8))) + ")" for _ in range(120 * SCALE)],
 }
 
 CLASSES = {

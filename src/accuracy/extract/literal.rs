@@ -3,7 +3,7 @@
 //! literal, else as the source text Python prints back for it.
 
 use super::pyexpr::{BinOp, Comprehension, Const, Expr, Param, UnOp};
-use super::pyrepr::{bytes_repr, complex_repr, float_repr, str_repr};
+use super::pyrepr::{bytes_repr, complex_repr, float_repr, is_printable, str_repr};
 use super::value::{Value, dict_set};
 
 /// How `literal_eval` fails: `ValueError` (MLPerf then keeps the unparsed
@@ -409,6 +409,7 @@ fn write(e: &Expr, p: u8, out: &mut String) {
             write_comprehensions(gens, out);
             out.push('}');
         }
+        Expr::FString(text) => out.push_str(&fstring_repr(text)),
         Expr::Lambda(params, body) => parens_if(p > prec::TEST, out, |out| {
             out.push_str("lambda");
             if !params.is_empty() {
@@ -432,6 +433,60 @@ fn write(e: &Expr, p: u8, out: &mut String) {
             out.push(')');
         }
     }
+}
+
+/// How `ast.unparse` prints an f-string of plain text: braces doubled,
+/// whitespace and unprintables escaped, the first quote (of `'`, `"`, `"""`,
+/// `'''`) the text lacks, preferring one that differs from its last
+/// character.
+fn fstring_repr(text: &[u32]) -> String {
+    const QUOTES: [&str; 4] = ["'", "\"", "\"\"\"", "'''"];
+    if text.is_empty() {
+        return "f''".to_string();
+    }
+    let mut escaped = String::new();
+    for &c in text {
+        match c {
+            0x7b => escaped.push_str("{{"),
+            0x7d => escaped.push_str("}}"),
+            0x5c => escaped.push_str("\\\\"),
+            0x09 => escaped.push_str("\\t"),
+            0x0a => escaped.push_str("\\n"),
+            0x0d => escaped.push_str("\\r"),
+            c if c < 0x20 || (0x7f..0x100).contains(&c) && !is_printable(c) => {
+                escaped.push_str(&format!("\\x{c:02x}"))
+            }
+            c if is_printable(c) => escaped.extend(char::from_u32(c)),
+            c if c < 0x10000 => escaped.push_str(&format!("\\u{c:04x}")),
+            c => escaped.push_str(&format!("\\U{c:08x}")),
+        }
+    }
+    let mut quotes: Vec<&str> = QUOTES
+        .into_iter()
+        .filter(|q| !escaped.contains(q))
+        .collect();
+    if quotes.is_empty() {
+        let doubled: Vec<u32> = text
+            .iter()
+            .flat_map(|&c| {
+                if c == 0x7b || c == 0x7d {
+                    vec![c, c]
+                } else {
+                    vec![c]
+                }
+            })
+            .collect();
+        return format!("f{}", str_repr(&doubled));
+    }
+    let last = escaped.chars().last();
+    quotes.sort_by_key(|q| q.chars().next() == last);
+    let quote = quotes[0];
+    if quote.chars().next() == last {
+        let l = escaped.pop().unwrap_or('\'');
+        escaped.push('\\');
+        escaped.push(l);
+    }
+    format!("f{quote}{escaped}{quote}")
 }
 
 /// A lambda's parameters as `visit_arguments` prints them.

@@ -5,9 +5,10 @@
 //!
 //! Literals, names, attributes, calls, subscripts and slices, every
 //! operator, conditional and walrus expressions, comprehensions, lambdas,
-//! `await` and `yield` are read. F-strings and `\N{…}` escapes are not:
-//! they read as a syntax error, where Python would print them back with
-//! `ast.unparse` — rare in a function call's arguments.
+//! `await` and `yield` are read, and f-strings without replacement fields.
+//! F-strings with fields and `\N{…}` escapes are not: they read as a
+//! syntax error, where Python would print them back with `ast.unparse` —
+//! rare in a function call's arguments.
 
 use super::value::{INT_MAX_STR_DIGITS, Int};
 
@@ -92,6 +93,8 @@ pub(super) enum Expr {
     DictComp(Box<Expr>, Box<Expr>, Vec<Comprehension>),
     GeneratorExp(Box<Expr>, Vec<Comprehension>),
     Lambda(Vec<Param>, Box<Expr>),
+    /// An f-string without replacement fields: its text.
+    FString(Vec<u32>),
     /// `yield` (with `from` when true) and its value.
     Yield(bool, Option<Box<Expr>>),
 }
@@ -129,6 +132,7 @@ enum NumTok {
 #[derive(Clone, Debug, PartialEq)]
 struct StrTok {
     bytes: bool,
+    fstring: bool,
     u_prefix: bool,
     text: Vec<u32>,
 }
@@ -356,9 +360,7 @@ impl Lexer<'_> {
     }
 
     fn string(&mut self, prefix: &str) -> Result<()> {
-        if prefix.contains('f') {
-            return Err(SyntaxError);
-        }
+        let fstring = prefix.contains('f');
         let raw = prefix.contains('r');
         let bytes = prefix.contains('b');
         let quote = self.peek(0).ok_or(SyntaxError)?;
@@ -389,6 +391,9 @@ impl Lexer<'_> {
         if bytes && body.iter().any(|c| !c.is_ascii()) {
             return Err(SyntaxError);
         }
+        if fstring {
+            body = fstring_literal(&body)?;
+        }
         let text = if raw {
             body.iter().map(|&c| u32::from(c)).collect()
         } else {
@@ -396,11 +401,31 @@ impl Lexer<'_> {
         };
         self.toks.push(Tok::Str(StrTok {
             bytes,
+            fstring,
             u_prefix: prefix == "u",
             text,
         }));
         Ok(())
     }
+}
+
+/// The text of an f-string without replacement fields (`{{`/`}}` are
+/// braces); a field is beyond this reader, a lone `}` is Python's error.
+fn fstring_literal(body: &[char]) -> Result<Vec<char>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        let c = body[i];
+        if c == '{' || c == '}' {
+            if body.get(i + 1) != Some(&c) {
+                return Err(SyntaxError);
+            }
+            i += 1;
+        }
+        out.push(c);
+        i += 1;
+    }
+    Ok(out)
 }
 
 fn parse_float(text: &str) -> Result<f64> {
@@ -1041,14 +1066,18 @@ impl Parser {
             Tok::Num(NumTok::Imag(f)) => Ok(Expr::Const(Const::Imag(f))),
             Tok::Str(first) => {
                 let mut text = first.text;
+                let mut fstring = first.fstring;
                 while let Tok::Str(more) = self.peek() {
                     if more.bytes != first.bytes {
                         return Err(SyntaxError);
                     }
+                    fstring |= more.fstring;
                     text.extend_from_slice(&more.text);
                     self.i += 1;
                 }
-                if first.bytes {
+                if fstring {
+                    Ok(Expr::FString(text))
+                } else if first.bytes {
                     Ok(Expr::Const(Const::Bytes(
                         text.iter().map(|&c| c as u8).collect(),
                     )))

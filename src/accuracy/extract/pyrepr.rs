@@ -74,7 +74,7 @@ static UNPRINTABLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]").expect("valid class")
 });
 
-fn is_printable(c: u32) -> bool {
+pub(super) fn is_printable(c: u32) -> bool {
     if c == 0x20 {
         return true;
     }

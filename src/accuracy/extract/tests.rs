@@ -139,3 +139,21 @@ fn function_calls_as_bfcl_json() {
     // json.dumps refuses a set: MLPerf raises, we extract nothing.
     assert_eq!(x("f(a={1, 2})"), None);
 }
+
+/// A long reply (50 kB) gives what MLPerf's gives on it, in reasonable time.
+#[test]
+fn long_reply() {
+    let unit = "Some reasoning about (x) and the options, *maybe* answer__ is near; \
+                f(x) = y(z) \\boxed{ } ```code``` ";
+    let text = unit.repeat(500);
+    let start = std::time::Instant::now();
+    assert_eq!(Extractor::Abcd.extract(&text).as_deref(), Some(""));
+    // The last box holds a space: stripped, the answer is empty.
+    assert_eq!(Extractor::BoxedMath.extract(&text).as_deref(), Some(""));
+    assert_eq!(
+        Extractor::PythonCode.extract(&text).as_deref(),
+        Some("code")
+    );
+    assert_eq!(Extractor::FunctionCall.extract(&text), None);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+}
