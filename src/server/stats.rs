@@ -75,8 +75,9 @@ pub struct ServerStats {
     pub tls_handshake_failures: u64,
     /// Generation requests answered at once as repeats (`--cache-repeats`).
     pub cache_hits: u64,
-    /// Valid generation requests whose prompt is not in `--answers` (and,
-    /// without `--echo`, answered with the generated text), faulted or not.
+    /// Valid generation requests whose prompt `--answers` has no reply to,
+    /// without `--echo` to say it instead: they get the generated text (or
+    /// their fault, which is counted as usual).
     pub answers_missed: u64,
 }
 

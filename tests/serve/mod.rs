@@ -8,6 +8,7 @@
 
 mod access;
 mod client;
+mod echo;
 mod faults;
 mod formats;
 mod http;

@@ -437,6 +437,111 @@ pub(super) mod tests {
         }
     }
 
+    /// A whole stream whose tokens are the chunks of `text`.
+    fn text_stream_bytes(r: &Reply, id: &Identity<'_>, text: &ReplyText, chunked: bool) -> Vec<u8> {
+        let (mut out, mut scratch, mut prefix) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ev = Events::new(&mut out, &mut scratch, chunked);
+        start(r, id, &mut prefix, &mut ev);
+        for k in 0..r.n {
+            chunk_event(r, &prefix, k, text, &mut ev);
+        }
+        finish(r, &prefix, &mut ev);
+        out
+    }
+
+    /// The text an event adds, in any format (SGLang's is the whole text so
+    /// far), and the finish reason it carries, if any.
+    fn event_text(format: Format, event: &[u8]) -> (Option<String>, Option<Value>) {
+        let text = std::str::from_utf8(event).unwrap();
+        let data = text.split_once("data: ").unwrap().1.trim_end();
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            return (None, None);
+        };
+        let (said, finish) = match format {
+            Format::Chat => (
+                &v["choices"][0]["delta"]["content"],
+                &v["choices"][0]["finish_reason"],
+            ),
+            Format::Completions => (&v["choices"][0]["text"], &v["choices"][0]["finish_reason"]),
+            Format::Generate => (&v["text"], &v["meta_info"]["finish_reason"]),
+            Format::Messages => (&v["delta"]["text"], &v["delta"]["stop_reason"]),
+        };
+        (
+            said.as_str().map(str::to_owned),
+            Some(finish.clone()).filter(|f| !f.is_null()),
+        )
+    }
+
+    #[test]
+    fn text_replies_stream_and_body_every_byte() {
+        let said = "  quote\" \\ back\n\tnew \u{1} ctl 日本 🦀\u{a0}end ";
+        let mut text = ReplyText::default();
+        text.set(said);
+        let all = text.chunks();
+        assert_eq!(all, 9);
+        for format in Format::ALL {
+            for n in [all, 3, 0] {
+                let mut r = reply(format, n, 5);
+                if n == all {
+                    r.finish = Finish::Stop;
+                }
+                let id = ident("m");
+                let events = unchunk(&text_stream_bytes(&r, &id, &text, true));
+                assert_eq!(
+                    events.concat(),
+                    text_stream_bytes(&r, &id, &text, false),
+                    "{format:?} {n}: declared sizes"
+                );
+                let mut streamed = String::new();
+                let mut finishes = Vec::new();
+                for e in &events {
+                    let (t, f) = event_text(format, e);
+                    if let Some(t) = t {
+                        if format == Format::Generate {
+                            streamed = t;
+                        } else {
+                            streamed.push_str(&t);
+                        }
+                    }
+                    finishes.extend(f);
+                }
+                let want: String = {
+                    let cut = text.range(0, n);
+                    let quoted = [b"\"", cut, b"\""].concat();
+                    serde_json::from_slice(&quoted).unwrap()
+                };
+                assert_eq!(streamed, want, "{format:?} {n}");
+                assert_eq!(finishes.len(), 1, "{format:?} {n}: {finishes:?}");
+                let stopped = match format {
+                    Format::Messages => json_str("end_turn"),
+                    Format::Generate => serde_json::json!({"type": "stop", "matched": null}),
+                    _ => json_str("stop"),
+                };
+                assert_eq!(finishes[0] == stopped, n == all, "{format:?} {n}");
+
+                let mut body = Vec::new();
+                output_body(&r, &id, Output::Text(&text), &mut Vec::new(), &mut body);
+                let v: Value = serde_json::from_slice(&body).unwrap();
+                let got = match format {
+                    Format::Chat => &v["choices"][0]["message"]["content"],
+                    Format::Completions => &v["choices"][0]["text"],
+                    Format::Generate => &v["text"],
+                    Format::Messages => &v["content"][0]["text"],
+                };
+                assert_eq!(got, want.as_str(), "{format:?} {n}");
+            }
+        }
+        assert_eq!(text.range(0, all), {
+            let mut whole = Vec::new();
+            text::push_json_str(&mut whole, said);
+            whole[1..whole.len() - 1].to_vec()
+        });
+    }
+
+    fn json_str(s: &str) -> Value {
+        Value::String(s.to_string())
+    }
+
     /// The payloads of a chunked body (no last chunk expected).
     pub(crate) fn unchunk(mut body: &[u8]) -> Vec<Vec<u8>> {
         let mut chunks = Vec::new();
