@@ -540,3 +540,83 @@ fn datasets_save_to_disk_output_loads() {
     assert_eq!(got[3].messages[0].content, "Q3\n(A) x\n(B) y");
     assert_eq!(got[3].expected.as_deref(), Some("A"));
 }
+
+/// The load rate recorded in perf/RESULTS.md: 1 M rows of ~200-byte
+/// prompts and an expected column, snappy (pyarrow's default), loaded
+/// through `dataset::load` as a run loads it.
+/// `cargo test --release --lib parquet_load_rate -- --ignored --nocapture`
+/// (with `PARQUET_RATE_FILE=PATH`, the file is written there and kept, to
+/// time the binary on it).
+#[test]
+#[ignore = "a measurement: writes and reads a 66 MB file"]
+fn parquet_load_rate() {
+    const ROWS: usize = 1_000_000;
+    const WORDS: [&str; 16] = [
+        "alpha", "bridge", "cloud", "delta", "engine", "forest", "garden", "harbor", "island",
+        "jungle", "kettle", "lantern", "meadow", "north", "orange", "planet",
+    ];
+    let d = TempDir::new("pq-rate");
+    let p = match std::env::var_os("PARQUET_RATE_FILE") {
+        Some(p) => PathBuf::from(p),
+        None => d.path().join("rate.parquet"),
+    };
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut prompt = |i: usize| {
+        let mut s = format!("Row {i}:");
+        while s.len() < 200 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            s.push(' ');
+            s.push_str(WORDS[(seed % 16) as usize]);
+        }
+        s
+    };
+    let f = std::fs::File::create(&p).unwrap();
+    let chunk = 65_536;
+    let mut w = None;
+    for start in (0..ROWS).step_by(chunk) {
+        let range = start..(start + chunk).min(ROWS);
+        let b = batch(vec![
+            (
+                "prompt",
+                Arc::new(StringArray::from_iter_values(
+                    range.clone().map(&mut prompt),
+                )),
+            ),
+            (
+                "expected",
+                Arc::new(StringArray::from_iter_values(
+                    range.map(|i| format!("answer {i}")),
+                )),
+            ),
+        ]);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let w = w.get_or_insert_with(|| {
+            ArrowWriter::try_new(f.try_clone().unwrap(), b.schema(), Some(props)).unwrap()
+        });
+        w.write(&b).unwrap();
+    }
+    w.unwrap().close().unwrap();
+    let size = std::fs::metadata(&p).unwrap().len();
+    let spec =
+        crate::dataset::DatasetSpec::parse(&format!("{},expected=expected", p.display())).unwrap();
+    let started = std::time::Instant::now();
+    let (mut n, mut bytes) = (0u64, 0usize);
+    let stats = crate::dataset::load(&spec, &mut |s| {
+        n += 1;
+        bytes += s.messages[0].content.len();
+        Ok(())
+    })
+    .unwrap();
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!((stats.loaded, n), (ROWS as u64, ROWS as u64));
+    println!(
+        "parquet load rate: {ROWS} rows ({:.1} MB file, {:.1} MB of prompts) in {took:.2} s = {:.0} rows/s",
+        size as f64 / 1e6,
+        bytes as f64 / 1e6,
+        ROWS as f64 / took
+    );
+}
