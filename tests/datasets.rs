@@ -558,3 +558,48 @@ fn an_endless_line_fails_fast_in_bounded_memory() {
         assert!(took < Duration::from_secs(30), "{took:?}");
     }
 }
+
+/// A committed fixture written by pyarrow or `datasets`
+/// (`scripts/columnar-fixtures.py`).
+#[cfg(feature = "columnar")]
+fn columnar_fixture(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/columnar");
+    p.join(name).to_str().unwrap().to_string()
+}
+
+#[test]
+#[cfg(feature = "columnar")]
+fn parquet_and_hugging_face_datasets_drive_a_run() {
+    let server = Server::start(&[]);
+    let parquet = format!(
+        "{},prompt=user_prompt,expected=answer",
+        columnar_fixture("rows-zstd.parquet")
+    );
+    // The test split of a DatasetDict (train has 6 rows), its prompts built
+    // by a template.
+    let hf = format!(
+        "{},split=test,expected=answer,template=Q: {{question}} (A) {{choice1}} (B) {{choice2}}",
+        columnar_fixture("hf-dict")
+    );
+    for (spec, rows) in [(parquet, 10), (hf, 4)] {
+        let run = bench_at(
+            &server,
+            &[
+                "--dataset",
+                &spec,
+                "--requests",
+                &rows.to_string(),
+                "--concurrency",
+                "2",
+                "--max-tokens",
+                "2",
+            ],
+            Duration::from_secs(30),
+        );
+        run.assert_success();
+        let s = run.summary();
+        assert_eq!(u(&s["requests"]["completed"]), rows, "{spec}");
+        assert_eq!(u(&s["dataset"]["samples"]), rows, "{spec}");
+        assert_eq!(s["dataset"]["source"], "file");
+    }
+}

@@ -350,11 +350,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         .ok()
         .filter(|k| !k.is_empty());
     let (phase, accuracy) = accuracy_phase(p, dataset.as_ref(), &mut errs, &mut warnings);
-    let dataset = dataset.map(|mut d| {
-        if d.template.is_none() {
-            d.template = p.prompt_template.clone();
-        }
-        d
+    let dataset = dataset.and_then(|d| {
+        with_prompt_template(d, p.prompt_template.as_ref())
+            .map_err(|e| errs.at("prompt_template", unflag(e, "--prompt-template")))
+            .ok()
     });
     let header = correlation
         .header
@@ -426,6 +425,16 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     })
 }
 
+/// `d` with the run's prompt template, unless it builds its prompts
+/// otherwise: a template of its own, or a mapped prompt or messages column.
+fn with_prompt_template(d: DatasetSpec, template: Option<&String>) -> Result<DatasetSpec, String> {
+    let own = d.template.is_some() || d.columns.prompt.is_some() || d.columns.messages.is_some();
+    match template {
+        Some(t) if !own => d.with_template(Some(t.clone())),
+        _ => Ok(d),
+    }
+}
+
 /// The phases to run and the accuracy datasets, parsed. Unset, the phase
 /// is `both` when there is an accuracy dataset (MLPerf runs the ones it is
 /// given), else `perf`. An accuracy phase without an accuracy dataset
@@ -439,12 +448,13 @@ fn accuracy_phase(
     let mut accuracy = Vec::new();
     for (i, arg) in p.accuracy_datasets.iter().flatten().enumerate() {
         match AccuracySpec::parse(arg) {
-            Ok(mut spec) => {
-                if spec.dataset.template.is_none() {
-                    spec.dataset.template = p.prompt_template.clone();
+            Ok(mut spec) => match with_prompt_template(spec.dataset.clone(), p.prompt_template.as_ref()) {
+                Ok(d) => {
+                    spec.dataset = d;
+                    accuracy.push(spec);
                 }
-                accuracy.push(spec);
-            }
+                Err(e) => errs.at("prompt_template", unflag(e, "--prompt-template")),
+            },
             Err(e) => errs.at(
                 format!("accuracy_datasets[{i}]"),
                 unflag(e, "--accuracy-dataset"),

@@ -9,6 +9,7 @@ use crate::protocol::Message;
 
 use super::Sample;
 use super::spec::ColumnMap;
+use super::template::Template;
 
 /// Names tried, in this order, for the prompt when no column is mapped
 /// (the last three are MLPerf's).
@@ -89,21 +90,33 @@ impl Field {
 }
 
 /// Which column each field reads, after detection. Holds at least one of
-/// prompt, messages and input_tokens, never prompt and messages together,
-/// and no column twice.
+/// prompt, messages, input_tokens and a template, never two of prompt,
+/// messages and a template, and no field column twice (a template may read
+/// a column that also feeds a field).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedColumns {
     names: [Option<String>; 6],
+    template: Option<Template>,
 }
 
 impl ResolvedColumns {
     /// The mapping as given, when it names a prompt source; `None` when the
     /// prompt column must be found in the file.
     pub fn from_map(map: &ColumnMap) -> Option<ResolvedColumns> {
-        if map.prompt.is_none() && map.messages.is_none() && map.input_tokens.is_none() {
+        Self::build(map, None)
+    }
+
+    /// `from_map`, with `template` (if any) as the prompt source.
+    fn build(map: &ColumnMap, template: Option<&Template>) -> Option<ResolvedColumns> {
+        let prompt_sources = [
+            map.prompt.is_some(),
+            map.messages.is_some(),
+            template.is_some(),
+        ];
+        if !prompt_sources.contains(&true) && map.input_tokens.is_none() {
             return None;
         }
-        if map.prompt.is_some() && map.messages.is_some() {
+        if prompt_sources.iter().filter(|s| **s).count() > 1 {
             return None;
         }
         let names = [
@@ -119,14 +132,18 @@ impl ResolvedColumns {
                 return None;
             }
         }
-        Some(ResolvedColumns { names })
+        Some(ResolvedColumns {
+            names,
+            template: template.cloned(),
+        })
     }
 
     /// Finds the prompt column among `found` — the first row's columns, each
-    /// with whether it holds an array — unless the mapping already names a
-    /// prompt source. Exactly one common name must be present.
+    /// with whether it holds an array — unless the mapping or a template
+    /// already names a prompt source. Exactly one common name must be present.
     pub fn detect(
         map: &ColumnMap,
+        template: Option<&Template>,
         found: &[(String, bool)],
         file: &str,
     ) -> Result<ResolvedColumns, String> {
@@ -143,8 +160,13 @@ impl ResolvedColumns {
         } else {
             map
         };
-        if let Some(c) = ResolvedColumns::from_map(map) {
+        if let Some(c) = ResolvedColumns::build(map, template) {
             return Ok(c);
+        }
+        if template.is_some() {
+            return Err(format!(
+                "{file}: a template cannot be combined with prompt= or messages="
+            ));
         }
         let taken: Vec<&str> = map.mapped().map(|(_, c)| c).collect();
         let free = |name: &str| !taken.contains(&name);
@@ -197,6 +219,42 @@ impl ResolvedColumns {
     /// The column `field` reads, if any.
     pub fn name(&self, field: Field) -> Option<&str> {
         self.names[field as usize].as_deref()
+    }
+
+    /// The prompt template, if the prompt is built from columns.
+    pub fn template(&self) -> Option<&Template> {
+        self.template.as_ref()
+    }
+
+    /// Every column a row is read from (fields, then template columns), each
+    /// once.
+    pub fn columns(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self.names.iter().flatten().map(String::as_str).collect();
+        for n in self.template.iter().flat_map(|t| t.names()) {
+            if !all.contains(&n.as_str()) {
+                all.push(n);
+            }
+        }
+        all
+    }
+
+    /// The template column `name` fills, if any.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        self.template
+            .as_ref()?
+            .names()
+            .iter()
+            .position(|n| n == name)
+    }
+
+    /// The error for a row whose template column `slot` has no value.
+    pub fn template_error(&self, slot: usize) -> String {
+        let name = self
+            .template
+            .as_ref()
+            .and_then(|t| t.names().get(slot))
+            .map_or("", String::as_str);
+        format!("template column '{name}': no such field in this row")
     }
 
     /// The field column `name` feeds, if any.
@@ -305,6 +363,7 @@ mod tests {
     fn mlperfs_system_prompt_column_is_found_unless_mapped() {
         let c = ResolvedColumns::detect(
             &ColumnMap::default(),
+            None,
             &found(&["user_prompt", "system_prompt"]),
             "f",
         )
@@ -316,8 +375,8 @@ mod tests {
             system: Some("sys".into()),
             ..ColumnMap::default()
         };
-        let c =
-            ResolvedColumns::detect(&mapped, &found(&["q", "sys", "system_prompt"]), "f").unwrap();
+        let c = ResolvedColumns::detect(&mapped, None, &found(&["q", "sys", "system_prompt"]), "f")
+            .unwrap();
         assert_eq!(c.name(Field::System), Some("sys"));
     }
 
@@ -325,13 +384,15 @@ mod tests {
     fn detects_each_common_name() {
         for name in PROMPT_NAMES {
             let c =
-                ResolvedColumns::detect(&ColumnMap::default(), &found(&["id", name]), "f").unwrap();
+                ResolvedColumns::detect(&ColumnMap::default(), None, &found(&["id", name]), "f")
+                    .unwrap();
             assert_eq!(c.name(Field::Prompt), Some(name));
             assert_eq!(c.field_of(name), Some(Field::Prompt));
         }
         for name in MESSAGE_NAMES {
             let c = ResolvedColumns::detect(
                 &ColumnMap::default(),
+                None,
                 &[(name.to_string(), true), ("id".to_string(), false)],
                 "f",
             )
@@ -343,8 +404,13 @@ mod tests {
 
     #[test]
     fn detection_errors_list_the_columns() {
-        let e = ResolvedColumns::detect(&ColumnMap::default(), &found(&["id", "body"]), "d.jsonl")
-            .unwrap_err();
+        let e = ResolvedColumns::detect(
+            &ColumnMap::default(),
+            None,
+            &found(&["id", "body"]),
+            "d.jsonl",
+        )
+        .unwrap_err();
         assert!(
             e.starts_with("d.jsonl: no prompt column among prompt, text,"),
             "{e}"
@@ -353,6 +419,7 @@ mod tests {
         assert!(e.contains("prompt=COL"), "{e}");
         let e = ResolvedColumns::detect(
             &ColumnMap::default(),
+            None,
             &found(&["question", "text", "id"]),
             "d.jsonl",
         )
@@ -363,10 +430,15 @@ mod tests {
         );
         assert!(e.contains("columns found: question, text, id"), "{e}");
         // A messages column that is not an array does not count.
-        let e = ResolvedColumns::detect(&ColumnMap::default(), &found(&["messages"]), "d.jsonl")
-            .unwrap_err();
+        let e = ResolvedColumns::detect(
+            &ColumnMap::default(),
+            None,
+            &found(&["messages"]),
+            "d.jsonl",
+        )
+        .unwrap_err();
         assert!(e.contains("no prompt column"), "{e}");
-        let e = ResolvedColumns::detect(&ColumnMap::default(), &[], "d.csv").unwrap_err();
+        let e = ResolvedColumns::detect(&ColumnMap::default(), None, &[], "d.csv").unwrap_err();
         assert!(e.contains("columns found: none"), "{e}");
     }
 
@@ -376,7 +448,7 @@ mod tests {
             expected: Some("text".into()),
             ..ColumnMap::default()
         };
-        let c = ResolvedColumns::detect(&map, &found(&["text", "question"]), "f").unwrap();
+        let c = ResolvedColumns::detect(&map, None, &found(&["text", "question"]), "f").unwrap();
         assert_eq!(c.name(Field::Prompt), Some("question"));
         assert_eq!(c.name(Field::Expected), Some("text"));
         // An explicit source skips detection entirely.
@@ -384,7 +456,7 @@ mod tests {
             input_tokens: Some("ids".into()),
             ..ColumnMap::default()
         };
-        let c = ResolvedColumns::detect(&map, &found(&["prompt", "text"]), "f").unwrap();
+        let c = ResolvedColumns::detect(&map, None, &found(&["prompt", "text"]), "f").unwrap();
         assert_eq!(c.name(Field::Prompt), None);
         assert_eq!(c.name(Field::InputTokens), Some("ids"));
     }

@@ -28,6 +28,8 @@ use super::{LoadStats, READ_BUF, Sample, messages, open};
 pub struct CsvColumns {
     cols: ResolvedColumns,
     idx: [Option<usize>; 6],
+    /// The header position of each template column.
+    slots: Vec<usize>,
     width: usize,
 }
 
@@ -58,9 +60,20 @@ impl CsvColumns {
                 }
             }
         }
+        let mut slots = Vec::new();
+        for name in cols.template().iter().flat_map(|t| t.names()) {
+            let at = header.iter().position(|h| h == name).ok_or_else(|| {
+                format!(
+                    "{file}: template column '{name}': no such column — columns found: {}",
+                    header.join(", ")
+                )
+            })?;
+            slots.push(at);
+        }
         Ok(CsvColumns {
             cols,
             idx,
+            slots,
             width: header.len(),
         })
     }
@@ -156,6 +169,28 @@ fn sample_from_record(rec: &ByteRecord, c: &CsvColumns) -> Result<Sample, String
                 parts.input_tokens = Some(tokens_from_text(text).map_err(|f| err(&f))?)
             }
         }
+    }
+    if let Some(t) = cols.template() {
+        let mut values = Vec::with_capacity(c.slots.len());
+        for (slot, i) in c.slots.iter().enumerate() {
+            values.push(match cell(rec, *i) {
+                Some(raw) => Some(String::from_utf8(raw.to_vec()).map_err(|e| {
+                    format!(
+                        "template column '{}': invalid UTF-8 at byte {}",
+                        t.names()[slot],
+                        e.utf8_error().valid_up_to() + 1
+                    )
+                })?),
+                None => None,
+            });
+        }
+        let prompt = t
+            .render(&values)
+            .map_err(|slot| cols.template_error(slot))?;
+        if is_blank(&prompt) {
+            return Err("the template renders a blank prompt".to_string());
+        }
+        parts.prompt = Some(prompt);
     }
     parts.finish(cols)
 }
@@ -290,7 +325,12 @@ pub(crate) fn load(
         .iter()
         .map(|h| (h.clone(), MESSAGE_NAMES.contains(&h.as_str())))
         .collect();
-    let cols = ResolvedColumns::detect(&spec.columns, &found, &file)?;
+    let cols = ResolvedColumns::detect(
+        &spec.columns,
+        spec.parsed_template()?.as_ref(),
+        &found,
+        &file,
+    )?;
     let cols = CsvColumns::new(cols, &header, &file)?;
     let mut sink = Sink::new(file.clone(), spec.skip_invalid, on_sample);
     while next(&mut rdr, &mut rec)? {

@@ -17,6 +17,7 @@ use super::columns::ResolvedColumns;
 use super::object::{FirstRow, RowSeed};
 use super::sink::{Loc, Sink};
 use super::spec::DatasetSpec;
+use super::template::Template;
 use super::{LoadStats, READ_BUF, Sample, open};
 
 /// serde_json's message without its " at line L column C" suffix.
@@ -52,6 +53,7 @@ impl<R: Read> Read for Capped<R> {
 
 struct State<'s, 'a> {
     spec: &'s DatasetSpec,
+    template: Option<Template>,
     /// Bytes read since the element being read began (see `Capped`).
     since: Rc<Cell<u64>>,
     sink: Sink<'a>,
@@ -92,7 +94,12 @@ impl<'de> Visitor<'de> for ArrayVisitor<'_, '_, '_> {
                     Some(first) => {
                         let found = first.columns();
                         st.first_columns = found.iter().map(|(c, _)| c.clone()).collect();
-                        match ResolvedColumns::detect(&st.spec.columns, &found, st.sink.file()) {
+                        match ResolvedColumns::detect(
+                            &st.spec.columns,
+                            st.template.as_ref(),
+                            &found,
+                            st.sink.file(),
+                        ) {
                             Ok(c) => {
                                 let row = first.into_row(&c);
                                 st.cols = Some(c);
@@ -145,6 +152,7 @@ pub(crate) fn load(
     };
     let mut st = State {
         spec,
+        template: spec.parsed_template()?,
         since,
         sink: Sink::new(file.clone(), spec.skip_invalid, on_sample),
         cols: None,

@@ -77,6 +77,7 @@ pub(crate) fn load(
     max: usize,
 ) -> Result<LoadStats, String> {
     let file = spec.path.display().to_string();
+    let template = spec.parsed_template()?;
     let mut reader = BufReader::with_capacity(READ_BUF, open(&spec.path, &file)?);
     let mut sink = Sink::new(file, spec.skip_invalid, on_sample);
     let mut cols: Option<ResolvedColumns> = None;
@@ -112,7 +113,12 @@ pub(crate) fn load(
                 Ok(first) => {
                     let found = first.columns();
                     first_columns = found.iter().map(|(c, _)| c.clone()).collect();
-                    let c = ResolvedColumns::detect(&spec.columns, &found, sink.file())?;
+                    let c = ResolvedColumns::detect(
+                        &spec.columns,
+                        template.as_ref(),
+                        &found,
+                        sink.file(),
+                    )?;
                     let row = first.into_row(&c);
                     cols = Some(c);
                     Ok(row)

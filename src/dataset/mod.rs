@@ -1,11 +1,14 @@
-//! Prompts a run sends: the user's file (JSONL, a JSON array, CSV) mapped
-//! onto samples by column, synthetic prompts of a chosen size, or the
+//! Prompts a run sends: the user's file (JSONL, a JSON array, CSV, Parquet,
+//! a Hugging Face dataset saved to disk) mapped onto samples by column or
+//! through a prompt template, synthetic prompts of a chosen size, or the
 //! built-in set. Loading happens once in the parent before any request is
 //! serialized, streaming sample by sample into the request builder so a
 //! large file is never held twice; every problem names the file, the line
 //! (or row) and the field.
 
 mod builtin;
+#[cfg(feature = "columnar")]
+mod columnar;
 pub(crate) mod columns;
 pub mod csv;
 mod json;
@@ -16,6 +19,7 @@ pub(crate) mod order;
 mod sink;
 pub(crate) mod spec;
 pub(crate) mod synthetic;
+pub(crate) mod template;
 #[cfg(test)]
 mod testutil;
 mod words;
@@ -29,6 +33,7 @@ pub use columns::ResolvedColumns;
 pub use order::{Order, Picker};
 pub use spec::{ColumnMap, DatasetSpec, Format};
 pub use synthetic::SyntheticSpec;
+pub use template::Template;
 
 /// A UTF-8 byte order mark, which editors on Windows put at the start of
 /// text files; it is skipped wherever a file starts.
@@ -106,13 +111,15 @@ pub struct LoadStats {
 /// Loads `spec`, calling `on_sample` for each valid sample in file order.
 /// An invalid line or row is an error naming `file:line` and the reason, or
 /// with `skip_invalid` is skipped and counted; an empty dataset is an error.
-/// Memory stays at one line or element (plus what `on_sample` keeps).
+/// Memory stays at one line or element (one batch of a Parquet row group or
+/// Arrow file) plus what `on_sample` keeps.
 ///
-/// Without a prompt, messages or input_tokens mapping, the prompt column is
-/// the one of `prompt`, `text`, `text_input`, `input`, `question`, `query`,
-/// `instruction` — or `messages` / `conversations` holding message arrays —
-/// present in the first valid row; none or several is an error listing the
-/// columns found.
+/// Without a prompt, messages or input_tokens mapping or a template, the
+/// prompt column is the one of `prompt`, `text`, `text_input`, `input`,
+/// `question`, `query`, `instruction`, `user_prompt`, `input_text`,
+/// `problem` — or `messages` / `conversations` holding message arrays —
+/// present in the first valid row (the header, the schema); none or several
+/// is an error listing the columns found.
 ///
 /// With `spec.limit`, reading stops after that many samples.
 pub fn load(
@@ -155,6 +162,16 @@ fn load_capped(
         Format::Jsonl => jsonl::load(spec, on_sample, max),
         Format::Json => json::load(spec, on_sample, max),
         Format::Csv => csv::load(spec, on_sample, max),
+        #[cfg(feature = "columnar")]
+        Format::Parquet => columnar::parquet::load(spec, on_sample),
+        #[cfg(feature = "columnar")]
+        Format::HuggingFace => columnar::hf::load(spec, on_sample),
+        // `DatasetSpec::parse` refuses these formats in such a build.
+        #[cfg(not(feature = "columnar"))]
+        Format::Parquet | Format::HuggingFace => Err(format!(
+            "{}: this build of llmload lacks the `columnar` feature",
+            spec.path.display()
+        )),
     }
 }
 
@@ -287,6 +304,58 @@ mod tests {
         );
         // Not JSON at its first byte.
         assert!(capped(zero, "json", 1 << 16).is_err());
+    }
+
+    #[test]
+    fn a_template_builds_prompts_in_every_text_format() {
+        let d = TempDir::new("template");
+        let t = "template=Q{{{n}}}: {question} ({flag}/{x}/{none})";
+        let jsonl = d.file(
+            "a.jsonl",
+            "{\"question\": \"why\", \"n\": 1, \"flag\": true, \"x\": 2.0, \"none\": null, \"a\": \"B\"}\n",
+        );
+        let json = d.file(
+            "a.json",
+            "[{\"question\": \"why\", \"n\": 1, \"flag\": true, \"x\": 2.0, \"none\": null, \"a\": \"B\"}]",
+        );
+        let csv = d.file("a.csv", "question,n,flag,x,none,a\nwhy,1,True,2.0,None,B\n");
+        for p in [&jsonl, &json, &csv] {
+            let (got, _) = testutil::load_all(&format!("{},{t},expected=a", p.display())).unwrap();
+            assert_eq!(
+                got,
+                vec![Sample {
+                    expected: Some("B".into()),
+                    ..Sample::prompt("Q{1}: why (True/2.0/None)")
+                }],
+                "{}",
+                p.display()
+            );
+        }
+        // A row without a template column is named, as any bad row.
+        let p = d.file("b.jsonl", "{\"question\": \"a\"}\n{\"q\": \"b\"}\n");
+        let e = testutil::load_all(&format!("{},template={{question}}", p.display())).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}:2: template column 'question': no such field in this row",
+                p.display()
+            )
+        );
+        let p = d.file("b.csv", "q\na\n");
+        let e = testutil::load_all(&format!("{},template={{question}}", p.display())).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}: template column 'question': no such column — columns found: q",
+                p.display()
+            )
+        );
+        let p = d.file("c.jsonl", "{\"q\": \" \"}\n");
+        let e = testutil::load_all(&format!("{},template={{q}}", p.display())).unwrap_err();
+        assert!(
+            e.ends_with(":1: the template renders a blank prompt"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::Sample;
 use super::columns::{Field, MESSAGE_NAMES, Parts, ResolvedColumns, is_blank, max_tokens_from_f64};
 use super::messages::{self, kind};
+use super::template::python_str;
 
 /// A parsed object: its sample or what is wrong with it, and which mapped
 /// fields it had (to catch a mapped column no row has).
@@ -58,71 +59,43 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
         let cols = self.0;
         let mut parts = Parts::default();
+        let mut slots: Vec<Option<String>> = match cols.template() {
+            Some(t) => vec![None; t.names().len()],
+            None => Vec::new(),
+        };
         let mut err = None;
         let mut seen = 0;
-        while let Some(field) = map.next_key_seed(KeySeed(cols))? {
-            let Some(field) = field else {
-                map.next_value::<IgnoredAny>()?;
-                continue;
+        while let Some((field, slot)) = map.next_key_seed(KeySeed(cols))? {
+            let (field, wrong) = match (field, slot) {
+                (None, None) => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                (None, Some(slot)) => {
+                    slots[slot] = Some(python_str(map.next_value()?));
+                    continue;
+                }
+                (Some(field), None) => (field, map.next_value_seed(FieldSeed(field, &mut parts))?),
+                (Some(field), Some(slot)) => {
+                    // A template column that also feeds a field.
+                    let v: Value = map.next_value()?;
+                    slots[slot] = Some(python_str(v.clone()));
+                    let wrong = FieldSeed(field, &mut parts)
+                        .deserialize(v)
+                        .map_err(de::Error::custom)?;
+                    (field, wrong)
+                }
             };
             seen |= field.bit();
-            let wrong = match field {
-                Field::Prompt => match map.next_value::<Scalar>()? {
-                    Scalar::Str(s) if !is_blank(&s) => {
-                        parts.prompt = Some(s);
-                        None
-                    }
-                    other => Some(other.describe()),
-                },
-                Field::System => match map.next_value::<Scalar>()? {
-                    Scalar::Str(s) => {
-                        parts.system = (!s.is_empty()).then_some(s);
-                        None
-                    }
-                    Scalar::Null => None,
-                    other => Some(other.describe()),
-                },
-                Field::MaxTokens => {
-                    let v = map.next_value::<Scalar>()?;
-                    let n = match v {
-                        Scalar::U64(n) => u32::try_from(n).ok().filter(|n| *n > 0),
-                        Scalar::F64(x) => max_tokens_from_f64(x),
-                        _ => None,
-                    };
-                    match (n, v) {
-                        (Some(n), _) => {
-                            parts.max_tokens = Some(n);
-                            None
-                        }
-                        (None, Scalar::Null) => None,
-                        (None, other) => Some(other.describe()),
-                    }
-                }
-                Field::Messages => match messages::from_value(map.next_value()?) {
-                    Ok(m) => {
-                        parts.messages = Some(m);
-                        None
-                    }
-                    Err(found) => Some(found),
-                },
-                Field::InputTokens => match tokens_from_value(map.next_value()?) {
-                    Ok(t) => {
-                        parts.input_tokens = Some(t);
-                        None
-                    }
-                    Err(found) => Some(found),
-                },
-                Field::Expected => {
-                    parts.expected = match map.next_value::<Value>()? {
-                        Value::Null => None,
-                        Value::String(s) => Some(s),
-                        v => Some(v.to_string()),
-                    };
-                    None
-                }
-            };
             if let Some(found) = wrong {
                 err.get_or_insert_with(|| cols.field_error(field, &found));
+            }
+        }
+        if let (Some(t), None) = (cols.template(), &err) {
+            match t.render(&slots) {
+                Ok(p) if !is_blank(&p) => parts.prompt = Some(p),
+                Ok(_) => err = Some("the template renders a blank prompt".to_string()),
+                Err(slot) => err = Some(cols.template_error(slot)),
             }
         }
         let sample = match err {
@@ -258,26 +231,94 @@ impl<'de> Visitor<'de> for FirstRowVisitor {
     }
 }
 
-/// Maps an object key to the field it feeds (`None`: skip the value).
+/// Reads one field's value into `Parts`; its value is what was found
+/// instead of a valid value, if anything.
+struct FieldSeed<'p>(Field, &'p mut Parts);
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        let FieldSeed(field, parts) = self;
+        Ok(match field {
+            Field::Prompt => match Scalar::deserialize(d)? {
+                Scalar::Str(s) if !is_blank(&s) => {
+                    parts.prompt = Some(s);
+                    None
+                }
+                other => Some(other.describe()),
+            },
+            Field::System => match Scalar::deserialize(d)? {
+                Scalar::Str(s) => {
+                    parts.system = (!s.is_empty()).then_some(s);
+                    None
+                }
+                Scalar::Null => None,
+                other => Some(other.describe()),
+            },
+            Field::MaxTokens => {
+                let v = Scalar::deserialize(d)?;
+                let n = match v {
+                    Scalar::U64(n) => u32::try_from(n).ok().filter(|n| *n > 0),
+                    Scalar::F64(x) => max_tokens_from_f64(x),
+                    _ => None,
+                };
+                match (n, v) {
+                    (Some(n), _) => {
+                        parts.max_tokens = Some(n);
+                        None
+                    }
+                    (None, Scalar::Null) => None,
+                    (None, other) => Some(other.describe()),
+                }
+            }
+            Field::Messages => match messages::from_value(Value::deserialize(d)?) {
+                Ok(m) => {
+                    parts.messages = Some(m);
+                    None
+                }
+                Err(found) => Some(found),
+            },
+            Field::InputTokens => match tokens_from_value(Value::deserialize(d)?) {
+                Ok(t) => {
+                    parts.input_tokens = Some(t);
+                    None
+                }
+                Err(found) => Some(found),
+            },
+            Field::Expected => {
+                parts.expected = match Value::deserialize(d)? {
+                    Value::Null => None,
+                    Value::String(s) => Some(s),
+                    v => Some(v.to_string()),
+                };
+                None
+            }
+        })
+    }
+}
+
+/// Maps an object key to the field it feeds and the template column it
+/// fills (both `None`: skip the value).
 struct KeySeed<'c>(&'c ResolvedColumns);
 
 impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Option<Field>;
+    type Value = (Option<Field>, Option<usize>);
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Field>, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
 impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Option<Field>;
+    type Value = (Option<Field>, Option<usize>);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<Field>, E> {
-        Ok(self.0.field_of(key))
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok((self.0.field_of(key), self.0.slot_of(key)))
     }
 }
 

@@ -16,6 +16,10 @@ pub(crate) enum Loc {
     Line(u64),
     /// 0-based index in a JSON array.
     Element(u64),
+    /// 0-based row of a Parquet file or a Hugging Face split, as pandas and
+    /// `datasets` index it.
+    #[cfg_attr(not(feature = "columnar"), allow(dead_code))]
+    Row(u64),
 }
 
 pub(crate) struct Sink<'a> {
@@ -52,6 +56,7 @@ impl<'a> Sink<'a> {
         match loc {
             Loc::Line(n) => format!("{}:{n}", self.file),
             Loc::Element(i) => format!("{}: element {i}", self.file),
+            Loc::Row(i) => format!("{}: row {i}", self.file),
         }
     }
 

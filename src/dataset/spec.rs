@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use super::template::Template;
+
 /// File formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -15,6 +17,11 @@ pub enum Format {
     Json,
     /// Comma-separated values with a header row.
     Csv,
+    /// An Apache Parquet file (the `columnar` feature).
+    Parquet,
+    /// A directory written by Hugging Face `datasets`' `save_to_disk` (the
+    /// `columnar` feature).
+    HuggingFace,
 }
 
 impl Format {
@@ -23,10 +30,27 @@ impl Format {
             "jsonl" | "ndjson" => Some(Format::Jsonl),
             "json" => Some(Format::Json),
             "csv" => Some(Format::Csv),
+            "parquet" => Some(Format::Parquet),
+            "huggingface" | "hf" => Some(Format::HuggingFace),
             _ => None,
         }
     }
+
+    /// Why this build cannot read the format, if it cannot.
+    fn unavailable(self) -> Option<&'static str> {
+        let name = match self {
+            Format::Parquet => "Parquet files (format=parquet)",
+            Format::HuggingFace => "Hugging Face datasets (format=huggingface)",
+            _ => return None,
+        };
+        (!cfg!(feature = "columnar")).then_some(name)
+    }
 }
+
+/// Files in a directory that `save_to_disk` writes: one names the splits
+/// of a `DatasetDict`, the other describes a single `Dataset`.
+pub(crate) const HF_DICT: &str = "dataset_dict.json";
+pub(crate) const HF_STATE: &str = "state.json";
 
 /// Which column holds which field; `None` means "find it" (prompt) or "absent".
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,7 +87,11 @@ pub struct DatasetSpec {
     pub columns: ColumnMap,
     /// Skip (and count) invalid lines instead of failing.
     pub skip_invalid: bool,
-    /// Builds each prompt from the row's columns (`{column}`).
+    /// The split of a Hugging Face `DatasetDict` (`split=`); `None` takes
+    /// `train`, or the only split.
+    pub split: Option<String>,
+    /// A prompt template over the row's columns (`template=`, see
+    /// `template::Template`), used instead of a prompt column.
     pub template: Option<String>,
     /// Use only the first this many rows (MLPerf's `samples`).
     pub limit: Option<u64>,
@@ -72,9 +100,10 @@ pub struct DatasetSpec {
 impl DatasetSpec {
     /// Parses `[perf:]PATH[,key=value...]`. Keys: `format`, `prompt`,
     /// `system`, `messages`, `input_tokens`, `max_tokens`, `expected`,
-    /// `skip_invalid`, and MLPerf's spellings `parser.prompt` and
-    /// `parser.system`. The path is everything before the first comma; the
-    /// file must exist.
+    /// `skip_invalid`, `split`, `template`, and MLPerf's spellings
+    /// `parser.prompt` and `parser.system`. The path is everything before
+    /// the first comma; the file (a directory for `format=huggingface`)
+    /// must exist. A template cannot hold a comma here: see `with_template`.
     pub fn parse(arg: &str) -> Result<DatasetSpec, String> {
         let (path, options) = match arg.split_once(',') {
             Some((p, o)) => (p, Some(o)),
@@ -93,6 +122,8 @@ impl DatasetSpec {
         }
         let mut format = None;
         let mut skip_invalid = None;
+        let mut split = None;
+        let mut template = None;
         let mut columns = ColumnMap::default();
         for option in options.into_iter().flat_map(|o| o.split(',')) {
             let Some((key, value)) = option.split_once('=') else {
@@ -103,7 +134,10 @@ impl DatasetSpec {
             let slot = match key {
                 "format" => {
                     let f = Format::parse(value).ok_or_else(|| {
-                        format!("--dataset format='{value}': expected jsonl, json or csv")
+                        format!(
+                            "--dataset format='{value}': expected jsonl, json, csv, parquet or \
+                             huggingface"
+                        )
                     })?;
                     if format.replace(f).is_some() {
                         return Err("--dataset: format= given twice".to_string());
@@ -125,6 +159,20 @@ impl DatasetSpec {
                     }
                     continue;
                 }
+                "split" | "template" => {
+                    let slot = if key == "split" {
+                        &mut split
+                    } else {
+                        &mut template
+                    };
+                    if value.is_empty() {
+                        return Err(format!("--dataset {key}=: expected a value"));
+                    }
+                    if slot.replace(value.to_string()).is_some() {
+                        return Err(format!("--dataset: {key}= given twice"));
+                    }
+                    continue;
+                }
                 "prompt" | "parser.prompt" => &mut columns.prompt,
                 "system" | "parser.system" => &mut columns.system,
                 "messages" => &mut columns.messages,
@@ -134,8 +182,8 @@ impl DatasetSpec {
                 _ => {
                     return Err(format!(
                         "--dataset: unknown key '{key}' (expected format, prompt, system, messages, \
-                         input_tokens, max_tokens, expected, skip_invalid, parser.prompt or \
-                         parser.system)"
+                         input_tokens, max_tokens, expected, skip_invalid, split, template, \
+                         parser.prompt or parser.system)"
                     ));
                 }
             };
@@ -161,42 +209,112 @@ impl DatasetSpec {
             }
         }
         let path = PathBuf::from(path);
-        let format = match format {
-            Some(f) => f,
-            None => path
-                .extension()
-                .and_then(|e| e.to_str())
-                .and_then(|e| Format::parse(&e.to_ascii_lowercase()))
-                .ok_or_else(|| {
-                    format!(
-                        "--dataset {}: cannot tell the format from the extension \
-                         (.jsonl, .ndjson, .json, .csv); add format=jsonl|json|csv",
-                        path.display()
-                    )
-                })?,
-        };
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_dir() => {
-                return Err(format!(
-                    "--dataset {}: is a directory, expected a file",
-                    path.display()
-                ));
-            }
-            Ok(_) => {}
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(format!("--dataset {}: no such file", path.display()));
             }
             Err(e) => return Err(format!("--dataset {}: {e}", path.display())),
+        };
+        let saved_dataset =
+            meta.is_dir() && (path.join(HF_DICT).is_file() || path.join(HF_STATE).is_file());
+        let format = match format {
+            Some(f) => f,
+            None if saved_dataset => Format::HuggingFace,
+            None if meta.is_dir() => return Err(not_a_file(&path)),
+            None => path
+                .extension()
+                .and_then(|e| e.to_str())
+                .and_then(|e| Format::parse(&e.to_ascii_lowercase()))
+                .filter(|f| *f != Format::HuggingFace)
+                .ok_or_else(|| {
+                    format!(
+                        "--dataset {}: cannot tell the format from the extension \
+                         (.jsonl, .ndjson, .json, .csv, .parquet); add \
+                         format=jsonl|json|csv|parquet|huggingface",
+                        path.display()
+                    )
+                })?,
+        };
+        if let Some(what) = format.unavailable() {
+            return Err(format!(
+                "--dataset {}: this build of llmload cannot read {what}: it was built without \
+                 the `columnar` feature (rebuild with default features)",
+                path.display()
+            ));
         }
-        Ok(DatasetSpec {
+        match (format == Format::HuggingFace, meta.is_dir()) {
+            (true, false) => {
+                return Err(format!(
+                    "--dataset {}: format=huggingface expects the directory that \
+                     save_to_disk wrote, not a file",
+                    path.display()
+                ));
+            }
+            (false, true) => return Err(not_a_file(&path)),
+            _ => {}
+        }
+        if split.is_some() && format != Format::HuggingFace {
+            return Err(
+                "--dataset: split= chooses a split of a Hugging Face dataset (format=huggingface)"
+                    .to_string(),
+            );
+        }
+        let spec = DatasetSpec {
             path,
             format,
             columns,
             skip_invalid: skip_invalid.unwrap_or(false),
+            split,
             template: None,
             limit: None,
+        };
+        spec.with_template(template)
+    }
+
+    /// The spec with `template` as its prompt template (`None` leaves it
+    /// as it is): for a template that holds commas, which `--dataset`
+    /// cannot carry. A template is the prompt source, so it cannot be given
+    /// with `prompt=` or `messages=`, nor twice.
+    pub fn with_template(self, template: Option<String>) -> Result<DatasetSpec, String> {
+        let Some(text) = template else {
+            return Ok(self);
+        };
+        if self.template.is_some() {
+            return Err("--dataset: a prompt template is given twice".to_string());
+        }
+        for (key, col) in [
+            ("prompt", &self.columns.prompt),
+            ("messages", &self.columns.messages),
+        ] {
+            if col.is_some() {
+                return Err(format!(
+                    "--dataset: a template builds the prompt, so {key}= cannot be given with it"
+                ));
+            }
+        }
+        Template::parse(&text).map_err(|e| format!("--dataset template '{text}': {e}"))?;
+        Ok(DatasetSpec {
+            template: Some(text),
+            ..self
         })
     }
+
+    /// The prompt template, parsed.
+    pub(crate) fn parsed_template(&self) -> Result<Option<Template>, String> {
+        self.template
+            .as_deref()
+            .map(|t| Template::parse(t).map_err(|e| format!("--dataset template '{t}': {e}")))
+            .transpose()
+    }
+}
+
+fn not_a_file(path: &std::path::Path) -> String {
+    format!(
+        "--dataset {}: is a directory, expected a file (a Hugging Face dataset saved with \
+         save_to_disk has {HF_DICT} or {HF_STATE}; add format=huggingface)",
+        path.display()
+    )
 }
 
 #[cfg(test)]
@@ -299,6 +417,86 @@ mod tests {
         ] {
             let e = DatasetSpec::parse(&arg).unwrap_err();
             assert!(e.contains(needle), "{arg}: {e}");
+        }
+    }
+
+    #[test]
+    fn split_and_template_keys() {
+        let d = TempDir::new("spec-tpl");
+        let p = d.file("a.jsonl", "");
+        let p = p.display();
+        let s = DatasetSpec::parse(&format!("{p},template=Q: {{question}}=?,expected=a")).unwrap();
+        assert_eq!(s.template.as_deref(), Some("Q: {question}=?"));
+        assert_eq!(s.split, None);
+        for (arg, want) in [
+            (
+                format!("{p},template={{q}},prompt=x"),
+                "prompt= cannot be given with it",
+            ),
+            (
+                format!("{p},messages=m,template={{q}}"),
+                "messages= cannot be given with it",
+            ),
+            (
+                format!("{p},template={{q}},template={{r}}"),
+                "template= given twice",
+            ),
+            (format!("{p},template="), "template=: expected a value"),
+            (
+                format!("{p},template={{q"),
+                "template '{q': '{' at byte 0 is not closed",
+            ),
+            (
+                format!("{p},split=test"),
+                "split= chooses a split of a Hugging Face dataset",
+            ),
+        ] {
+            let e = DatasetSpec::parse(&arg).unwrap_err();
+            assert!(e.contains(want), "{arg}: {e}");
+        }
+        // A template with commas comes from elsewhere.
+        let s = DatasetSpec::parse(&p.to_string()).unwrap();
+        let t = s
+            .clone()
+            .with_template(Some("{a}, then {b}".into()))
+            .unwrap();
+        assert_eq!(t.template.as_deref(), Some("{a}, then {b}"));
+        assert_eq!(s.clone().with_template(None).unwrap(), s);
+        let e = t.with_template(Some("{c}".into())).unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
+        let s = DatasetSpec::parse(&format!("{p},prompt=q")).unwrap();
+        assert!(s.with_template(Some("{a}".into())).is_err());
+    }
+
+    #[test]
+    fn columnar_formats_by_extension_and_directory() {
+        let d = TempDir::new("spec-columnar");
+        let pq = d.file("a.PARQUET", "");
+        let hf = d.path().join("saved");
+        std::fs::create_dir_all(&hf).unwrap();
+        std::fs::write(hf.join(HF_DICT), "{}").unwrap();
+        let parsed = [
+            DatasetSpec::parse(pq.to_str().unwrap()),
+            DatasetSpec::parse(&format!("{},split=test", hf.display())),
+            DatasetSpec::parse(&format!("{},format=hf", hf.display())),
+        ];
+        if cfg!(feature = "columnar") {
+            let [pq, hf, hf2] = parsed.map(Result::unwrap);
+            assert_eq!(pq.format, Format::Parquet);
+            assert_eq!(hf.format, Format::HuggingFace);
+            assert_eq!(hf.split.as_deref(), Some("test"));
+            assert_eq!(hf2.format, Format::HuggingFace);
+            let e = DatasetSpec::parse(&format!("{},format=huggingface", pq.path.display()))
+                .unwrap_err();
+            assert!(
+                e.contains("expects the directory that save_to_disk wrote"),
+                "{e}"
+            );
+        } else {
+            for r in parsed {
+                let e = r.unwrap_err();
+                assert!(e.contains("built without the `columnar` feature"), "{e}");
+            }
         }
     }
 }

@@ -119,8 +119,6 @@ pub(crate) struct TurnRange {
 }
 
 /// What a scenario sends.
-// One per scenario, built once: its size does not matter.
-#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Content {
     /// A random prompt from the pool per conversation.
@@ -132,7 +130,8 @@ pub(crate) enum Content {
     /// A dataset, rows grouped into conversations by the `conversation`
     /// column when given.
     Dataset {
-        spec: DatasetSpec,
+        /// Boxed: a spec is many times the size of the other variants.
+        spec: Box<DatasetSpec>,
         conversation: Option<String>,
     },
 }
@@ -642,7 +641,7 @@ fn content_of(c: &ContentSpec, path: &str, errs: &mut Errors) -> Option<Content>
             approx_input_tokens: c.approx_input_tokens.unwrap_or_default(),
         },
         _ => Content::Dataset {
-            spec: dataset?,
+            spec: Box::new(dataset?),
             conversation: c.conversation.clone(),
         },
     })
