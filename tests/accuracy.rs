@@ -341,3 +341,47 @@ fn a_phase_without_an_accuracy_dataset_or_reference_column_is_refused() {
         run.stderr
     );
 }
+
+/// `--prompt-template` builds each accuracy prompt from the row's columns
+/// (the echo shows what was sent), and a Parquet file is an accuracy
+/// dataset like any other, `samples=` taking its first rows.
+#[test]
+fn templates_and_parquet_feed_the_accuracy_phase() {
+    let dir = temp_dir("acc-template");
+    let (data, _) = qa(&dir);
+    let server = Server::start(&["--echo", "--ttft", "1ms", "--tpot", "1ms"]);
+    let parquet = format!(
+        "{}/tests/fixtures/columnar/rows-zstd.parquet,prompt=user_prompt,expected=answer,samples=4,name=pq",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let run = bench_at(
+        &server,
+        &[
+            "--phase",
+            "acc",
+            "--accuracy-dataset",
+            &format!("{data},expected=answer"),
+            "--accuracy-dataset",
+            &parquet,
+            "--prompt-template",
+            "Answer with the letter only. {question}",
+        ],
+        LIMIT,
+    );
+    run.assert_success();
+    let lines = accuracy_lines(&run.out);
+    let qa: Vec<&Value> = lines.iter().filter(|l| l["dataset"] == "qa").collect();
+    assert_eq!(qa.len(), 10);
+    for (i, l) in qa.iter().enumerate() {
+        assert_eq!(
+            l["output"],
+            format!("Answer with the letter only. q{i}"),
+            "{l}"
+        );
+    }
+    let results = json(&run.out.join("accuracy/accuracy_results.json"));
+    let pq = &results["accuracy_scores"][1];
+    assert_eq!(pq["dataset_name"], "pq");
+    assert_eq!((u(&pq["unit_samples"]), u(&pq["total_samples"])), (4, 4));
+    assert_eq!(lines.iter().filter(|l| l["dataset"] == "pq").count(), 4);
+}

@@ -448,13 +448,15 @@ fn accuracy_phase(
     let mut accuracy = Vec::new();
     for (i, arg) in p.accuracy_datasets.iter().flatten().enumerate() {
         match AccuracySpec::parse(arg) {
-            Ok(mut spec) => match with_prompt_template(spec.dataset.clone(), p.prompt_template.as_ref()) {
-                Ok(d) => {
-                    spec.dataset = d;
-                    accuracy.push(spec);
+            Ok(mut spec) => {
+                match with_prompt_template(spec.dataset.clone(), p.prompt_template.as_ref()) {
+                    Ok(d) => {
+                        spec.dataset = d;
+                        accuracy.push(spec);
+                    }
+                    Err(e) => errs.at("prompt_template", unflag(e, "--prompt-template")),
                 }
-                Err(e) => errs.at("prompt_template", unflag(e, "--prompt-template")),
-            },
+            }
             Err(e) => errs.at(
                 format!("accuracy_datasets[{i}]"),
                 unflag(e, "--accuracy-dataset"),
