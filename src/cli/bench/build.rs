@@ -458,7 +458,7 @@ impl Built<'_> {
 enum SampleSource {
     Samples(Vec<Sample>),
     /// A dataset file streamed straight into the request set.
-    File(DatasetSpec),
+    File(Box<DatasetSpec>),
     /// A dataset grouped into conversations: each one's user turns.
     Conversations(Vec<Vec<String>>),
 }
@@ -544,7 +544,7 @@ fn file_samples(
     order: Order,
 ) -> Result<(SampleSource, Order, Option<Source>), String> {
     if sc.turns.max <= 1 {
-        return Ok((SampleSource::File(spec.clone()), order, None));
+        return Ok((SampleSource::File(Box::new(spec.clone())), order, None));
     }
     let mut samples = Vec::new();
     dataset::load(spec, &mut |s| {
