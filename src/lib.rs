@@ -4,7 +4,7 @@
 //! (`fuzz/`) and integration tests reach the same parsers and rings the binary
 //! runs. `docs/DESIGN.md` is the map of the modules below.
 
-mod accuracy;
+pub mod accuracy;
 mod ascii;
 pub mod cli;
 pub mod clock;

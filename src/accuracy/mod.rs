@@ -8,6 +8,8 @@
 //! connection.
 
 pub(crate) mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod results;
 pub(crate) mod rouge;
 pub(crate) mod score;

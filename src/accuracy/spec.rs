@@ -243,7 +243,7 @@ mod tests {
         for (opts, want) in [
             ("repeats=0", "repeats='0': expected a whole number"),
             ("scorer=judge", "scorer 'judge'"),
-            ("extractor=nope", "extractor 'nope'"),
+            ("extractor=nope", "unknown extractor \"nope\""),
             (
                 "scorer=rouge,extractor=abcd",
                 "extractor=abcd does not apply",
