@@ -203,7 +203,7 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
                 "--mode",
                 "both",
             ],
-            "issue 11",
+            "both needs an accuracy dataset: give --accuracy-dataset PATH (--dataset acc:PATH",
         ),
         (
             &["benchmark", "offline", "--model", "m"],

@@ -338,3 +338,49 @@ fn an_mlperf_config_with_an_audit_block_runs_the_audit() {
     // `only: true`: no benchmark run before the audit.
     assert!(!out.join("performance").exists());
 }
+
+/// Phases run back to back (the performance phase, then each accuracy
+/// dataset) fork their workers right after joining the previous phase's
+/// events thread, which the kernel may still list for a moment after
+/// `join` returns: the fork check saw two threads and the accuracy phase
+/// failed with "internal error: 2 threads before the workers were forked".
+/// Now the check waits for a joined thread to be gone. The test hook leaves
+/// such a thread (alive 50 ms) before each accuracy phase.
+#[test]
+fn phases_back_to_back_fork_once_the_previous_events_thread_is_gone() {
+    let dir = temp_dir("phases-fork");
+    let server = Server::start(&["--echo", "--ttft", "0ms", "--tpot", "0ms"]);
+    let mut args = vec![
+        "--endpoint".to_string(),
+        server.url(),
+        "--model".into(),
+        "m".into(),
+        "--requests".into(),
+        "4".into(),
+        "--out".into(),
+        dir.join("out").to_str().unwrap().to_string(),
+        "--quiet".into(),
+    ];
+    for i in 0..3 {
+        let p = dir.join(format!("set{i}.jsonl"));
+        std::fs::write(&p, "{\"prompt\": \"a\", \"answer\": \"a\"}\n").unwrap();
+        args.push("--accuracy-dataset".into());
+        args.push(p.to_str().unwrap().to_string());
+    }
+    let child = Command::new(bin())
+        .arg("bench")
+        .args(&args)
+        .env("LLMLOAD_TEST_LINGERING_THREAD", "50")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload bench");
+    let run = wait_run(child, dir.join("out"), Duration::from_secs(60));
+    run.assert_success();
+    let s = run.summary();
+    let sets = s["accuracy"]["datasets"].as_array().unwrap();
+    assert_eq!(sets.len(), 3);
+    for d in sets {
+        assert_eq!((u(&d["issued"]), u(&d["correct"])), (1, 1), "{d}");
+    }
+}

@@ -194,6 +194,27 @@ pub(crate) fn summary(label: &str, cfg: &BenchConfig) -> String {
     } else {
         s += &format!(" Thresholds: {}.", limits.join(", "));
     }
+    if cfg.phase.runs_accuracy() {
+        let sets: Vec<String> = cfg
+            .accuracy
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ({}, {}, {} repeat{})",
+                    a.name,
+                    a.scorer.name(),
+                    a.extractor.name(),
+                    a.repeats,
+                    if a.repeats == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        s += &format!(
+            " Phase {}: accuracy on {}, one request at a time.",
+            cfg.phase.name(),
+            sets.join(", ")
+        );
+    }
     s
 }
 

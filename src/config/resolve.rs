@@ -498,7 +498,7 @@ fn accuracy_phase(
             None => errs.at(
                 "phase",
                 format!(
-                    "{} needs an accuracy dataset: give --accuracy-dataset PATH (or a --dataset that maps expected=)",
+                    "{} needs an accuracy dataset: give --accuracy-dataset PATH (--dataset acc:PATH in MLPerf's syntax), or a --dataset that maps expected=",
                     phase.name()
                 ),
             ),

@@ -44,6 +44,28 @@ pub(crate) struct Workers {
     children: Vec<Child>,
 }
 
+/// How long a thread that has been joined may still be listed.
+const THREAD_EXIT: Duration = Duration::from_millis(500);
+
+/// Ok once this process has one thread, waiting up to `within`: a thread
+/// joined a moment ago (the previous phase's events sink, when phases run
+/// back to back) stays in `/proc/self/task` until the kernel has finished
+/// its exit, after `join` has already returned. Err: the count still there.
+fn single_threaded(within: Duration) -> Result<(), usize> {
+    let deadline = Instant::now() + within;
+    loop {
+        match process::threads() {
+            Some(n) if n > 1 => {
+                if Instant::now() >= deadline {
+                    return Err(n);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
 /// Forks the workers and waits until each is ready.
 ///
 /// Call it before starting any thread: a worker is a copy of this process
@@ -53,7 +75,7 @@ pub(crate) struct Workers {
 /// tokenizer never starts its thread pool (`tokens`); a process that has
 /// another thread here anyway is refused rather than forked.
 pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
-    if let Some(n) = process::threads().filter(|&n| n > 1) {
+    if let Err(n) = single_threaded(THREAD_EXIT) {
         return Err(format!(
             "internal error: {n} threads before the workers were forked (each must be a copy of a single-threaded process)"
         ));

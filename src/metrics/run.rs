@@ -200,6 +200,8 @@ pub(crate) enum Incomplete {
     NeverReported { lost: u64 },
     /// The later stages were skipped.
     ThresholdAbort(ThresholdAbort),
+    /// The accuracy phase could not run, and why.
+    AccuracyPhase(String),
 }
 
 /// A scenario's results within a stage (or the whole run).

@@ -696,6 +696,7 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
         Incomplete::CorruptRecord { worker, pid, lost } => format!(
             "worker {worker} (pid {pid}) wrote a completion record that could not be read and was stopped; {lost} conversation(s) in flight on it were lost"
         ),
+        Incomplete::AccuracyPhase(why) => format!("the accuracy phase could not run: {why}"),
         Incomplete::NeverReported { lost } => {
             format!("{lost} conversation(s) were never reported by a worker after the abort")
         }

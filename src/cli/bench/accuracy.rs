@@ -76,6 +76,7 @@ pub(super) fn run(
         if acc.interrupted {
             break;
         }
+        lingering_thread();
         let ran = run_one(cfg, spec, expected, server, model, out)?;
         acc.events.path = ran.events.path.clone();
         acc.events.written += ran.events.written;
@@ -88,6 +89,20 @@ pub(super) fn run(
         acc.report.datasets.push(ran.result);
     }
     Ok(acc)
+}
+
+/// Test-only, undocumented: `LLMLOAD_TEST_LINGERING_THREAD=<ms>` leaves a
+/// thread that ends that long after the phase starts, as the previous
+/// phase's joined events thread may still be listed by the kernel when the
+/// next phase forks (which must wait for it, not fail).
+fn lingering_thread() {
+    let Some(ms) = std::env::var("LLMLOAD_TEST_LINGERING_THREAD")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    std::thread::spawn(move || std::thread::sleep(std::time::Duration::from_millis(ms)));
 }
 
 struct RanOne {

@@ -396,7 +396,7 @@ fn execute(
         };
         (result, Vec::new(), events)
     };
-    let mut notes = notes(cfg, sized_why.clone());
+    let notes = notes(cfg, sized_why.clone());
     let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
         match accuracy::run(cfg, references, server.as_ref(), &built.model, &out) {
             Ok(acc) => {
@@ -412,11 +412,8 @@ fn execute(
             }
             Err(e) => {
                 errln!("llmload bench: accuracy phase: {e}");
-                notes.push(format!("the accuracy phase could not run: {e}"));
                 result.complete = false;
-                result
-                    .incomplete_reasons
-                    .push(Incomplete::NeverReported { lost: 0 });
+                result.incomplete_reasons.push(Incomplete::AccuracyPhase(e));
                 None
             }
         }
