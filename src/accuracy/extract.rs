@@ -32,7 +32,8 @@ pub(crate) enum Extractor {
     FunctionCall,
 }
 
-const ALL: [Extractor; 5] = [
+/// Every extractor, in the order `parse` lists them.
+pub(crate) const ALL: [Extractor; 5] = [
     Extractor::Identity,
     Extractor::Abcd,
     Extractor::BoxedMath,

@@ -4,16 +4,8 @@
 //! splitter — which are otherwise private to the crate. Not an API: hidden
 //! from the docs.
 
-use super::extract::Extractor;
+use super::extract::ALL;
 use super::rouge;
-
-const ALL: [Extractor; 5] = [
-    Extractor::Identity,
-    Extractor::Abcd,
-    Extractor::BoxedMath,
-    Extractor::PythonCode,
-    Extractor::FunctionCall,
-];
 
 /// What each extractor (identity, abcd, boxed_math, python_code,
 /// function_call) makes of `text`.
