@@ -107,6 +107,7 @@ fn six_right_answers_of_ten_score_exactly_point_six() {
     }
     let report = read(&run.out.join("report.txt"));
     assert!(report.contains("60.00 % (6 of 10 right)"), "{report}");
+    assert!(report.contains("phase: accuracy only"), "{report}");
     let prom = read(&run.out.join("metrics.prom"));
     assert!(
         prom.contains("llmload_accuracy_score{dataset=\"qa\",scorer=\"string_match\"} 0.6"),

@@ -32,6 +32,9 @@ pub(crate) fn render(s: &Summary) -> String {
         format!("INCOMPLETE — {}", s.incomplete_reasons.join("; "))
     };
     let _ = writeln!(o, "status: {status}");
+    if s.accuracy.as_ref().is_some_and(|a| a["phase"] == "acc") {
+        let _ = writeln!(o, "phase: accuracy only (no performance phase ran)");
+    }
     for st in &s.stages {
         let _ = writeln!(o, "load: {} ({})", load(st.load.as_ref()), st.name);
     }
