@@ -57,9 +57,10 @@ fn every_api_paces_ttft_like_the_server() {
     for api in APIS {
         let s = run_api(api, true, &["--ttft", "30ms", "--tpot", "3ms"], &[]);
         let ttft = f(&s["latency_ms"]["ttft"]["p50"]);
-        assert!((ttft - 30.0).abs() < 3.0, "{api}: ttft p50 {ttft}");
+        // The server cannot be early; a loaded 2-core CI machine can be late.
+        assert!((29.0..36.0).contains(&ttft), "{api}: ttft p50 {ttft}");
         let tpot = f(&s["latency_ms"]["tpot"]["p50"]);
-        assert!((tpot - 3.0).abs() < 0.5, "{api}: tpot p50 {tpot}");
+        assert!((2.8..4.0).contains(&tpot), "{api}: tpot p50 {tpot}");
     }
 }
 
@@ -94,14 +95,23 @@ fn reasoning_counts_as_output_and_first_token() {
         let s = run_api(
             api,
             true,
-            &["--reasoning-tokens", "4", "--ttft", "5ms"],
+            &[
+                "--reasoning-tokens",
+                "4",
+                "--ttft",
+                "20ms",
+                "--tpot",
+                "10ms",
+            ],
             &[],
         );
         assert_eq!(u(&s["tokens"]["output_total"]), 40 * 12, "{api}");
         // Reasoning and text events alike are token events.
         assert_eq!(u(&s["latency_ms"]["itl"]["count"]), 40 * 11, "{api}");
         let ttft = f(&s["latency_ms"]["ttft"]["p50"]);
-        assert!((ttft - 5.0).abs() < 2.0, "{api}: ttft {ttft}");
+        // Were the first reasoning event not the first token, TTFT would be
+        // 20 ms + 4 × 10 ms; the upper bound leaves room for a loaded machine.
+        assert!((19.0..32.0).contains(&ttft), "{api}: ttft {ttft}");
     }
 }
 
