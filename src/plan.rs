@@ -198,3 +198,83 @@ impl TokenPolicy {
         }
     }
 }
+
+/// `--slo`: the bounds a request must meet to count as *good* (goodput).
+/// A bound left unset is not checked; with none set there is no goodput.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Slo {
+    /// TTFT from the send, ns.
+    pub ttft_ns: Option<u64>,
+    /// The request's own TPOT (our definition), ns.
+    pub tpot_ns: Option<u64>,
+    /// e2e latency (t_end − t_sched), ns.
+    pub e2e_ns: Option<u64>,
+}
+
+impl Slo {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ttft_ns.is_none() && self.tpot_ns.is_none() && self.e2e_ns.is_none()
+    }
+}
+
+/// `--metrics-preset`: whose definitions the headline numbers use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum MetricsPreset {
+    #[default]
+    Llmload,
+    Vllm,
+    Guidellm,
+    Aiperf,
+    Mlperf,
+}
+
+impl MetricsPreset {
+    pub(crate) const ALL: [MetricsPreset; 5] = [
+        MetricsPreset::Llmload,
+        MetricsPreset::Vllm,
+        MetricsPreset::Guidellm,
+        MetricsPreset::Aiperf,
+        MetricsPreset::Mlperf,
+    ];
+
+    pub(crate) fn parse(s: &str) -> Result<MetricsPreset, String> {
+        MetricsPreset::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("'{s}': expected llmload, vllm, guidellm, aiperf or mlperf"))
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            MetricsPreset::Llmload => "llmload",
+            MetricsPreset::Vllm => "vllm",
+            MetricsPreset::Guidellm => "guidellm",
+            MetricsPreset::Aiperf => "aiperf",
+            MetricsPreset::Mlperf => "mlperf",
+        }
+    }
+}
+
+/// `--server-metrics`: where the endpoint's own Prometheus metrics are read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum ServerMetrics {
+    /// Try `<endpoint origin>/metrics` once; use it if it answers
+    /// Prometheus text.
+    #[default]
+    Auto,
+    Off,
+    Url(String),
+}
+
+impl ServerMetrics {
+    pub(crate) fn parse(s: &str) -> Result<ServerMetrics, String> {
+        match s {
+            "auto" => Ok(ServerMetrics::Auto),
+            "off" | "none" => Ok(ServerMetrics::Off),
+            url if url.starts_with("http://") || url.starts_with("https://") => {
+                Ok(ServerMetrics::Url(url.to_string()))
+            }
+            _ => Err(format!("'{s}': expected an http(s):// URL, auto or off")),
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub(crate) mod mlperf;
 pub(crate) mod profile;
 pub(crate) mod resolve;
 pub(crate) mod run_length;
+pub(crate) mod slo;
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +73,13 @@ pub(crate) struct BenchConfig {
     pub correlation_header: Option<String>,
     pub uuid_in_prompt: bool,
     pub live_interval_ns: u64,
+    /// Goodput's bounds; empty: no goodput.
+    pub slo: crate::plan::Slo,
+    /// Whose definitions the headline numbers use.
+    pub metrics_preset: crate::plan::MetricsPreset,
+    /// Where the endpoint's own metrics are scraped, and how often.
+    pub server_metrics: crate::plan::ServerMetrics,
+    pub server_metrics_interval_ns: u64,
     pub record_output: bool,
     pub workers: usize,
     pub pin: bool,

@@ -20,7 +20,9 @@ use crate::accuracy::{AccuracySpec, Phase};
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
-use crate::plan::{Checks, Limits, Load, Thresholds, TokenPolicy};
+use crate::plan::{
+    Checks, Limits, Load, MetricsPreset, ServerMetrics, Slo, Thresholds, TokenPolicy,
+};
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
 
@@ -148,6 +150,33 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
                 defaults::TOKEN_SOURCE
             })
         });
+    let slo = p.slo.as_deref().map_or_else(Slo::default, |t| {
+        super::slo::parse_slo(t).unwrap_or_else(|e| {
+            errs.at("slo", e);
+            Slo::default()
+        })
+    });
+    let metrics_preset = p
+        .metrics_preset
+        .as_deref()
+        .map_or(defaults::METRICS_PRESET, |t| {
+            MetricsPreset::parse(t).unwrap_or_else(|e| {
+                errs.at("metrics_preset", e);
+                defaults::METRICS_PRESET
+            })
+        });
+    let server_metrics = ServerMetrics::parse(
+        p.server_metrics
+            .as_deref()
+            .unwrap_or(defaults::SERVER_METRICS),
+    )
+    .unwrap_or_else(|e| {
+        errs.at("server_metrics", e);
+        ServerMetrics::Off
+    });
+    if p.server_metrics_interval.is_some_and(|d| d.0.is_zero()) {
+        errs.at("server_metrics_interval", "0: expected a positive duration");
+    }
     if token_source == TokenPolicy::Tokenizer && p.tokenizer.is_none() {
         errs.at(
             "token_source",
@@ -409,6 +438,13 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             .uuid_in_prompt
             .unwrap_or(defaults::UUID_IN_PROMPT),
         live_interval_ns: nanos(or_default(p.live_interval, defaults::LIVE_INTERVAL)),
+        slo,
+        metrics_preset,
+        server_metrics,
+        server_metrics_interval_ns: nanos(or_default(
+            p.server_metrics_interval,
+            defaults::SERVER_METRICS_INTERVAL,
+        )),
         record_output: p.record_output.unwrap_or(false),
         workers: p.workers.unwrap_or_else(|| {
             crate::sys::process::available_cpus()

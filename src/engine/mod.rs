@@ -113,4 +113,6 @@ pub(crate) struct Plan<'a> {
     pub thresholds: Thresholds,
     /// Rolling progress every this often (0: none).
     pub live_interval_ns: u64,
+    /// Goodput's bounds (empty: none).
+    pub slo: crate::plan::Slo,
 }

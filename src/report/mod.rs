@@ -12,11 +12,13 @@ pub(crate) mod compare;
 pub(crate) mod csv;
 pub(crate) mod events;
 pub(crate) mod fmt;
+pub(crate) mod html;
 pub(crate) mod mlperf;
 pub(crate) mod prom;
 pub(crate) mod slices;
 pub(crate) mod summary;
 pub(crate) mod text;
+pub(crate) mod timeline_csv;
 
 #[cfg(test)]
 mod fixture;
@@ -52,6 +54,8 @@ pub(crate) struct RunInfo {
     pub mlperf: Option<mlperf::MlperfInfo>,
     /// The accuracy phase's results, when it ran.
     pub accuracy: Option<crate::accuracy::AccuracyReport>,
+    /// The endpoint's own metrics, when they were scraped.
+    pub server_metrics: Option<summary::server::ServerMetricsSummary>,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -82,6 +86,8 @@ pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
         ("report.txt", text.clone().into_bytes()),
         ("report.csv", csv::render(&summary).into_bytes()),
         ("metrics.prom", prom::render(&summary).into_bytes()),
+        ("timeline.csv", timeline_csv::render(&summary).into_bytes()),
+        ("report.html", html::render(&summary).into_bytes()),
     ];
     files.extend(mlperf_files);
     if let Some(a) = &info.accuracy {
@@ -135,6 +141,7 @@ mod tests {
             tls: None,
             mlperf: None,
             accuracy: None,
+            server_metrics: None,
         }
     }
 

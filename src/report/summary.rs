@@ -12,6 +12,12 @@
 //! written) reads as zero, empty, or — for `complete` and
 //! `thresholds_passed` — true, so that absence never reads as a failure.
 
+pub(crate) mod definitions;
+pub(crate) mod distributions;
+pub(crate) mod goodput;
+pub(crate) mod server;
+pub(crate) mod timeline;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -93,6 +99,15 @@ pub(crate) struct Summary {
     /// (`accuracy::AccuracyReport::summary_json`); absent when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<Value>,
+    /// The run second by second; absent from older summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::Timeline>,
+    /// The endpoint's own metrics over the run, when scraped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<server::ServerMetricsSummary>,
+    /// The headline metrics under every tool's definitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definitions: Option<definitions::Definitions>,
 }
 
 fn yes() -> bool {
@@ -111,6 +126,12 @@ pub(crate) struct Numbers {
     pub throughput: Throughput,
     pub tokens: Tokens,
     pub latency_ms: Latency,
+    /// Requests that met every `--slo` bound; absent without `--slo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<goodput::Goodput>,
+    /// CDFs and length histograms for plots; absent from older summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<distributions::Distributions>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -515,6 +536,9 @@ impl Summary {
             notes: notes(info, &run.endpoints),
             builtin_endpoint: info.builtin_endpoint.clone(),
             accuracy: info.accuracy.as_ref().map(|a| a.summary_json()),
+            timeline: None,
+            server_metrics: info.server_metrics.clone(),
+            definitions: None,
         }
     }
 
@@ -609,6 +633,8 @@ impl Numbers {
                 tpot_token_weighted: b.tpot_token_weighted_ns().map(|ns| ns / MS),
                 itl: b.itl.rollup(MS),
             },
+            goodput: None,
+            distributions: None,
         }
     }
 }

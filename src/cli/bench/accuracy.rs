@@ -148,6 +148,7 @@ fn run_one(
         token_source: TokenPolicy::Usage,
         thresholds: acfg.thresholds.clone(),
         live_interval_ns: acfg.live_interval_ns,
+        slo: crate::plan::Slo::default(),
     };
     crate::cli::errln!(
         "llmload: accuracy {}: {} rows × {} repeat(s), one request at a time ({}, {})",

@@ -365,6 +365,28 @@ pub(crate) struct BenchArgs {
     /// datasets without a template= key of their own
     #[argh(option)]
     pub prompt_template: Option<String>,
+
+    /// service-level objectives a request must meet to count as good
+    /// (goodput), any subset: 'ttft=200ms,tpot=40ms,e2e=10s'
+    #[argh(option)]
+    pub slo: Option<String>,
+
+    /// whose definitions the headline numbers use: llmload, vllm, guidellm,
+    /// aiperf or mlperf (default {METRICS_PRESET}); every tool's are in the
+    /// definitions table either way
+    #[argh(option)]
+    pub metrics_preset: Option<String>,
+
+    /// the endpoint's own Prometheus metrics, scraped during the run: a URL,
+    /// auto (try <endpoint origin>/metrics once) or off (default
+    /// {SERVER_METRICS})
+    #[argh(option)]
+    pub server_metrics: Option<String>,
+
+    /// how often --server-metrics is scraped (default
+    /// {SERVER_METRICS_INTERVAL})
+    #[argh(option, from_str_fn(duration_flag))]
+    pub server_metrics_interval: Option<Duration>,
 }
 
 impl BenchArgs {
@@ -457,6 +479,10 @@ impl BenchArgs {
             phase: self.phase.clone(),
             accuracy_datasets: (!accuracy.is_empty()).then_some(accuracy),
             prompt_template: self.prompt_template.clone(),
+            slo: self.slo.clone(),
+            metrics_preset: self.metrics_preset.clone(),
+            server_metrics: self.server_metrics.clone(),
+            server_metrics_interval: d(self.server_metrics_interval),
             stages: None,
             scenarios: None,
             thresholds: None,

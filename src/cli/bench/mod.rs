@@ -348,6 +348,7 @@ fn execute(
         token_source,
         thresholds: cfg.thresholds.clone(),
         live_interval_ns: cfg.live_interval_ns,
+        slo: cfg.slo,
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     // MLPerf's files go with every accuracy run too: a submission needs
@@ -467,6 +468,7 @@ fn execute(
             m
         }),
         accuracy: accuracy_report,
+        server_metrics: None,
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.

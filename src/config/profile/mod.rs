@@ -44,7 +44,7 @@ pub(crate) mod defaults {
     use crate::config::bytes::format_bytes;
     use crate::config::duration::format_duration;
     use crate::dataset::Order;
-    use crate::plan::{ArrivalKind, TokenPolicy};
+    use crate::plan::{ArrivalKind, MetricsPreset, TokenPolicy};
 
     pub(crate) const API: &str = "openai-chat";
     pub(crate) const CONCURRENCY: usize = 64;
@@ -63,6 +63,9 @@ pub(crate) mod defaults {
     pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
     pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
     pub(crate) const LIVE_INTERVAL: Duration = Duration::from_secs(10);
+    pub(crate) const METRICS_PRESET: MetricsPreset = MetricsPreset::Llmload;
+    pub(crate) const SERVER_METRICS: &str = "auto";
+    pub(crate) const SERVER_METRICS_INTERVAL: Duration = Duration::from_secs(1);
     /// Output text kept per response (for `--record-output`, `--tokenizer`,
     /// checks and conversation histories); the rest is counted, not kept.
     pub(crate) const MAX_OUTPUT_TEXT: u64 = 4 << 20;
@@ -113,6 +116,9 @@ pub(crate) mod defaults {
             "CONNECT_TIMEOUT" => format_duration(CONNECT_TIMEOUT),
             "DRAIN_TIMEOUT" => format_duration(DRAIN_TIMEOUT),
             "LIVE_INTERVAL" => format_duration(LIVE_INTERVAL),
+            "METRICS_PRESET" => METRICS_PRESET.name().to_string(),
+            "SERVER_METRICS" => SERVER_METRICS.to_string(),
+            "SERVER_METRICS_INTERVAL" => format_duration(SERVER_METRICS_INTERVAL),
             "MAX_OUTPUT_TEXT" => format_bytes(MAX_OUTPUT_TEXT),
             "ARRIVAL" => ARRIVAL.name().to_string(),
             "CACHE_MODE" => CACHE_MODE.name().to_string(),
@@ -328,6 +334,18 @@ pub(crate) struct Profile {
     /// datasets without a `template=` of their own.
     #[serde(skip_serializing_if = "unset")]
     pub prompt_template: Option<String>,
+    /// Goodput's bounds: `ttft=200ms,tpot=40ms,e2e=10s`, any subset.
+    #[serde(skip_serializing_if = "unset")]
+    pub slo: Option<String>,
+    /// Whose definitions the headline numbers use (`llmload`, `vllm`,
+    /// `guidellm`, `aiperf`, `mlperf`).
+    #[serde(skip_serializing_if = "unset")]
+    pub metrics_preset: Option<String>,
+    /// The endpoint's Prometheus metrics: a URL, `auto` or `off`.
+    #[serde(skip_serializing_if = "unset")]
+    pub server_metrics: Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    pub server_metrics_interval: Option<HumanDuration>,
 
     #[serde(skip_serializing_if = "unset")]
     pub stages: Option<Vec<StageSpec>>,

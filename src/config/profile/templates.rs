@@ -137,6 +137,9 @@ impl Profile {
             pin: Some(false),
             quiet: Some(false),
             live_interval: d(defaults::LIVE_INTERVAL),
+            metrics_preset: Some(defaults::METRICS_PRESET.name().to_string()),
+            server_metrics: Some(defaults::SERVER_METRICS.to_string()),
+            server_metrics_interval: d(defaults::SERVER_METRICS_INTERVAL),
             record_output: Some(false),
             max_output_text: Some(HumanBytes(defaults::MAX_OUTPUT_TEXT)),
             stages: Some(vec![

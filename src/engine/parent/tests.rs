@@ -74,6 +74,7 @@ fn plan() -> Plan<'static> {
         token_source: crate::plan::TokenPolicy::Auto,
         thresholds: Thresholds::default(),
         live_interval_ns: 0,
+        slo: crate::plan::Slo::default(),
     }
 }
 

@@ -165,6 +165,7 @@ fn info() -> RunInfo {
         tls: None,
         mlperf: None,
         accuracy: None,
+        server_metrics: None,
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
