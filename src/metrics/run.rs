@@ -228,6 +228,9 @@ pub(crate) struct StageResult {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RunResult {
     pub started_wall_ns: u64,
+    /// CLOCK_MONOTONIC ns when the parent's loop began (after the fork):
+    /// time zero of the timeline and of the server metrics' points.
+    pub run_start_ns: u64,
     pub stages: Vec<StageResult>,
     /// All measured requests (warmup excluded).
     pub total: Block,

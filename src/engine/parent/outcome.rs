@@ -99,6 +99,7 @@ impl Parent<'_, '_, '_> {
             complete: incomplete.is_empty(),
             incomplete_reasons: incomplete,
             startup_ns: self.first_send.saturating_sub(started_ns),
+            run_start_ns: self.run_start,
             endpoints: std::mem::take(&mut self.by_endpoint),
         }
     }
