@@ -12,3 +12,4 @@ pub(crate) mod observe;
 pub(crate) mod run;
 pub(crate) mod series;
 pub(crate) mod thresholds;
+pub(crate) mod timeline;

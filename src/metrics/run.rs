@@ -9,6 +9,7 @@ use super::endpoints::EndpointStats;
 use super::errors::ErrorClass;
 use super::series::Rollup;
 use super::thresholds::Verdict;
+use super::timeline::RunTimeline;
 use crate::plan::Load;
 use crate::sys::process::Exit;
 
@@ -254,6 +255,8 @@ pub(crate) struct RunResult {
     /// Each endpoint's share of the measured requests, in the order of
     /// `Plan::endpoints`.
     pub endpoints: Vec<EndpointStats>,
+    /// What ended in each second of the run, warm-up included.
+    pub timeline: RunTimeline,
 }
 
 #[cfg(test)]

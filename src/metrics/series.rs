@@ -210,6 +210,20 @@ impl Series {
         }
     }
 
+    /// Every recorded value's histogram bucket in ascending order, as
+    /// (value, count): the bucket's highest equivalent value clamped into
+    /// the exact `[min, max]` (so the last is the exact max), and how many
+    /// values it holds. Empty when nothing was recorded.
+    pub(crate) fn recorded(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let (min, max) = (self.min, self.max);
+        self.hist.iter_recorded().map(move |v| {
+            (
+                v.value_iterated_to().clamp(min, max),
+                v.count_since_last_iteration(),
+            )
+        })
+    }
+
     /// Exact smallest value; `None` when empty.
     pub(crate) fn min_ns(&self) -> Option<u64> {
         (self.count > 0).then_some(self.min)

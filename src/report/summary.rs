@@ -536,7 +536,7 @@ impl Summary {
             notes: notes(info, &run.endpoints),
             builtin_endpoint: info.builtin_endpoint.clone(),
             accuracy: info.accuracy.as_ref().map(|a| a.summary_json()),
-            timeline: None,
+            timeline: timeline::Timeline::of(&run.timeline),
             server_metrics: info.server_metrics.clone(),
             definitions: None,
         }
@@ -634,7 +634,7 @@ impl Numbers {
                 itl: b.itl.rollup(MS),
             },
             goodput: None,
-            distributions: None,
+            distributions: Some(distributions::Distributions::of(b)),
         }
     }
 }

@@ -173,6 +173,7 @@ impl Parent<'_, '_, '_> {
             b.record_message(&class.key(f.sample.status), m);
         }
         b.record(&f.sample, f.gaps.iter());
+        self.timeline.record(&f.sample, f.stage, si);
         let several = self.by_endpoint.len() > 1;
         if f.stage.is_some()
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)

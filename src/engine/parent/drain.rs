@@ -184,6 +184,8 @@ impl Parent<'_, '_, '_> {
             for _ in 0..count {
                 block.record(&sample, []);
             }
+            let stage = slot.checked_sub(1).map(|k| k as u16);
+            self.timeline.record_lost(now, stage, s, count);
             self.inflight_by_scenario[s] -= count;
             lost += count;
         }

@@ -15,6 +15,7 @@ mod outcome;
 mod source;
 #[cfg(test)]
 mod tests;
+mod timeline;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -33,6 +34,7 @@ use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::Child;
 use live::LiveWindow;
 use source::{Due, Inflight, Source};
+use timeline::TimelineBuckets;
 
 /// Busy-wait this close to an arrival; sleep through longer gaps.
 const SPIN_NS: u64 = 100_000;
@@ -192,6 +194,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     incomplete: Vec<Incomplete>,
     next_liveness: u64,
     live: Option<LiveWindow>,
+    /// What ended in each second of the run.
+    timeline: TimelineBuckets,
     /// Connections opened when the measured window began (for connects/s).
     opened_at_measure: Option<u64>,
 }
@@ -248,6 +252,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             incomplete: Vec::new(),
             next_liveness: 0,
             live: None,
+            timeline: TimelineBuckets::new(plan.stages.len(), n, &plan.slo),
             opened_at_measure: None,
             lane,
             observer,
@@ -262,6 +267,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
         let t0 = now_ns();
         self.run_start = t0;
+        self.timeline.start(t0);
         // Durations are user input up to u64::MAX/2 ns: every deadline made
         // from one saturates rather than wrapping into the past.
         self.warm_until = t0.saturating_add(self.plan.warmup_ns);
@@ -361,6 +367,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                 return Stop::NoWorkers;
             }
             let now = now_ns();
+            self.tick_timeline(now);
             if self.opened_at_measure.is_none() && now >= self.measure_start {
                 self.opened_at_measure = Some(self.connections_opened());
             }
@@ -519,6 +526,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         if let Some(l) = &self.live {
             until = until.min(l.next_at.max(now + 1));
         }
+        until = until.min(self.timeline.next_tick.max(now + 1));
         bell.wait(Some(Duration::from_nanos(until - now)));
     }
 

@@ -80,6 +80,7 @@ impl Parent<'_, '_, '_> {
         if let Some(abort) = &self.threshold_abort {
             incomplete.push(Incomplete::ThresholdAbort(abort.clone()));
         }
+        let timeline = self.timeline_result();
         RunResult {
             started_wall_ns: 0,
             stages,
@@ -101,6 +102,7 @@ impl Parent<'_, '_, '_> {
             startup_ns: self.first_send.saturating_sub(started_ns),
             run_start_ns: self.run_start,
             endpoints: std::mem::take(&mut self.by_endpoint),
+            timeline,
         }
     }
 }
