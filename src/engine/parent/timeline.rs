@@ -385,8 +385,7 @@ impl TimelineBuckets {
             in_flight: std::mem::take(&mut self.in_flight),
             slo: self.slo.is_some(),
             stragglers: self.stragglers,
-            scenarios_left_out: scenario_names.len().saturating_sub(MAX_SCENARIO_SERIES)
-                * usize::from(scenario_names.len() > 1),
+            scenarios_left_out: scenario_names.len().saturating_sub(MAX_SCENARIO_SERIES),
         }
     }
 }
