@@ -4,6 +4,7 @@
 //! DESIGN.md; this is the one place they are computed.
 
 use super::errors::{ErrorClass, ErrorCounts};
+use super::goodput::Judged;
 use super::series::Series;
 
 /// Finish reasons counted apart (`protocol::Finish` has this many values).
@@ -139,6 +140,15 @@ pub(crate) struct Block {
     pub tpot_mlperf: Series,
     /// Gaps between consecutive text-bearing events.
     pub itl: Series,
+    /// Send to the last text-bearing event (to the end for a response
+    /// without one), successes: vLLM's E2EL and aiperf's request latency.
+    pub to_last_token: Series,
+    /// guidellm's TPOT, (last token − send) / output tokens, recorded once
+    /// per output token so its percentiles are token-weighted as guidellm's.
+    pub tpot_incl_ttft_weighted: Series,
+    /// Our per-request TPOT recorded once per decode token (tokens − 1):
+    /// guidellm's token-weighted inter-token latency.
+    pub tpot_weighted: Series,
     /// t_send − t_sched: how late the generator sent (generator health).
     pub send_lateness: Series,
     pub output_tokens: u64,
@@ -173,6 +183,36 @@ pub(crate) struct Block {
     /// window ends when the last-issued query completes.
     pub last_sched: u64,
     pub last_sched_end: u64,
+    /// Earliest t_send seen (0 when none): aiperf's and guidellm's windows
+    /// start at the first request sent.
+    pub first_send: u64,
+    /// Requests judged against `--slo` (none without it).
+    pub goodput: GoodputCounts,
+}
+
+/// Counts of requests judged against `--slo` by `goodput::judge`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GoodputCounts {
+    /// Requests judged: every finished one, failures included.
+    pub judged: u64,
+    /// Requests that succeeded and met every bound, and their output tokens.
+    pub good: u64,
+    pub good_output_tokens: u64,
+    /// Successful requests that missed each bound.
+    pub missed_ttft: u64,
+    pub missed_tpot: u64,
+    pub missed_e2e: u64,
+}
+
+impl GoodputCounts {
+    fn merge(&mut self, o: &GoodputCounts) {
+        self.judged += o.judged;
+        self.good += o.good;
+        self.good_output_tokens += o.good_output_tokens;
+        self.missed_ttft += o.missed_ttft;
+        self.missed_tpot += o.missed_tpot;
+        self.missed_e2e += o.missed_e2e;
+    }
 }
 
 impl Block {
@@ -192,6 +232,9 @@ impl Block {
         }
         if s.t_send >= s.t_sched && s.t_send != 0 {
             self.send_lateness.record(s.t_send - s.t_sched);
+        }
+        if s.t_send != 0 && (self.first_send == 0 || s.t_send < self.first_send) {
+            self.first_send = s.t_send;
         }
         self.output_truncated += s.output_truncated as u64;
         if let Some(class) = s.error {
@@ -214,6 +257,17 @@ impl Block {
         self.output_untokenized += s.untokenized as u64;
         self.text_bytes += s.text_bytes as u64;
         self.finish[(s.finish as usize).min(FINISH_KINDS - 1)] += 1;
+        // A response without a streamed token ends with its last token.
+        let last = if s.t_first_token != 0 {
+            s.t_last_token.max(s.t_first_token)
+        } else {
+            s.t_end
+        };
+        self.to_last_token.record(last.saturating_sub(s.t_send));
+        if out > 0 {
+            let per = last.saturating_sub(s.t_send) / out;
+            self.tpot_incl_ttft_weighted.record_n(per, out);
+        }
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
             self.ttft_sched
@@ -221,6 +275,7 @@ impl Block {
             if out >= 2 {
                 let decode = s.t_last_token.saturating_sub(s.t_first_token);
                 self.tpot.record(decode / (out - 1));
+                self.tpot_weighted.record_n(decode / (out - 1), out - 1);
                 self.decode_ns += decode as u128;
                 self.decode_tokens += out - 1;
             }
@@ -231,6 +286,20 @@ impl Block {
         for g in gaps {
             self.itl.record(g);
         }
+    }
+
+    /// Counts a finished request's goodput verdict (`goodput::judge`, the
+    /// one rule); `output_tokens` are its output tokens.
+    pub(crate) fn record_judged(&mut self, j: &Judged, output_tokens: u64) {
+        let g = &mut self.goodput;
+        g.judged += 1;
+        if j.good {
+            g.good += 1;
+            g.good_output_tokens += output_tokens;
+        }
+        g.missed_ttft += j.missed_ttft as u64;
+        g.missed_tpot += j.missed_tpot as u64;
+        g.missed_e2e += j.missed_e2e as u64;
     }
 
     /// Keeps `message` as an example for `key`, unless three are kept
@@ -263,6 +332,12 @@ impl Block {
             (&mut self.tpot, &other.tpot),
             (&mut self.tpot_mlperf, &other.tpot_mlperf),
             (&mut self.itl, &other.itl),
+            (&mut self.to_last_token, &other.to_last_token),
+            (
+                &mut self.tpot_incl_ttft_weighted,
+                &other.tpot_incl_ttft_weighted,
+            ),
+            (&mut self.tpot_weighted, &other.tpot_weighted),
             (&mut self.send_lateness, &other.send_lateness),
             (&mut self.isl, &other.isl),
             (&mut self.osl, &other.osl),
@@ -299,6 +374,10 @@ impl Block {
             self.last_sched = other.last_sched;
             self.last_sched_end = other.last_sched_end;
         }
+        if other.first_send != 0 && (self.first_send == 0 || other.first_send < self.first_send) {
+            self.first_send = other.first_send;
+        }
+        self.goodput.merge(&other.goodput);
     }
 
     /// LoadGen's Server window: the first issue to the completion of the

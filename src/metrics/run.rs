@@ -254,6 +254,9 @@ pub(crate) struct RunResult {
     /// Each endpoint's share of the measured requests, in the order of
     /// `Plan::endpoints`.
     pub endpoints: Vec<EndpointStats>,
+    /// `--slo`, so the summary can report goodput against the bounds the
+    /// blocks were judged by.
+    pub slo: crate::plan::Slo,
 }
 
 #[cfg(test)]

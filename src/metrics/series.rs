@@ -144,6 +144,23 @@ impl Series {
         self.max = self.max.max(ns);
     }
 
+    /// Records `ns` as `n` equal values (a value weighted by `n`, as
+    /// guidellm weights a request's TPOT by its tokens). Never allocates.
+    pub(crate) fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.hist.saturating_record_n(ns.max(1), n);
+        self.count += n;
+        let (x, w) = (u128::from(ns), u128::from(n));
+        self.sum += x * w;
+        self.sum_sq = self
+            .sum_sq
+            .saturating_add(x.saturating_mul(x).saturating_mul(w));
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
     /// Adds every value of `other` (stage rollups into the run total).
     /// Equivalent to having recorded all of `other`'s values here.
     pub(crate) fn merge(&mut self, other: &Series) {
