@@ -264,8 +264,7 @@ impl Block {
             s.t_end
         };
         self.to_last_token.record(last.saturating_sub(s.t_send));
-        if out > 0 {
-            let per = last.saturating_sub(s.t_send) / out;
+        if let Some(per) = last.saturating_sub(s.t_send).checked_div(out) {
             self.tpot_incl_ttft_weighted.record_n(per, out);
         }
         if s.t_first_token != 0 {
