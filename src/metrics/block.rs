@@ -464,6 +464,44 @@ mod tests {
     }
 
     #[test]
+    fn other_tools_series_and_goodput_counts_roll_up() {
+        // Sent at 1010: first token 2010, last 5010, end 6000, 4 tokens.
+        let s = ok(1000, 2010, 5010, 6000, Some(4), 4);
+        let mut b = Block::default();
+        b.record(&s, []);
+        assert_eq!(b.first_send, 1010);
+        assert_eq!(b.to_last_token.quantile_ns(0.5), Some(4000));
+        // guidellm: (5010 − 1010) / 4 per token, four times.
+        assert_eq!(b.tpot_incl_ttft_weighted.count(), 4);
+        assert_eq!(b.tpot_incl_ttft_weighted.mean_ns(), Some(1000.0));
+        assert_eq!(b.tpot_weighted.count(), 3);
+        b.record_judged(
+            &Judged {
+                good: true,
+                ..Judged::default()
+            },
+            4,
+        );
+        b.record_judged(
+            &Judged {
+                missed_e2e: true,
+                ..Judged::default()
+            },
+            9,
+        );
+        let mut rolled = Block::default();
+        rolled.merge(&b);
+        rolled.merge(&b);
+        let g = rolled.goodput;
+        assert_eq!(
+            (g.judged, g.good, g.good_output_tokens, g.missed_e2e),
+            (4, 2, 8, 2)
+        );
+        assert_eq!(rolled.first_send, 1010);
+        assert_eq!(rolled.to_last_token.count(), 2);
+    }
+
+    #[test]
     fn mlperf_tpot_is_the_stream_end_over_tokens_after_the_first_event() {
         let mut s = ok(1000, 2000, 5000, 8000, Some(4), 4);
         assert_eq!(s.tpot_mlperf_ns(), None, "no tokenizer count, no value");

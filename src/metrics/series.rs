@@ -283,6 +283,23 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_weighted_value_counts_as_that_many_equal_values() {
+        let mut w = Series::new();
+        w.record_n(10, 3);
+        w.record_n(40, 1);
+        w.record_n(99, 0);
+        let mut plain = Series::new();
+        for v in [10, 10, 10, 40] {
+            plain.record(v);
+        }
+        assert_eq!(w.count(), 4);
+        assert_eq!(w.mean_ns(), Some(17.5));
+        assert_eq!((w.min_ns(), w.max_ns()), (Some(10), Some(40)));
+        assert_eq!(w.quantile_ns(0.75), Some(10));
+        assert_eq!(w.rollup(1.0), plain.rollup(1.0));
+    }
     use crate::rng::{Rng, log_normal_ns};
 
     /// The naive reference: the value of rank `ceil(q * n)` in sorted order.
