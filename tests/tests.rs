@@ -14,6 +14,7 @@ mod datasets;
 mod endpoints;
 mod failures;
 mod faults;
+mod goodput;
 mod info;
 mod interrupt;
 mod memory;

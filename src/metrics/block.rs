@@ -4,6 +4,7 @@
 //! DESIGN.md; this is the one place they are computed.
 
 use super::errors::{ErrorClass, ErrorCounts};
+use super::goodput::Judged;
 use super::series::Series;
 
 /// Finish reasons counted apart (`protocol::Finish` has this many values).
@@ -139,6 +140,15 @@ pub(crate) struct Block {
     pub tpot_mlperf: Series,
     /// Gaps between consecutive text-bearing events.
     pub itl: Series,
+    /// Send to the last text-bearing event (to the end for a response
+    /// without one), successes: vLLM's E2EL and aiperf's request latency.
+    pub to_last_token: Series,
+    /// guidellm's TPOT, (last token − send) / output tokens, recorded once
+    /// per output token so its percentiles are token-weighted as guidellm's.
+    pub tpot_incl_ttft_weighted: Series,
+    /// Our per-request TPOT recorded once per decode token (tokens − 1):
+    /// guidellm's token-weighted inter-token latency.
+    pub tpot_weighted: Series,
     /// t_send − t_sched: how late the generator sent (generator health).
     pub send_lateness: Series,
     pub output_tokens: u64,
@@ -173,6 +183,36 @@ pub(crate) struct Block {
     /// window ends when the last-issued query completes.
     pub last_sched: u64,
     pub last_sched_end: u64,
+    /// Earliest t_send seen (0 when none): aiperf's and guidellm's windows
+    /// start at the first request sent.
+    pub first_send: u64,
+    /// Requests judged against `--slo` (none without it).
+    pub goodput: GoodputCounts,
+}
+
+/// Counts of requests judged against `--slo` by `goodput::judge`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GoodputCounts {
+    /// Requests judged: every finished one, failures included.
+    pub judged: u64,
+    /// Requests that succeeded and met every bound, and their output tokens.
+    pub good: u64,
+    pub good_output_tokens: u64,
+    /// Successful requests that missed each bound.
+    pub missed_ttft: u64,
+    pub missed_tpot: u64,
+    pub missed_e2e: u64,
+}
+
+impl GoodputCounts {
+    fn merge(&mut self, o: &GoodputCounts) {
+        self.judged += o.judged;
+        self.good += o.good;
+        self.good_output_tokens += o.good_output_tokens;
+        self.missed_ttft += o.missed_ttft;
+        self.missed_tpot += o.missed_tpot;
+        self.missed_e2e += o.missed_e2e;
+    }
 }
 
 impl Block {
@@ -192,6 +232,9 @@ impl Block {
         }
         if s.t_send >= s.t_sched && s.t_send != 0 {
             self.send_lateness.record(s.t_send - s.t_sched);
+        }
+        if s.t_send != 0 && (self.first_send == 0 || s.t_send < self.first_send) {
+            self.first_send = s.t_send;
         }
         self.output_truncated += s.output_truncated as u64;
         if let Some(class) = s.error {
@@ -214,6 +257,16 @@ impl Block {
         self.output_untokenized += s.untokenized as u64;
         self.text_bytes += s.text_bytes as u64;
         self.finish[(s.finish as usize).min(FINISH_KINDS - 1)] += 1;
+        // A response without a streamed token ends with its last token.
+        let last = if s.t_first_token != 0 {
+            s.t_last_token.max(s.t_first_token)
+        } else {
+            s.t_end
+        };
+        self.to_last_token.record(last.saturating_sub(s.t_send));
+        if let Some(per) = last.saturating_sub(s.t_send).checked_div(out) {
+            self.tpot_incl_ttft_weighted.record_n(per, out);
+        }
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
             self.ttft_sched
@@ -221,6 +274,7 @@ impl Block {
             if out >= 2 {
                 let decode = s.t_last_token.saturating_sub(s.t_first_token);
                 self.tpot.record(decode / (out - 1));
+                self.tpot_weighted.record_n(decode / (out - 1), out - 1);
                 self.decode_ns += decode as u128;
                 self.decode_tokens += out - 1;
             }
@@ -231,6 +285,20 @@ impl Block {
         for g in gaps {
             self.itl.record(g);
         }
+    }
+
+    /// Counts a finished request's goodput verdict (`goodput::judge`, the
+    /// one rule); `output_tokens` are its output tokens.
+    pub(crate) fn record_judged(&mut self, j: &Judged, output_tokens: u64) {
+        let g = &mut self.goodput;
+        g.judged += 1;
+        if j.good {
+            g.good += 1;
+            g.good_output_tokens += output_tokens;
+        }
+        g.missed_ttft += j.missed_ttft as u64;
+        g.missed_tpot += j.missed_tpot as u64;
+        g.missed_e2e += j.missed_e2e as u64;
     }
 
     /// Keeps `message` as an example for `key`, unless three are kept
@@ -263,6 +331,12 @@ impl Block {
             (&mut self.tpot, &other.tpot),
             (&mut self.tpot_mlperf, &other.tpot_mlperf),
             (&mut self.itl, &other.itl),
+            (&mut self.to_last_token, &other.to_last_token),
+            (
+                &mut self.tpot_incl_ttft_weighted,
+                &other.tpot_incl_ttft_weighted,
+            ),
+            (&mut self.tpot_weighted, &other.tpot_weighted),
             (&mut self.send_lateness, &other.send_lateness),
             (&mut self.isl, &other.isl),
             (&mut self.osl, &other.osl),
@@ -299,6 +373,10 @@ impl Block {
             self.last_sched = other.last_sched;
             self.last_sched_end = other.last_sched_end;
         }
+        if other.first_send != 0 && (self.first_send == 0 || other.first_send < self.first_send) {
+            self.first_send = other.first_send;
+        }
+        self.goodput.merge(&other.goodput);
     }
 
     /// LoadGen's Server window: the first issue to the completion of the
@@ -383,6 +461,44 @@ mod tests {
         assert_eq!(b.isl.quantile_ns(0.5), Some(7));
         assert_eq!(b.osl.quantile_ns(0.5), Some(4));
         assert_eq!(b.tpot_token_weighted_ns(), Some(1000.0));
+    }
+
+    #[test]
+    fn other_tools_series_and_goodput_counts_roll_up() {
+        // Sent at 1010: first token 2010, last 5010, end 6000, 4 tokens.
+        let s = ok(1000, 2010, 5010, 6000, Some(4), 4);
+        let mut b = Block::default();
+        b.record(&s, []);
+        assert_eq!(b.first_send, 1010);
+        assert_eq!(b.to_last_token.quantile_ns(0.5), Some(4000));
+        // guidellm: (5010 − 1010) / 4 per token, four times.
+        assert_eq!(b.tpot_incl_ttft_weighted.count(), 4);
+        assert_eq!(b.tpot_incl_ttft_weighted.mean_ns(), Some(1000.0));
+        assert_eq!(b.tpot_weighted.count(), 3);
+        b.record_judged(
+            &Judged {
+                good: true,
+                ..Judged::default()
+            },
+            4,
+        );
+        b.record_judged(
+            &Judged {
+                missed_e2e: true,
+                ..Judged::default()
+            },
+            9,
+        );
+        let mut rolled = Block::default();
+        rolled.merge(&b);
+        rolled.merge(&b);
+        let g = rolled.goodput;
+        assert_eq!(
+            (g.judged, g.good, g.good_output_tokens, g.missed_e2e),
+            (4, 2, 8, 2)
+        );
+        assert_eq!(rolled.first_send, 1010);
+        assert_eq!(rolled.to_last_token.count(), 2);
     }
 
     #[test]

@@ -257,6 +257,9 @@ pub(crate) struct RunResult {
     pub endpoints: Vec<EndpointStats>,
     /// What ended in each second of the run, warm-up included.
     pub timeline: RunTimeline,
+    /// `--slo`, so the summary can report goodput against the bounds the
+    /// blocks were judged by.
+    pub slo: crate::plan::Slo,
 }
 
 #[cfg(test)]

@@ -144,6 +144,23 @@ impl Series {
         self.max = self.max.max(ns);
     }
 
+    /// Records `ns` as `n` equal values (a value weighted by `n`, as
+    /// guidellm weights a request's TPOT by its tokens). Never allocates.
+    pub(crate) fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.hist.saturating_record_n(ns.max(1), n);
+        self.count += n;
+        let (x, w) = (u128::from(ns), u128::from(n));
+        self.sum += x * w;
+        self.sum_sq = self
+            .sum_sq
+            .saturating_add(x.saturating_mul(x).saturating_mul(w));
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
     /// Adds every value of `other` (stage rollups into the run total).
     /// Equivalent to having recorded all of `other`'s values here.
     pub(crate) fn merge(&mut self, other: &Series) {
@@ -280,6 +297,23 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_weighted_value_counts_as_that_many_equal_values() {
+        let mut w = Series::new();
+        w.record_n(10, 3);
+        w.record_n(40, 1);
+        w.record_n(99, 0);
+        let mut plain = Series::new();
+        for v in [10, 10, 10, 40] {
+            plain.record(v);
+        }
+        assert_eq!(w.count(), 4);
+        assert_eq!(w.mean_ns(), Some(17.5));
+        assert_eq!((w.min_ns(), w.max_ns()), (Some(10), Some(40)));
+        assert_eq!(w.quantile_ns(0.75), Some(10));
+        assert_eq!(w.rollup(1.0), plain.rollup(1.0));
+    }
     use crate::rng::{Rng, log_normal_ns};
 
     /// The naive reference: the value of rank `ceil(q * n)` in sorted order.

@@ -52,6 +52,11 @@ pub(crate) fn render(summary: &Summary) -> String {
     }
     header.extend(["output_tokens", "input_tokens", "send_lateness_p99_us"].map(String::from));
     header.extend(classes.iter().map(|c| format!("errors_{c}")));
+    // Goodput columns only with --slo, as the error columns only with errors.
+    let goodput = slices.iter().any(|s| s.numbers.goodput.is_some());
+    if goodput {
+        header.extend(GOODPUT.map(String::from));
+    }
     // The accuracy phase's datasets: rows of their own after the
     // performance rows, in columns only they fill.
     let accuracy: Vec<&serde_json::Value> = summary
@@ -72,6 +77,15 @@ pub(crate) fn render(summary: &Summary) -> String {
     let pad = ACCURACY.len() * usize::from(!accuracy.is_empty());
     for s in &slices {
         let mut r = row(s, &classes);
+        if goodput {
+            let g = s.numbers.goodput.as_ref();
+            r.extend([
+                g.map_or_else(String::new, |g| g.good.to_string()),
+                number(g.map(|g| g.requests_per_s)),
+                number(g.map(|g| g.output_tokens_per_s)),
+                number(g.and_then(|g| g.attainment_pct)),
+            ]);
+        }
         r.extend(std::iter::repeat_n(String::new(), pad));
         w.write_record(r).expect("CSV into memory");
     }
@@ -91,6 +105,14 @@ pub(crate) fn render(summary: &Summary) -> String {
     let bytes = w.into_inner().expect("CSV into memory");
     String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
+
+/// The goodput columns (`--slo`), as summary.json's `goodput` spells them.
+const GOODPUT: [&str; 4] = [
+    "goodput_good",
+    "goodput_requests_per_s",
+    "goodput_output_tokens_per_s",
+    "goodput_attainment_pct",
+];
 
 /// The accuracy columns, each the summary's dataset key after `accuracy_`.
 const ACCURACY: [&str; 10] = [

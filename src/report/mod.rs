@@ -10,6 +10,7 @@
 pub(crate) mod atomic;
 pub(crate) mod compare;
 pub(crate) mod csv;
+mod definitions_text;
 pub(crate) mod events;
 pub(crate) mod fmt;
 pub(crate) mod html;
@@ -56,6 +57,8 @@ pub(crate) struct RunInfo {
     pub accuracy: Option<crate::accuracy::AccuracyReport>,
     /// The endpoint's own metrics, when they were scraped.
     pub server_metrics: Option<summary::server::ServerMetricsSummary>,
+    /// `--metrics-preset`: whose definitions the headline numbers use.
+    pub metrics_preset: crate::plan::MetricsPreset,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -142,6 +145,7 @@ mod tests {
             mlperf: None,
             accuracy: None,
             server_metrics: None,
+            metrics_preset: Default::default(),
         }
     }
 

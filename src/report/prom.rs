@@ -377,6 +377,28 @@ fn slice_families(f: &mut Families, s: &Slice) {
         f.get(name, Kind::Gauge, help)
             .push("", &at(None), Some(float(v)));
     }
+    if let Some(g) = &b.goodput {
+        for (name, v, help) in [
+            (
+                "llmload_goodput_requests_per_second",
+                Some(g.requests_per_s),
+                "Requests that succeeded and met every --slo bound, per second of the measured window.",
+            ),
+            (
+                "llmload_goodput_output_tokens_per_second",
+                Some(g.output_tokens_per_s),
+                "Output tokens of the requests that met every --slo bound, per second of the measured window.",
+            ),
+            (
+                "llmload_slo_attainment_ratio",
+                g.attainment_pct.map(|p| p / 100.0),
+                "Requests that succeeded and met every --slo bound over issued requests.",
+            ),
+        ] {
+            f.get(name, Kind::Gauge, help)
+                .push("", &at(None), v.map(float));
+        }
+    }
     for (name, n, help) in [
         (
             "llmload_output_tokens_total",

@@ -108,6 +108,11 @@ pub(crate) struct Summary {
     /// The headline metrics under every tool's definitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definitions: Option<definitions::Definitions>,
+    /// The headline numbers under `--metrics-preset`'s definitions (the
+    /// preset's column of `definitions`); `latency_ms` and `throughput`
+    /// stay ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<definitions::Headline>,
 }
 
 fn yes() -> bool {
@@ -469,6 +474,9 @@ impl Summary {
     /// The summary of `run`.
     pub(crate) fn build(run: &RunResult, info: &RunInfo) -> Summary {
         let g = &run.generator;
+        let definitions = (run.total.issued > 0).then(|| {
+            definitions::Definitions::of(&run.total, run.total_window_ns, info.metrics_preset)
+        });
         Summary {
             tool: "llmload".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -479,7 +487,7 @@ impl Summary {
             target: info.target.clone(),
             config: info.config.clone(),
             dataset: info.dataset.clone(),
-            run: Numbers::of(&run.total, run.total_window_ns),
+            run: Numbers::of(&run.total, run.total_window_ns, &run.slo),
             warmup: Warmup {
                 issued: run.warmup.issued,
                 completed: run.warmup.completed,
@@ -513,12 +521,12 @@ impl Summary {
                 .map(|s| Stage {
                     name: s.name.clone(),
                     load: Some(Load::from(&s.load)),
-                    numbers: Numbers::of(&s.block, s.window_ns),
+                    numbers: Numbers::of(&s.block, s.window_ns, &run.slo),
                     send_lateness_us: s.block.send_lateness.rollup(US),
                     scenarios: s
                         .scenarios
                         .iter()
-                        .map(|sc| Scenario::of(&sc.name, &sc.block, s.window_ns))
+                        .map(|sc| Scenario::of(&sc.name, &sc.block, s.window_ns, &run.slo))
                         .collect(),
                     thresholds: s.thresholds.iter().map(Threshold::from).collect(),
                     thresholds_passed: s.thresholds.iter().all(|t| t.pass),
@@ -527,7 +535,7 @@ impl Summary {
             scenarios: run
                 .scenarios
                 .iter()
-                .map(|sc| Scenario::of(&sc.name, &sc.block, run.total_window_ns))
+                .map(|sc| Scenario::of(&sc.name, &sc.block, run.total_window_ns, &run.slo))
                 .collect(),
             endpoints: run.endpoints.iter().map(EndpointSummary::of).collect(),
             thresholds_passed: run.thresholds_passed,
@@ -538,7 +546,8 @@ impl Summary {
             accuracy: info.accuracy.as_ref().map(|a| a.summary_json()),
             timeline: timeline::Timeline::of(&run.timeline),
             server_metrics: info.server_metrics.clone(),
-            definitions: None,
+            definitions: definitions.clone(),
+            headline: definitions.map(|d| d.headline()),
         }
     }
 
@@ -570,7 +579,7 @@ impl Summary {
 }
 
 impl Numbers {
-    fn of(b: &Block, window_ns: u64) -> Numbers {
+    fn of(b: &Block, window_ns: u64, slo: &plan::Slo) -> Numbers {
         let secs = window_ns as f64 / 1e9;
         let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         let mean = |n: u64| {
@@ -633,17 +642,17 @@ impl Numbers {
                 tpot_token_weighted: b.tpot_token_weighted_ns().map(|ns| ns / MS),
                 itl: b.itl.rollup(MS),
             },
-            goodput: None,
+            goodput: goodput::Goodput::of(b, slo, window_ns),
             distributions: Some(distributions::Distributions::of(b)),
         }
     }
 }
 
 impl Scenario {
-    fn of(name: &str, b: &Block, window_ns: u64) -> Scenario {
+    fn of(name: &str, b: &Block, window_ns: u64, slo: &plan::Slo) -> Scenario {
         Scenario {
             name: name.to_string(),
-            numbers: Numbers::of(b, window_ns),
+            numbers: Numbers::of(b, window_ns, slo),
             send_lateness_us: b.send_lateness.rollup(US),
         }
     }

@@ -7,6 +7,7 @@
 use serde_json::Value;
 use std::fmt::Write;
 
+use super::definitions_text;
 use super::fmt::{Whole, num};
 use super::summary::{EndpointSummary, INSECURE_LINE, Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
@@ -63,6 +64,9 @@ pub(crate) fn render(s: &Summary) -> String {
         );
     }
     o.push('\n');
+    if let Some(h) = &s.headline {
+        definitions_text::headline(&mut o, h);
+    }
     block(&mut o, &s.run);
     // Without keep-alive, connecting is what the run measures: right here.
     if !s.connections.keep_alive && s.connections.any() {
@@ -71,6 +75,7 @@ pub(crate) fn render(s: &Summary) -> String {
     if s.scenarios.len() > 1 {
         o.push('\n');
         scenario_table(&mut o, &s.scenarios);
+        definitions_text::scenario_goodput(&mut o, &s.scenarios);
     }
     if s.endpoints.len() > 1 {
         o.push('\n');
@@ -83,6 +88,7 @@ pub(crate) fn render(s: &Summary) -> String {
             if st.scenarios.len() > 1 {
                 o.push('\n');
                 scenario_table(&mut o, &st.scenarios);
+                definitions_text::scenario_goodput(&mut o, &st.scenarios);
             }
         }
     }
@@ -105,6 +111,9 @@ pub(crate) fn render(s: &Summary) -> String {
                 .map(|e| format!(" ({e})"))
                 .unwrap_or_default()
         );
+    }
+    if let Some(d) = &s.definitions {
+        definitions_text::table(&mut o, d);
     }
     o.push_str(DEFINITIONS);
     // Server-supplied strings (model ids, error messages) must not drive
@@ -137,6 +146,9 @@ fn block(o: &mut String, b: &Numbers) {
         "throughput  {:.2} req/s  {:.1} output tok/s  {:.1} input tok/s  {:.1} total tok/s",
         t.requests_per_s, t.output_tokens_per_s, t.input_tokens_per_s, t.total_tokens_per_s
     );
+    if let Some(g) = &b.goodput {
+        definitions_text::goodput_line(o, "goodput", g);
+    }
     let k = &b.tokens;
     let _ = writeln!(
         o,

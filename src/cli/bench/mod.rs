@@ -469,6 +469,7 @@ fn execute(
         }),
         accuracy: accuracy_report,
         server_metrics: None,
+        metrics_preset: cfg.metrics_preset,
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.

@@ -11,6 +11,7 @@ use crate::engine::record::{self, Completion, Decoded};
 use crate::engine::requests::{InputSource, RequestSet};
 use crate::metrics::block::{InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::goodput;
 use crate::metrics::observe::Finished;
 use crate::plan::TokenPolicy;
 use crate::protocol::errors;
@@ -165,6 +166,7 @@ impl Parent<'_, '_, '_> {
                 f.message = Some(why);
             }
         }
+        let slo = self.plan.slo;
         let b = match f.stage {
             None => &mut self.warmup,
             Some(stage) => &mut self.blocks[stage as usize][si],
@@ -174,6 +176,9 @@ impl Parent<'_, '_, '_> {
         }
         b.record(&f.sample, f.gaps.iter());
         self.timeline.record(&f.sample, f.stage, si);
+        if !slo.is_empty() {
+            b.record_judged(&goodput::judge(&slo, &f.sample), f.sample.output_tokens().0);
+        }
         let several = self.by_endpoint.len() > 1;
         if f.stage.is_some()
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)

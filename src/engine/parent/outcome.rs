@@ -101,6 +101,7 @@ impl Parent<'_, '_, '_> {
             incomplete_reasons: incomplete,
             startup_ns: self.first_send.saturating_sub(started_ns),
             run_start_ns: self.run_start,
+            slo: self.plan.slo,
             endpoints: std::mem::take(&mut self.by_endpoint),
             timeline,
         }

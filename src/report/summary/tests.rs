@@ -103,6 +103,8 @@ fn run() -> RunResult {
         total_window_ns: 5_500_000_000,
         warmup: Block::default(),
         endpoints: Vec::new(),
+        slo: Default::default(),
+        run_start_ns: 0,
         generator: GeneratorStats {
             workers: 2,
             ring_full: 7,
@@ -167,6 +169,7 @@ fn info() -> RunInfo {
         mlperf: None,
         accuracy: None,
         server_metrics: None,
+        metrics_preset: Default::default(),
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
