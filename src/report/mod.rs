@@ -13,6 +13,7 @@ pub(crate) mod csv;
 pub(crate) mod events;
 pub(crate) mod fmt;
 pub(crate) mod html;
+pub(crate) mod live;
 pub(crate) mod mlperf;
 pub(crate) mod prom;
 pub(crate) mod slices;
