@@ -14,6 +14,7 @@ use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorCounts;
 use crate::metrics::observe::{GeneratorDelta, Interval, Progress};
 use crate::metrics::series::Series;
+use crate::plan::StagePlan;
 
 /// Requests that ended in the current live interval.
 pub(super) struct LiveWindow {
@@ -147,65 +148,155 @@ impl Parent<'_, '_, '_> {
 
     /// How far through the plan the run is at `now`.
     fn progress(&self, now: u64) -> Progress {
-        let stages = &self.plan.stages;
-        let warming = now < self.measure_start;
         let cur = self.current_stage;
-        // The current stage's share done: by its clock, its count, or the
-        // further of the two when it has both (a count with a time cap).
-        let fraction = |i: usize| -> f64 {
-            if warming || i > cur {
-                return 0.0;
-            }
-            if i < cur {
-                return 1.0;
-            }
-            let s = &stages[i];
-            let start = self.stage_starts[i];
-            let by_time = s
-                .duration_ns
-                .filter(|_| start != 0)
-                .map(|d| now.saturating_sub(start) as f64 / d.max(1) as f64);
-            let by_count = s
-                .requests
-                .map(|n| self.stage_issued as f64 / n.max(1) as f64);
-            by_time.into_iter().chain(by_count).fold(0.0, f64::max)
-        };
-        let timed = stages
-            .iter()
-            .all(|s| s.duration_ns.is_some() && s.requests.is_none());
-        let counted = stages.iter().all(|s| s.requests.is_some());
-        let mut p = Progress::default();
-        if timed && self.plan.warmup_requests == 0 {
-            let planned = stages
-                .iter()
-                .filter_map(|s| s.duration_ns)
-                .fold(self.plan.warmup_ns, u64::saturating_add);
-            p.planned_ns = Some(planned);
-            p.done = now.saturating_sub(self.run_start) as f64 / planned.max(1) as f64;
-        } else if counted {
-            let planned: u64 = stages.iter().filter_map(|s| s.requests).sum();
-            let issued: u64 = if warming {
-                0
-            } else {
-                stages[..cur].iter().filter_map(|s| s.requests).sum::<u64>() + self.stage_issued
-            };
-            p.requests = Some((issued, planned));
-            p.done = issued as f64 / planned.max(1) as f64;
-        } else {
-            let weights: Vec<f64> = stages
-                .iter()
-                .map(|s| match (timed, s.duration_ns) {
-                    (true, Some(d)) => d as f64,
-                    _ => 1.0,
-                })
-                .collect();
-            let total: f64 = weights.iter().sum();
-            let done: f64 = (0..stages.len())
-                .map(|i| weights[i] * fraction(i).min(1.0))
-                .sum();
-            p.done = done / total.max(f64::MIN_POSITIVE);
+        progress(&At {
+            stages: &self.plan.stages,
+            warmup_ns: self.plan.warmup_ns,
+            warmup_requests: self.plan.warmup_requests,
+            elapsed_ns: now.saturating_sub(self.run_start),
+            warming: now < self.measure_start,
+            current: cur,
+            stage_elapsed_ns: match self.stage_starts[cur] {
+                0 => None,
+                t => Some(now.saturating_sub(t)),
+            },
+            stage_issued: self.stage_issued,
+        })
+    }
+}
+
+/// Where a run stands in its plan.
+struct At<'a> {
+    stages: &'a [StagePlan],
+    warmup_ns: u64,
+    warmup_requests: u64,
+    elapsed_ns: u64,
+    warming: bool,
+    current: usize,
+    /// Since the current stage's measurement began (`None`: not yet).
+    stage_elapsed_ns: Option<u64>,
+    /// Measured conversations issued in the current stage.
+    stage_issued: u64,
+}
+
+/// The share of the plan done: by time when every stage is timed, by
+/// requests when every stage is counted, else stage by stage.
+fn progress(at: &At<'_>) -> Progress {
+    let stages = at.stages;
+    let cur = at.current;
+    // A stage's share done: by its clock, its count, or the further of the
+    // two when it has both (a count with a time cap).
+    let fraction = |i: usize| -> f64 {
+        if at.warming || i > cur {
+            return 0.0;
         }
-        p.done = p.done.clamp(0.0, 1.0);
-        p
+        if i < cur {
+            return 1.0;
+        }
+        let s = &stages[i];
+        let by_time = s
+            .duration_ns
+            .zip(at.stage_elapsed_ns)
+            .map(|(d, t)| t as f64 / d.max(1) as f64);
+        let by_count = s.requests.map(|n| at.stage_issued as f64 / n.max(1) as f64);
+        by_time.into_iter().chain(by_count).fold(0.0, f64::max)
+    };
+    let timed = stages
+        .iter()
+        .all(|s| s.duration_ns.is_some() && s.requests.is_none());
+    let counted = stages.iter().all(|s| s.requests.is_some());
+    let mut p = Progress::default();
+    if timed && at.warmup_requests == 0 {
+        let planned = stages
+            .iter()
+            .filter_map(|s| s.duration_ns)
+            .fold(at.warmup_ns, u64::saturating_add);
+        p.planned_ns = Some(planned);
+        p.done = at.elapsed_ns as f64 / planned.max(1) as f64;
+    } else if counted {
+        let planned: u64 = stages.iter().filter_map(|s| s.requests).sum();
+        let issued: u64 = if at.warming {
+            0
+        } else {
+            stages[..cur].iter().filter_map(|s| s.requests).sum::<u64>() + at.stage_issued
+        };
+        p.requests = Some((issued, planned));
+        p.done = issued as f64 / planned.max(1) as f64;
+    } else {
+        let weight = |s: &StagePlan| match (timed, s.duration_ns) {
+            (true, Some(d)) => d as f64,
+            _ => 1.0,
+        };
+        let total: f64 = stages.iter().map(weight).sum();
+        let done: f64 = (0..stages.len())
+            .map(|i| weight(&stages[i]) * fraction(i).min(1.0))
+            .sum();
+        p.done = done / total.max(f64::MIN_POSITIVE);
+    }
+    p.done = p.done.clamp(0.0, 1.0);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Load;
+
+    const S: u64 = 1_000_000_000;
+
+    fn stage(duration_s: Option<u64>, requests: Option<u64>) -> StagePlan {
+        StagePlan {
+            name: "s".into(),
+            load: Load::Offline,
+            duration_ns: duration_s.map(|d| d * S),
+            requests,
+            min_ns: None,
+        }
+    }
+
+    fn at(stages: &[StagePlan], elapsed_s: u64, current: usize) -> At<'_> {
+        At {
+            stages,
+            warmup_ns: 2 * S,
+            warmup_requests: 0,
+            elapsed_ns: elapsed_s * S,
+            warming: false,
+            current,
+            stage_elapsed_ns: Some(S),
+            stage_issued: 5,
+        }
+    }
+
+    #[test]
+    fn a_timed_plan_is_elapsed_over_warmup_and_durations() {
+        let stages = [stage(Some(4), None), stage(Some(4), None)];
+        let p = progress(&at(&stages, 5, 1));
+        assert_eq!(p.planned_ns, Some(10 * S));
+        assert_eq!((p.done, p.requests), (0.5, None));
+        // Past the plan (the drain): full, not more.
+        assert_eq!(progress(&at(&stages, 30, 1)).done, 1.0);
+    }
+
+    #[test]
+    fn a_counted_plan_is_requests_issued_over_requests_planned() {
+        let stages = [stage(None, Some(10)), stage(None, Some(30))];
+        let p = progress(&at(&stages, 5, 1));
+        assert_eq!(p.requests, Some((15, 40)));
+        assert_eq!((p.done, p.planned_ns), (0.375, None));
+        let warming = At {
+            warming: true,
+            current: 0,
+            ..at(&stages, 1, 0)
+        };
+        assert_eq!(progress(&warming).requests, Some((0, 40)));
+    }
+
+    #[test]
+    fn a_mixed_plan_counts_each_stage_as_an_equal_share() {
+        // Stage 2 of 2: the first done, the second a quarter by its clock
+        // (1 s of 4) and half by its count (5 of 10): the further.
+        let stages = [stage(Some(4), None), stage(Some(4), Some(10))];
+        let p = progress(&at(&stages, 5, 1));
+        assert_eq!((p.done, p.planned_ns, p.requests), (0.75, None, None));
     }
 }
