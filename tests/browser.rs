@@ -438,8 +438,9 @@ fn compare_page_problems(dom: &str) -> Vec<String> {
     bad
 }
 
-/// A small page that keeps the run-page contract, for a summary of
-/// `completed` requests at `rps`, with one script that marks it ready.
+/// A small page that keeps the run-page contract for `contract_summary`
+/// (stages low and high, scenarios chat and qa), with the given `plots` in
+/// every slice and a script that runs `extra_script`, then marks it ready.
 fn contract_page(extra_script: &str, plots: &[&str]) -> String {
     let svg = |k: &str| {
         format!(
