@@ -68,13 +68,14 @@ fn sigkill(pid: i32) {
     .expect("kill a process this test found");
 }
 
-/// `llmload bench ARGS --out <fresh dir>` with live lines every 100 ms.
+/// `llmload bench ARGS --out <fresh dir>` with live lines every 100 ms
+/// (not `--quiet`, which silences them too).
 fn spawn_bench(args: &[&str], env: &[(&str, &str)]) -> (Child, std::path::PathBuf) {
     let out = temp_dir("crash");
     let child = Command::new(bin())
         .arg("bench")
         .args(args)
-        .args(["--live-interval", "100ms", "--quiet"])
+        .args(["--live-interval", "100ms"])
         .arg("--out")
         .arg(&out)
         .envs(env.iter().copied())

@@ -396,7 +396,8 @@ fn the_server_killed_mid_run_gives_refusals_and_a_summary() {
     assert!(e.get("connect_refused").copied().unwrap_or(0) > 0, "{e:?}");
 }
 
-/// Starts a bench against `server` and waits until its workers exist.
+/// Starts a bench against `server` (its live lines on stderr) and waits
+/// until its workers exist.
 fn started_bench(
     server: &Server,
     args: &[&str],
@@ -405,7 +406,7 @@ fn started_bench(
     let url = server.url();
     let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
     all.extend_from_slice(args);
-    let (child, out) = spawn_bench(&all);
+    let (child, out) = spawn_bench_live(&all);
     let pid = child.id() as i32;
     let deadline = Instant::now() + Duration::from_secs(10);
     let kids = loop {

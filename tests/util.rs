@@ -431,13 +431,20 @@ pub(crate) fn vm_hwm_kib(pid: i32) -> Option<u64> {
 /// Starts `llmload bench ARGS --out <fresh dir> --quiet` without waiting;
 /// finish it with `wait_run`.
 pub(crate) fn spawn_bench(args: &[&str]) -> (Child, PathBuf) {
+    let mut all = args.to_vec();
+    all.push("--quiet");
+    spawn_bench_live(&all)
+}
+
+/// `spawn_bench` without `--quiet`: the live lines reach stderr (the report
+/// goes to the piped stdout).
+pub(crate) fn spawn_bench_live(args: &[&str]) -> (Child, PathBuf) {
     let out = temp_dir("bench");
     let child = Command::new(bin())
         .arg("bench")
         .args(args)
         .arg("--out")
         .arg(&out)
-        .arg("--quiet")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

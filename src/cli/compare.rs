@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::cli::{errln, out, outln};
 use crate::report::compare::{self, Error, Side};
+use crate::report::summary::Summary;
+use crate::report::{atomic, html};
 
 /// Compare two runs' summaries and flag regressions (generates no load).
 #[derive(FromArgs, Debug)]
@@ -26,7 +28,10 @@ With P = --regress-pct, a metric regresses when:
 A value missing on either side (e.g. ttft of a non-streaming run) is never a regression.",
     error_code(0, "no regression"),
     error_code(1, "at least one regression"),
-    error_code(2, "a file is unreadable or not a summary, or no stage is in common")
+    error_code(
+        2,
+        "a file is unreadable or not a summary, no stage is in common, or --html could not be written"
+    )
 )]
 pub(crate) struct CompareArgs {
     /// the baseline run: its summary.json, or the directory holding it
@@ -45,6 +50,10 @@ pub(crate) struct CompareArgs {
     /// print the comparison as JSON instead of tables
     #[argh(switch)]
     pub json: bool,
+
+    /// also write the two runs drawn over each other as one HTML page here
+    #[argh(option)]
+    pub html: Option<PathBuf>,
 }
 
 /// Runs a comparison; returns 0 (no regression), 1 (regression) or 2.
@@ -83,6 +92,19 @@ fn execute(args: &CompareArgs) -> Result<bool, String> {
             "{}",
             c.render_text(&old_name.to_string(), &new_name.to_string())
         );
+    }
+    if let Some(path) = &args.html {
+        let summary = |doc: &Value, path: &Path| {
+            Summary::from_value(doc.clone())
+                .map_err(|e| format!("{}: not an llmload summary.json: {e}", path.display()))
+        };
+        let page = html::render_compare(
+            &summary(&old, &old_path)?,
+            &summary(&new, &new_path)?,
+            &old_name.to_string(),
+            &new_name.to_string(),
+        );
+        atomic::write(path, page.as_bytes()).map_err(|e| format!("--html {e}"))?;
     }
     Ok(c.regressions() > 0)
 }

@@ -10,6 +10,7 @@ pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod models;
 pub(crate) mod probe;
+pub(crate) mod report;
 pub(crate) mod serve;
 pub(crate) mod validate;
 
@@ -76,6 +77,7 @@ enum Command {
     Audit(audit::AuditArgs),
     Benchmark(benchmark::BenchmarkArgs),
     Compare(compare::CompareArgs),
+    Report(report::ReportArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
@@ -100,6 +102,7 @@ pub fn run(top: Top) -> i32 {
         Command::Audit(args) => audit::run(args),
         Command::Benchmark(args) => benchmark::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),

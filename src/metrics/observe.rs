@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::block::RequestSample;
+use super::errors::ErrorCounts;
 use super::series::Series;
 
 /// One finished request (a turn, for multi-turn conversations): what it
@@ -76,19 +77,63 @@ impl Gaps<'_> {
     }
 }
 
-/// The last live interval.
+/// The last live interval, with what the parent knows of the whole run at
+/// its end. Everything here is read from aggregates the parent keeps anyway,
+/// once per interval: drawing it costs the per-request path nothing.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Interval<'a> {
     /// Since the run started.
     pub elapsed_ns: u64,
     pub interval_ns: u64,
     pub stage: &'a str,
+    /// The stage's index in the plan (`None` during warmup) and how many
+    /// stages the plan has.
+    pub stage_index: Option<usize>,
+    pub stages: usize,
+    /// Measured requests that ended in the interval.
     pub completed: u64,
     pub failed: u64,
+    /// Output tokens of the requests that succeeded in the interval.
+    pub output_tokens: u64,
+    /// The interval's failures by class (and HTTP status).
+    pub failures: &'a ErrorCounts,
+    /// Measured requests ended since the run began.
+    pub total_completed: u64,
+    pub total_failed: u64,
     pub inflight: u64,
     /// e2e latency and TTFT of the requests that ended in the interval.
     pub e2e: &'a Series,
     pub ttft: &'a Series,
+    pub progress: Progress,
+    pub generator: GeneratorDelta<'a>,
+}
+
+/// How far through its plan the run is.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Progress {
+    /// Share of the plan done, 0 to 1: by time when every stage is timed,
+    /// by requests issued when every stage is counted, and stage by stage
+    /// (each an equal share) when they are mixed.
+    pub done: f64,
+    /// Warmup plus every stage's duration, when every stage is timed and
+    /// the warmup is too.
+    pub planned_ns: Option<u64>,
+    /// Measured requests issued and planned over every stage, when every
+    /// stage is counted.
+    pub requests: Option<(u64, u64)>,
+}
+
+/// The generator's own health over the interval.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GeneratorDelta<'a> {
+    /// Conversations that found every issue ring full.
+    pub ring_full: u64,
+    /// Open-loop arrivals held back by the in-flight bound.
+    pub held_back: u64,
+    /// Requests that waited in a worker for a free connection.
+    pub waited_for_connection: u64,
+    /// Send lateness (sent − scheduled) of the interval's requests.
+    pub lateness: &'a Series,
 }
 
 /// Receives events from the collector.

@@ -132,7 +132,7 @@ pub(crate) enum Limit {
 /// A worker busier than this share of wall time could not keep up.
 const BUSY_SHARE: f64 = 0.9;
 /// Send lateness p99 above this means the generator did not send on time.
-const LATE_P99_NS: u64 = 1_000_000;
+pub(crate) const LATE_P99_NS: u64 = 1_000_000;
 
 impl Limit {
     /// Every limit `g` and the run's `total` show, in report order.

@@ -1,5 +1,6 @@
 //! The run's events: every finished request becomes one line of
-//! `events.jsonl`, and every live interval one progress line on stderr. Both
+//! `events.jsonl`, and every live interval the live view on stderr (a plain
+//! line, or the block redrawn in place on a terminal: `live`). Both
 //! are written by a sink thread, so the collector only hands over a small
 //! owned record through a channel bounded in lines and in bytes, and never
 //! waits on a disk or a terminal: if the sink ever falls behind, lines are
@@ -24,6 +25,7 @@ use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
 use crate::protocol::Finish;
 use crate::protocol::json::unescape;
+use crate::report::live::{self, LiveView};
 use crate::uuid::{sample_uuid, write_hex, write_uuid};
 
 /// Lines the sink may be behind before new ones are dropped: a few seconds
@@ -65,6 +67,8 @@ pub(crate) struct Verdict {
 enum Msg {
     Line(Line),
     Live(String),
+    /// The live block's lines, drawn over the last block.
+    Block(Vec<String>),
 }
 
 impl Msg {
@@ -81,6 +85,7 @@ impl Msg {
                             .map_or(0, String::len)
                 }
                 Msg::Live(s) => s.len(),
+                Msg::Block(lines) => lines.iter().map(String::len).sum(),
             }
     }
 }
@@ -127,6 +132,7 @@ pub(crate) struct RunObserver {
     dropped: Arc<AtomicU64>,
     gate: Arc<Gate>,
     record_output: bool,
+    live: LiveView,
     /// Every measured request's id and dataset row (MLPerf mode's
     /// `sample_idx_map.json`), kept here rather than by the sink, which may
     /// drop lines.
@@ -229,8 +235,14 @@ impl RunObserver {
             dropped,
             gate,
             record_output,
+            live: LiveView::Lines,
             sample_rows: None,
         })
+    }
+
+    /// Draws each live interval as `view` says (plain lines unless told).
+    pub(crate) fn set_live(&mut self, view: LiveView) {
+        self.live = view;
     }
 
     /// Keeps every measured request's id and row from now on.
@@ -307,28 +319,11 @@ impl Observer for RunObserver {
     }
 
     fn interval(&mut self, i: &Interval<'_>) {
-        let secs = i.interval_ns as f64 / 1e9;
-        let ms = |s: &crate::metrics::series::Series, q: f64| {
-            s.quantile_ns(q)
-                .map_or("-".to_string(), |v| format!("{:.1}", v as f64 / 1e6))
-        };
-        let line = format!(
-            "[{:>7.1}s] stage {:<10} {:>8.1} req/s  in-flight {:>5}  p50 {:>7} ms  p99 {:>7} ms  ttft p50 {:>7} ms  p99 {:>7} ms  errors {}",
-            i.elapsed_ns as f64 / 1e9,
-            i.stage,
-            if secs > 0.0 {
-                i.completed as f64 / secs
-            } else {
-                0.0
-            },
-            i.inflight,
-            ms(i.e2e, 0.5),
-            ms(i.e2e, 0.99),
-            ms(i.ttft, 0.5),
-            ms(i.ttft, 0.99),
-            i.failed,
-        );
-        self.send(Msg::Live(line));
+        match self.live {
+            LiveView::Off => {}
+            LiveView::Lines => self.send(Msg::Live(live::line(i))),
+            LiveView::Block => self.send(Msg::Block(live::block(i))),
+        }
     }
 }
 
@@ -357,6 +352,9 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate)
     // The sink polls instead of blocking in `recv`: a sender only pays for a
     // wake-up (a futex call, a context switch) when the receiver is parked,
     // and at benchmark rates that would be once per request.
+    // Lines of the live block on screen: the sink, not the observer, keeps
+    // the count, so a block dropped on the way is never moved back over.
+    let mut drawn = 0usize;
     let mut open = true;
     while open {
         loop {
@@ -379,6 +377,10 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate)
                 Ok(Msg::Live(text)) => {
                     let _ = writeln!(std::io::stderr(), "{text}");
                 }
+                Ok(Msg::Block(lines)) => {
+                    let _ = std::io::stderr().write_all(live::redraw(drawn, &lines).as_bytes());
+                    drawn = lines.len();
+                }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     open = false;
@@ -394,6 +396,8 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate)
             std::thread::sleep(POLL);
         }
     }
+    // The block goes before the final report is printed.
+    let _ = std::io::stderr().write_all(live::erase(drawn).as_bytes());
     write_out(&mut buf, &mut pending, &mut stats);
     if let Err(e) = file.sync_all() {
         stats.error.get_or_insert_with(|| e.to_string());

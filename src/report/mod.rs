@@ -14,6 +14,7 @@ mod definitions_text;
 pub(crate) mod events;
 pub(crate) mod fmt;
 pub(crate) mod html;
+pub(crate) mod live;
 pub(crate) mod mlperf;
 pub(crate) mod prom;
 pub(crate) mod slices;

@@ -127,6 +127,7 @@ fn run_one(
     data.columns.expected = Some(expected.column.clone());
     acfg.dataset = Some(data);
     let built = build::build(&acfg, server, None)?;
+    let (live, live_interval_ns) = super::live_view(&acfg);
     let plan = Plan {
         endpoints: built.endpoints,
         scenarios: built.scenarios,
@@ -147,7 +148,7 @@ fn run_one(
         tokenizer: None,
         token_source: TokenPolicy::Usage,
         thresholds: acfg.thresholds.clone(),
-        live_interval_ns: acfg.live_interval_ns,
+        live_interval_ns,
         slo: crate::plan::Slo::default(),
     };
     crate::cli::errln!(
@@ -170,6 +171,7 @@ fn run_one(
         started.1,
         started.0,
     )?;
+    inner.set_live(live);
     inner.keep_sample_rows();
     let mut judge = Judge {
         inner,

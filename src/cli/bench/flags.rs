@@ -326,13 +326,14 @@ pub(crate) struct BenchArgs {
     #[argh(option)]
     pub out: Option<PathBuf>,
 
-    /// do not print the report at the end (it is still written, and printed
-    /// to stderr when a file cannot be)
+    /// print neither the live view nor the report at the end (it is still
+    /// written, and printed to stderr when a file cannot be)
     #[argh(switch)]
     pub quiet: bool,
 
     /// print a progress line to stderr this often (default {LIVE_INTERVAL}; 0
-    /// disables)
+    /// disables); on a terminal, a status block redrawn every second (or
+    /// this often, if shorter) instead
     #[argh(option, from_str_fn(duration_flag))]
     pub live_interval: Option<Duration>,
 

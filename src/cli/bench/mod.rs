@@ -12,6 +12,7 @@ mod mlperf;
 pub(crate) use flags::BenchArgs;
 pub use help::with_defaults as help_with_defaults;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
 use crate::report::events::EventsStats;
 use crate::report::events::RunObserver;
+use crate::report::live::LiveView;
 use crate::report::{self, RunInfo};
 use crate::server;
 use crate::shm::run::MAX_GAPS;
@@ -325,6 +327,7 @@ fn execute(
         .unwrap_or_else(|| default_out_dir(started_wall));
     let (stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
     let token_source = effective_token_source(cfg, tokenizer.is_some());
+    let (live, live_interval_ns) = live_view(cfg);
     let plan = Plan {
         endpoints: built.endpoints,
         scenarios: built.scenarios,
@@ -347,7 +350,7 @@ fn execute(
         tokenizer: tokenizer.as_ref(),
         token_source,
         thresholds: cfg.thresholds.clone(),
-        live_interval_ns: cfg.live_interval_ns,
+        live_interval_ns,
         slo: cfg.slo,
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
@@ -379,6 +382,7 @@ fn execute(
             started_wall,
             started_ns,
         )?;
+        observer.set_live(live);
         if mlperf_files {
             observer.keep_sample_rows();
         }
@@ -505,6 +509,14 @@ fn execute(
         errln!("llmload bench: {why}");
     }
     Ok(Ran { outcome, result })
+}
+
+/// The live view and how often the parent hands it an interval: a block
+/// redrawn in place when stderr is a terminal, plain lines otherwise,
+/// nothing under `--quiet`.
+pub(super) fn live_view(cfg: &BenchConfig) -> (LiveView, u64) {
+    let terminal = std::io::stderr().is_terminal();
+    LiveView::choose(cfg.quiet, cfg.live_interval_ns, terminal)
 }
 
 /// `--tokenizer`'s tokenizer; under `preset: mlperf` without one, the

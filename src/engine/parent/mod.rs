@@ -186,6 +186,9 @@ pub(crate) struct Parent<'a, 's, 'o> {
     counts: Counts,
     first_send: u64,
     current_stage: usize,
+    /// Measured conversations issued in the current stage (the live view's
+    /// progress through a stage counted in requests).
+    stage_issued: u64,
     rng: Rng,
     interrupted: bool,
     /// Why later stages were skipped (`abort_on_fail`).
@@ -246,6 +249,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             counts: Counts::default(),
             first_send: 0,
             current_stage: 0,
+            stage_issued: 0,
             rng: Rng::seeded(plan.scheduler_seed ^ 0x7363_656e_6172_696f),
             interrupted: false,
             threshold_abort: None,
@@ -305,6 +309,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     fn run_stage(&mut self, si: usize, t0: u64, signals: &AtomicU32) -> Stop {
         let stage = &self.plan.stages[si];
         self.current_stage = si;
+        self.stage_issued = 0;
         let start = if si == 0 { t0 } else { now_ns() };
         let measured_from = if si == 0 { self.measure_start } else { start };
         if measured_from != u64::MAX {
@@ -386,7 +391,10 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                         source.taken();
                         (counted_full, counted_held) = (false, false);
                         match issued_as {
-                            Issued::Measured => issued += 1,
+                            Issued::Measured => {
+                                issued += 1;
+                                self.stage_issued = issued;
+                            }
                             Issued::LastWarmup => {
                                 // Once per run: the measured order from its start.
                                 self.pickers = pickers(self.plan, self.plan.dataloader_seed);
