@@ -157,6 +157,7 @@ fn run() -> RunResult {
             Incomplete::ThresholdAbort(abort),
         ],
         startup_ns: 12_345_678,
+        run_start_ns: 0,
     }
 }
 
