@@ -8,8 +8,9 @@
 
 use std::fmt::Write;
 
+use super::axis::{Axis, Unit};
 use super::sections::{load, run_length_s};
-use super::svg::{Axis, Band, Chart, Mark, Series, Unit};
+use super::svg::{Band, Chart, Mark, Series};
 use super::{esc, n, opt, tables};
 use crate::report::summary::distributions::Distributions;
 use crate::report::summary::timeline::{Timeline, TimelinePoint};
@@ -448,6 +449,7 @@ pub(super) fn server_metrics(o: &mut String, s: &Summary) {
             Axis::new(y, unit),
         );
         c.height = 110.0;
+        c.width = 480.0;
         c.bands = bands.clone();
         c.series = vec![Series::line(
             &se.key,

@@ -7,8 +7,9 @@
 
 use std::fmt::Write;
 
+use super::axis::{Axis, Unit};
 use super::sections::{duration, run_length_s};
-use super::svg::{Axis, Chart, Series, Unit};
+use super::svg::{Chart, Series};
 use super::{esc, n, opt};
 use crate::report::summary::timeline::TimelinePoint;
 use crate::report::summary::{Numbers, Summary};
@@ -25,7 +26,8 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
         esc(old_name),
         esc(new_name)
     );
-    let rows: [(&str, fn(&Summary) -> String); 6] = [
+    type Cell = fn(&Summary) -> String;
+    let rows: [(&str, Cell); 6] = [
         ("target", |s| s.target.clone()),
         ("version", |s| s.version.clone()),
         ("started", |s| s.started_at.clone()),
@@ -82,7 +84,8 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
             })
             .collect::<Vec<_>>()
     };
-    let time = || Axis::new("time since each run's start", Unit::Time);
+    let end = run_length_s(old).max(run_length_s(new)).max(1.0);
+    let time = || Axis::new("time since each run's start", Unit::Time).fixed(0.0, end);
     let mut c = Chart::new(
         "compare-throughput",
         "Requests/s",

@@ -7,6 +7,7 @@
 //! DOM's ids, classes and `data-*` attributes are a contract a browser test
 //! asserts (DESIGN.md, "report.html").
 
+mod axis;
 mod charts;
 mod compare;
 mod sections;
@@ -41,6 +42,7 @@ pub(crate) fn render(summary: &Summary) -> String {
 }
 
 /// Two runs drawn over each other (`llmload compare A B --html OUT`).
+#[allow(dead_code)] // wired by the lead
 pub(crate) fn render_compare(
     old: &Summary,
     new: &Summary,

@@ -371,7 +371,7 @@ pub(super) fn accuracy(o: &mut String, s: &Summary) {
     o.push_str(
         "<section id=\"accuracy\"><h2>Accuracy</h2>\
          <p class=\"muted\">One request at a time, rows in order; a failed, cut or unanswered request scores as wrong.</p>\
-         <table><thead><tr><th>dataset</th><th>scorer</th><th>extractor</th><th class=\"num\">score</th>\
+         <div class=\"scroll\"><table><thead><tr><th>dataset</th><th>scorer</th><th>extractor</th><th class=\"num\">score</th>\
          <th class=\"num\">issued</th><th class=\"num\">answered</th><th class=\"num\">correct</th>\
          <th class=\"num\">failed</th><th class=\"num\">cut</th><th class=\"num\">duration</th><th></th></tr></thead><tbody>",
     );
@@ -416,7 +416,7 @@ pub(super) fn accuracy(o: &mut String, s: &Summary) {
             name = esc(str_of(d, "name").unwrap_or("?")),
         );
     }
-    o.push_str("</tbody></table>");
+    o.push_str("</tbody></table></div>");
     if let Some(avg) = a["average_accuracy"].as_f64() {
         let _ = write!(
             o,

@@ -10,7 +10,9 @@ use crate::metrics::series::Rollup;
 use crate::report::summary::{Numbers, Summary};
 
 /// The percentile grid's columns: `data-q` key, header.
-const GRID: [(&str, &str, fn(&Rollup) -> Option<f64>); 15] = [
+type Stat = fn(&Rollup) -> Option<f64>;
+
+const GRID: [(&str, &str, Stat); 15] = [
     ("min", "min", |r| r.min),
     ("mean", "mean", |r| r.mean),
     ("p1", "p1", |r| r.p1),
