@@ -453,6 +453,7 @@ fn an_hour_long_run_stays_under_two_megabytes() {
     s.stages[0].numbers.distributions = Some(dists(1.0));
     s.server_metrics = Some(server(3602));
     let page = render(&s);
+    write_if_asked("hour.html", &page);
     balanced(&page);
     assert!(page.len() < 2_000_000, "{} bytes", page.len());
     // Thinned to pixel columns, not dropped: every chart still spans the hour.
