@@ -172,8 +172,8 @@ th.preset,td.preset{background:var(--card);font-weight:600}
 td small{display:block;color:var(--muted);font-size:11px;font-weight:400;white-space:normal}
 nav.toc{font-size:13px;margin:4px 0 8px}nav.toc a{margin-right:10px}
 section.slice{border-top:2px solid var(--line);margin-top:24px}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:8px 16px}
-.charts.small{grid-template-columns:repeat(auto-fill,minmax(380px,1fr))}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(520px,100%),1fr));gap:8px 16px}
+.charts.small{grid-template-columns:repeat(auto-fill,minmax(min(380px,100%),1fr))}
 figure.chart{margin:0;break-inside:avoid;page-break-inside:avoid}
 figure.chart figcaption{font-weight:600;font-size:13px}
 svg.plot{width:100%;height:auto;display:block;font-size:11px}
