@@ -112,6 +112,7 @@ fn timeline(stages: &[&str], scenarios: &[&str], secs: usize) -> Timeline {
     Timeline {
         interval_s: 1.0,
         series: all,
+        ..Timeline::default()
     }
 }
 

@@ -105,7 +105,6 @@ fn run() -> RunResult {
         warmup: Block::default(),
         endpoints: Vec::new(),
         slo: Default::default(),
-        run_start_ns: 0,
         generator: GeneratorStats {
             workers: 2,
             ring_full: 7,
