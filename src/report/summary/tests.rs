@@ -95,6 +95,7 @@ fn run() -> RunResult {
     };
     RunResult {
         started_wall_ns: 1_700_000_000_000_000_000,
+        run_start_ns: 0,
         stages,
         total,
         scenarios,
