@@ -30,5 +30,6 @@ mod report;
 mod scenarios;
 mod secrets;
 mod serve;
+mod server_metrics;
 mod timing;
 mod tls;
