@@ -317,7 +317,8 @@ fn counter(key: &'static str, name: &str, col: &[(u64, f64)], zero_ns: u64) -> S
     for w in col.windows(2) {
         let ((t0, v0), (t1, v1)) = (w[0], w[1]);
         let dv = v1 - v0;
-        if t1 <= zero_ns || t1 <= t0 || !(dv >= 0.0) || !dv.is_finite() {
+        let grew = dv.is_finite() && dv >= 0.0;
+        if t1 <= zero_ns || t1 <= t0 || !grew {
             continue;
         }
         grown += dv;
@@ -357,7 +358,8 @@ fn ratio(
     for w in both.windows(2) {
         let ((t0, a0, b0), (t1, a1, b1)) = (w[0], w[1]);
         let (da, db) = (a1 - a0, b1 - b0);
-        if t1 <= zero_ns || t1 <= t0 || !(da >= 0.0) || !(db > 0.0) {
+        let grew = da.is_finite() && da >= 0.0 && db.is_finite() && db > 0.0;
+        if t1 <= zero_ns || t1 <= t0 || !grew {
             continue;
         }
         num += da;

@@ -275,10 +275,8 @@ fn prepare<'a>(
         key: cfg.api_key.clone(),
         models: cfg.served_models.clone(),
     };
-    Worker::new(
-        listener, settings, limits, faults, access, shared, counters, k,
-    )
-    .map_err(|e| format!("event loop: {e}"))
+    Worker::new(listener, settings, limits, faults, access, shared, counters)
+        .map_err(|e| format!("event loop: {e}"))
 }
 
 impl Workers {

@@ -93,7 +93,6 @@ impl<'a> Worker<'a> {
         access: Access,
         shared: Shared,
         all: &'a CounterBlock,
-        k: usize,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         listener.set_nonblocking(true)?;
@@ -118,7 +117,7 @@ impl<'a> Worker<'a> {
             free: Vec::new(),
             ctx: Ctx {
                 settings,
-                counters: all.worker(k),
+                counters: all.worker(settings.worker as usize),
                 all,
                 faults,
                 access,
