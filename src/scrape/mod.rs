@@ -182,8 +182,10 @@ impl Scraper {
             .spawn(move || {
                 let start = now_ns();
                 let mut tick: u64 = 0;
+                let mut last_ok;
                 loop {
                     let got = target.scrape(&index, timeout).map(|(v, _)| v);
+                    last_ok = got.is_ok();
                     out.record(got, now_ns());
                     let now = now_ns();
                     tick = tick.max((now - start) / interval_ns) + 1;
@@ -191,10 +193,13 @@ impl Scraper {
                     match stopped.recv_timeout(Duration::from_nanos(wait)) {
                         Err(RecvTimeoutError::Timeout) => {}
                         // Stopped: one last scrape, so counters cover the
-                        // run's end.
+                        // run's end — unless the last one failed, when
+                        // another would only hold the run's end up.
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                            let got = target.scrape(&index, MIN_TIMEOUT).map(|(v, _)| v);
-                            out.record(got, now_ns());
+                            if last_ok {
+                                let got = target.scrape(&index, MIN_TIMEOUT).map(|(v, _)| v);
+                                out.record(got, now_ns());
+                            }
                             return out;
                         }
                     }
