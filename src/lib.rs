@@ -17,6 +17,7 @@ mod plan;
 pub mod protocol;
 mod report;
 pub mod rng;
+pub mod scrape;
 pub mod server;
 pub mod shm;
 pub mod sys;

@@ -270,6 +270,9 @@ fn stale_keepalive_connections_are_retried_once() {
             "20",
             "--concurrency",
             "1",
+            // The server answers one request per connection: no probe.
+            "--server-metrics",
+            "off",
         ],
         Duration::from_secs(30),
     );
@@ -400,7 +403,15 @@ pub(crate) const CHAT_BODY: &str = r#"{"choices":[{"message":{"content":"ok"},"f
 /// every request accounted for.
 fn bench_raw(server: &RawServer, args: &[&str]) -> (Run, serde_json::Value) {
     let url = server.url();
-    let mut all = vec!["--endpoint", url.as_str(), "--model", "m"];
+    // Its requests are the run's alone: no GET /metrics probe.
+    let mut all = vec![
+        "--endpoint",
+        url.as_str(),
+        "--model",
+        "m",
+        "--server-metrics",
+        "off",
+    ];
     all.extend_from_slice(args);
     let run = bench(&all, Duration::from_secs(60));
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);

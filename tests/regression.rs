@@ -197,7 +197,16 @@ fn an_html_page_with_200_is_not_a_completed_request() {
     });
     let url = server.url();
     let run = bench(
-        &["--endpoint", &url, "--model", "m", "--requests", "3"],
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--requests",
+            "3",
+            "--server-metrics",
+            "off",
+        ],
         Duration::from_secs(60),
     );
     let s = run.summary();
@@ -231,6 +240,8 @@ fn a_fully_written_request_is_not_resent_when_its_connection_closes_later() {
             &url,
             "--model",
             "m",
+            "--server-metrics",
+            "off",
             "--no-stream",
             "--concurrency",
             "1",
@@ -268,6 +279,7 @@ fn a_retried_turn_does_not_repeat_its_user_message() {
     let json = serde_json::json!({
         "endpoint": format!("{}/v1/chat/completions", server.url()),
         "model": "m", "stream": false, "live_interval": "0", "cache_mode": "natural",
+        "server_metrics": "off",
         "stages": [{"concurrency": 1, "requests": 1}],
         "scenarios": [{"name": "s", "turns": 2,
             "content": {"mode": "scripted", "script": ["first", "second"]}}]

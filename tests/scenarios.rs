@@ -438,6 +438,8 @@ fn cache_busting_id_is_in_the_first_message_and_the_header() {
         &serde_json::json!({
             "endpoint": format!("http://127.0.0.1:{port}/v1/chat/completions"),
             "model": "m", "stream": false, "live_interval": "0",
+            // Every request it sees is the run's: no GET /metrics probe.
+            "server_metrics": "off",
             "stages": [{"concurrency": 2, "requests": 6}],
             "scenarios": [{"name": "s", "turns": 2, "content": {"mode": "scripted", "script": ["first", "second"]}}]
         }),

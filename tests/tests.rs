@@ -34,6 +34,7 @@ mod report_cmd;
 mod scenarios;
 mod secrets;
 mod serve;
+mod server_metrics;
 mod timeline;
 mod timing;
 mod tls;

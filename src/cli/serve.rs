@@ -9,7 +9,7 @@ use argh::FromArgs;
 use crate::cli::errln;
 use crate::config::bytes::bytes_flag;
 use crate::config::duration::duration_flag;
-use crate::server::{self, ApiKey, MalformedKind, ServerConfig};
+use crate::server::{self, ApiKey, MalformedKind, MetricsNames, ServerConfig};
 
 /// Run the built-in mock LLM endpoint with exact timing: OpenAI chat
 /// (/v1/chat/completions) and text completions (/v1/completions), SGLang
@@ -203,6 +203,13 @@ pub(crate) struct ServeArgs {
     /// prompt, with --echo), counted as answers_missed
     #[argh(option)]
     pub answers: Option<PathBuf>,
+
+    /// whose names GET /metrics uses for the server's own counters
+    /// (responses under way, requests, prompt and output tokens): llmload
+    /// (llmload_serve_*), vllm, sglang or tgi, so a client's table of a real
+    /// server's names can be tested (default llmload)
+    #[argh(option, default = "MetricsNames::Llmload", from_str_fn(metrics_names))]
+    pub metrics_names: MetricsNames,
 }
 
 /// Runs the server until SIGINT or SIGTERM; 1 on a bad flag, a busy
@@ -253,6 +260,7 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         cache_repeats: args.cache_repeats,
         echo: args.echo,
         answers: args.answers,
+        metrics_names: args.metrics_names,
     })
 }
 
@@ -261,6 +269,10 @@ fn status_code(text: &str) -> Result<u16, String> {
     text.trim()
         .parse::<u16>()
         .map_err(|_| format!("'{text}' is not a status code; expected e.g. 429 or 503"))
+}
+
+fn metrics_names(text: &str) -> Result<MetricsNames, String> {
+    MetricsNames::parse(text)
 }
 
 fn malformed_kind(text: &str) -> Result<MalformedKind, String> {

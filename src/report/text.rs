@@ -99,6 +99,9 @@ pub(crate) fn render(s: &Summary) -> String {
     if s.connections.keep_alive && s.connections.any() {
         connections(&mut o, s);
     }
+    if let Some(m) = &s.server_metrics {
+        server_metrics(&mut o, m);
+    }
     generator(&mut o, s);
     if s.events.dropped > 0 || s.events.error.is_some() {
         let _ = writeln!(
@@ -240,6 +243,42 @@ fn connections(o: &mut String, s: &Summary) {
     row(o, "tcp connect", &c.tcp_connect_ms);
     if let Some(h) = &c.tls_handshake_ms {
         row(o, "tls handshake", h);
+    }
+}
+
+/// What the endpoint said about itself: one line per kept series. A
+/// counter's mean and max are rates per second.
+fn server_metrics(o: &mut String, m: &super::summary::server::ServerMetricsSummary) {
+    let _ = writeln!(
+        o,
+        "\nserver metrics: {} at {}, every {}s: {} scrapes, {} failed",
+        m.server,
+        one_line(&m.url, 200),
+        n(m.interval_s),
+        m.scrapes,
+        m.failures
+    );
+    if let Some(e) = &m.error {
+        let _ = writeln!(o, "  first failure: {}", one_line(e, 300));
+    }
+    if m.series.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "{:<24}{:<48}{:>12}{:>12}", "key", "name", "mean", "max");
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), n);
+    for x in &m.series {
+        let key = match x.kind.as_str() {
+            "counter" => format!("{} (/s)", x.key),
+            _ => x.key.clone(),
+        };
+        let _ = writeln!(
+            o,
+            "{:<24}{:<48}{:>12}{:>12}",
+            key,
+            one_line(&x.name, 100),
+            opt(x.mean),
+            opt(x.max)
+        );
     }
 }
 

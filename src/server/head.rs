@@ -27,6 +27,8 @@ pub(crate) enum Route {
     /// One of the generation endpoints.
     Generate(Format),
     Models,
+    /// `GET /metrics`: the server's own counters, Prometheus text.
+    Metrics,
     Unknown,
 }
 
@@ -108,6 +110,7 @@ pub(crate) fn parse(buf: &[u8], key: Option<&ApiKey>) -> Result<Option<Head>, He
         "/generate" => Route::Generate(Format::Generate),
         "/v1/messages" => Route::Generate(Format::Messages),
         "/v1/models" => Route::Models,
+        "/metrics" => Route::Metrics,
         _ => Route::Unknown,
     };
     let http10 = req.version == Some(0);

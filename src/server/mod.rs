@@ -35,7 +35,8 @@
 //! taken from the prompt: `--echo`, `--answers`),
 //! `formats` (request parsing and response bytes, one module per wire
 //! format), `head` (HTTP heads), `access` (API key, served models),
-//! `faults` (which requests fail), `stats` (shared counters). Numbers are
+//! `faults` (which requests fail), `stats` (shared counters), `metrics`
+//! (`GET /metrics`: those counters as Prometheus text). Numbers are
 //! written by `crate::ascii`, raw socket options by `sys::socket`.
 
 mod access;
@@ -45,6 +46,7 @@ pub(crate) mod conn;
 mod faults;
 pub mod formats;
 pub(crate) mod head;
+mod metrics;
 mod stats;
 mod supervisor;
 mod timer;
@@ -62,6 +64,7 @@ pub use access::ApiKey;
 pub use answers::{Choice, Replies};
 pub use conn::{HUGE_HEAD, MALFORMED};
 pub use faults::{ERROR_STATUSES, MalformedKind};
+pub use metrics::MetricsNames;
 pub use stats::ServerStats;
 
 /// Most worker processes one server may fork.
@@ -145,6 +148,8 @@ pub struct ServerConfig {
     /// A JSONL file of `{"prompt", "reply"}` objects: a request whose
     /// prompt is there gets that reply.
     pub answers: Option<PathBuf>,
+    /// Whose names `GET /metrics` uses.
+    pub metrics_names: MetricsNames,
 }
 
 /// What the workers share, built once in the parent before they fork.
@@ -193,6 +198,7 @@ impl Default for ServerConfig {
             cache_repeats: false,
             echo: false,
             answers: None,
+            metrics_names: MetricsNames::Llmload,
         }
     }
 }

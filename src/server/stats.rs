@@ -79,6 +79,9 @@ pub struct ServerStats {
     /// without `--echo` to say it instead: they get the generated text (or
     /// their fault, which is counted as usual).
     pub answers_missed: u64,
+    /// Responses under way (a gauge, summed over the workers: 0 once the
+    /// server is idle).
+    pub running: u64,
 }
 
 /// The snapshot of a shared counter block and the sum of two snapshots, one
@@ -132,6 +135,7 @@ counters!(
     tls_handshake_failures,
     cache_hits,
     answers_missed,
+    running,
 );
 
 impl WorkerCounters {
@@ -140,6 +144,12 @@ impl WorkerCounters {
     #[inline]
     pub(crate) fn bump(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Relaxed);
+    }
+
+    /// Takes one from a gauge (`running`), which only this worker moves.
+    #[inline]
+    pub(crate) fn drop_one(counter: &AtomicU64) {
+        counter.fetch_sub(1, Relaxed);
     }
 
     /// The per-format request counter.
@@ -155,7 +165,7 @@ impl WorkerCounters {
 
 /// The shared array of per-worker counters.
 #[derive(Debug)]
-pub(super) struct CounterBlock {
+pub(crate) struct CounterBlock {
     blocks: SharedArray<WorkerCounters>,
 }
 
@@ -170,7 +180,7 @@ impl CounterBlock {
     ///
     /// # Panics
     /// When `k` is not below the worker count the block was made for.
-    pub(super) fn worker(&self, k: usize) -> &WorkerCounters {
+    pub(crate) fn worker(&self, k: usize) -> &WorkerCounters {
         self.blocks.get(k)
     }
 
@@ -178,7 +188,7 @@ impl CounterBlock {
         self.blocks.iter().map(WorkerCounters::snapshot).collect()
     }
 
-    pub(super) fn total(&self) -> ServerStats {
+    pub(crate) fn total(&self) -> ServerStats {
         let mut sum = ServerStats::default();
         for s in self.per_worker() {
             sum.add(&s);

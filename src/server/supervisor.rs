@@ -24,7 +24,7 @@ use nix::unistd::pipe2;
 use super::access::Access;
 use super::conn::{MAX_BODY, Settings};
 use super::faults::{FaultPlan, FaultRates};
-use super::stats::{CounterBlock, WorkerCounters};
+use super::stats::CounterBlock;
 use super::worker::{Limits, Worker};
 use super::{ServerConfig, Shared};
 use crate::sys::process::{self, Child, Exit, fork_child_keeping, reap_all};
@@ -78,7 +78,7 @@ pub(super) fn start(cfg: &ServerConfig, shared: Shared) -> Result<(SocketAddr, W
         counters,
     };
     for (k, listener) in listeners.iter().enumerate() {
-        let counters = workers.counters.worker(k);
+        let counters = &workers.counters;
         // `child` touches nothing another thread of the parent could have
         // left locked: no stdio, no shared locks (the allocator stays usable).
         let forked =
@@ -181,7 +181,7 @@ fn child(
     parent: u32,
     cfg: &ServerConfig,
     shared: Shared,
-    counters: &WorkerCounters,
+    counters: &CounterBlock,
 ) -> i32 {
     let mut worker = match prepare(k, listener, parent, cfg, shared, counters) {
         Ok(w) => w,
@@ -211,7 +211,7 @@ fn prepare<'a>(
     parent: u32,
     cfg: &ServerConfig,
     shared: Shared,
-    counters: &'a WorkerCounters,
+    counters: &'a CounterBlock,
 ) -> Result<Worker<'a>, String> {
     // The parent owns shutdown: in `llmload bench` a Ctrl-C (or a closed
     // terminal's SIGHUP) reaches the whole process group, and the embedded
@@ -252,6 +252,8 @@ fn prepare<'a>(
         cache_repeats: cfg.cache_repeats,
         worker: k as u32,
         started_unix: crate::clock::wall_ns() / 1_000_000_000,
+        metrics_names: cfg.metrics_names,
+        capacity: (cfg.max_connections as u64).saturating_mul(cfg.workers as u64),
     };
     let faults = FaultPlan::new(
         FaultRates {

@@ -31,7 +31,7 @@ use super::conn::{Conn, Ctx, InputBudget, Outcome, Settings};
 use super::faults::FaultPlan;
 use super::formats::{self, Problem};
 use super::head::{self, Framing, ResponseHead, Status};
-use super::stats::WorkerCounters;
+use super::stats::{CounterBlock, WorkerCounters};
 use super::timer::{Entry, TimerQueue};
 use crate::clock::now_ns;
 
@@ -92,7 +92,7 @@ impl<'a> Worker<'a> {
         faults: FaultPlan,
         access: Access,
         shared: Shared,
-        counters: &'a WorkerCounters,
+        all: &'a CounterBlock,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         listener.set_nonblocking(true)?;
@@ -117,7 +117,8 @@ impl<'a> Worker<'a> {
             free: Vec::new(),
             ctx: Ctx {
                 settings,
-                counters,
+                counters: all.worker(settings.worker as usize),
+                all,
                 faults,
                 access,
                 tls: shared.tls,
@@ -317,7 +318,8 @@ impl<'a> Worker<'a> {
     fn close(&mut self, i: usize, how: Outcome) {
         let s = &mut self.slots[i];
         // Closing the fd removes it from the epoll set; no deregister call.
-        if let Some(conn) = s.conn.take() {
+        if let Some(mut conn) = s.conn.take() {
+            conn.abandon(self.ctx.counters);
             if how == Outcome::Reset {
                 conn.set_reset();
             }

@@ -39,6 +39,7 @@ pub(crate) struct WorkerCounters {
     pub tls_handshake_failures: AtomicU64,
     pub cache_hits: AtomicU64,
     pub answers_missed: AtomicU64,
+    pub running: AtomicU64,
 }
 
 // SAFETY: atomics only: valid as zero, no pointers, changed atomically.

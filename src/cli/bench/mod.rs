@@ -8,6 +8,7 @@ mod build;
 mod flags;
 mod help;
 mod mlperf;
+mod server_metrics;
 
 pub(crate) use flags::BenchArgs;
 pub use help::with_defaults as help_with_defaults;
@@ -357,15 +358,23 @@ fn execute(
     // MLPerf's files go with every accuracy run too: a submission needs
     // both parts from one report directory.
     let mlperf_files = cfg.mlperf || cfg.phase.runs_accuracy();
+    let watch = if cfg.phase.runs_perf() {
+        server_metrics::Watch::prepare(cfg, server.as_ref().map(|s| s.addr))
+    } else {
+        server_metrics::Watch::off()
+    };
+    let metrics_note = watch.note.clone();
+    let mut scraped = None;
     let (mut result, sample_rows, mut events) = if cfg.phase.runs_perf() {
         errln!(
             "llmload: {} against {} (Ctrl-C stops and reports)",
             describe(cfg, &plan.stages),
             built.url
         );
-        // Forked before the events sink's thread starts: each worker is a
-        // copy of a single-threaded process.
+        // Forked before the events sink's and the scraper's threads start:
+        // each worker is a copy of a single-threaded process.
         let workers = supervisor::spawn(&plan)?;
+        let scraper = watch.start();
         let mut observer = RunObserver::start(
             &out,
             &plan
@@ -387,6 +396,7 @@ fn execute(
             observer.keep_sample_rows();
         }
         let result = workers.run(&plan, started_ns, Some(&mut observer));
+        scraped = scraper.stop();
         let sample_rows = observer.take_sample_rows();
         (result, sample_rows, observer.finish())
     } else {
@@ -401,7 +411,8 @@ fn execute(
         };
         (result, Vec::new(), events)
     };
-    let notes = notes(cfg, sized_why.clone());
+    let mut notes = notes(cfg, sized_why.clone());
+    notes.extend(metrics_note);
     let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
         match accuracy::run(cfg, references, server.as_ref(), &built.model, &out) {
             Ok(acc) => {
@@ -472,7 +483,9 @@ fn execute(
             m
         }),
         accuracy: accuracy_report,
-        server_metrics: None,
+        server_metrics: scraped
+            .as_ref()
+            .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
     };
     // The report is printed before any file is written, so a disk that

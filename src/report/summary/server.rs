@@ -32,8 +32,10 @@ pub(crate) struct ServerSeries {
     /// `prefix_cache_hit_rate`, `preemptions`, `prompt_tokens`,
     /// `generation_tokens`, ….
     pub key: String,
-    /// `gauge` (points are values) or `counter` (points are the rate per
-    /// second between scrapes).
+    /// `gauge` (points are values), `counter` (points are the rate per
+    /// second between scrapes) or `ratio` (points are one counter's
+    /// increase over another's between scrapes: a hit rate; `name` is
+    /// `hits / queries`).
     pub kind: String,
     /// `[t_s since the run started, value]`.
     pub points: Vec<[f64; 2]>,

@@ -58,7 +58,8 @@ use super::formats::{
     self, Events, Format, Identity, Output, Problem, Reply, ReplyText, Request, openai,
 };
 use super::head::{self, Body, Framing, Head, Method, ResponseHead, Route, Status};
-use super::stats::WorkerCounters;
+use super::metrics::{self, MetricsNames};
+use super::stats::{CounterBlock, WorkerCounters};
 use super::timer::TimerQueue;
 use crate::http::chunked::{write_chunk, write_last_chunk};
 use crate::sys::socket;
@@ -155,12 +156,19 @@ pub(crate) struct Settings {
     pub worker: u32,
     /// Unix seconds when the worker started (the model's `created`).
     pub started_unix: u64,
+    /// Whose names `GET /metrics` uses.
+    pub metrics_names: MetricsNames,
+    /// Responses the whole server holds at once (`/metrics`' stand-in for
+    /// a KV cache's size).
+    pub capacity: u64,
 }
 
 /// Worker-wide state every connection shares.
 pub(crate) struct Ctx<'a> {
     pub settings: Settings,
     pub counters: &'a WorkerCounters,
+    /// Every worker's counters, read (never written) for `/metrics`.
+    pub all: &'a CounterBlock,
     pub faults: FaultPlan,
     pub access: Access,
     pub timers: TimerQueue,
@@ -703,15 +711,24 @@ impl Conn {
                 self.error(head, Some(format), fail, 0, b"allow: POST\r\n");
                 Next::Handled
             }
-            (Route::Models, _) => {
+            // Like vLLM's, the metrics need no key: a monitoring scraper
+            // rarely has one.
+            (Route::Metrics, Method::Get) => {
+                self.scratch.clear();
+                let v = metrics::Values::of(&ctx.all.total(), ctx.settings.capacity);
+                metrics::render(&mut self.scratch, ctx.settings.metrics_names, &v);
+                self.reply(head, Status::Ok, metrics::CONTENT_TYPE, 0, b"");
+                Next::Handled
+            }
+            (Route::Models | Route::Metrics, _) => {
                 let fail = Failure::of(Status::MethodNotAllowed, "method not allowed; use GET");
                 self.error(head, None, fail, 0, b"allow: GET\r\n");
                 Next::Handled
             }
             (Route::Unknown, _) => {
                 let msg = "unknown path; this server has POST /v1/chat/completions, \
-                           POST /v1/completions, POST /generate, POST /v1/messages \
-                           and GET /v1/models";
+                           POST /v1/completions, POST /generate, POST /v1/messages, \
+                           GET /v1/models and GET /metrics";
                 self.error(head, None, Failure::of(Status::NotFound, msg), 0, b"");
                 Next::Handled
             }
@@ -720,11 +737,23 @@ impl Conn {
 
     /// A JSON response whose body is in `scratch`.
     fn simple(&mut self, head: &Head, status: Status, messages: u32, extra: &[u8]) {
+        self.reply(head, status, head::JSON, messages, extra);
+    }
+
+    /// A response of `content_type` whose body is in `scratch`.
+    fn reply(
+        &mut self,
+        head: &Head,
+        status: Status,
+        content_type: &[u8],
+        messages: u32,
+        extra: &[u8],
+    ) {
         head::write(
             &mut self.out,
             &ResponseHead {
                 status,
-                content_type: head::JSON,
+                content_type,
                 framing: Framing::Length(self.scratch.len()),
                 messages,
                 keep_alive: head.keep_alive,
@@ -777,6 +806,26 @@ impl Conn {
         self.close_after = true;
     }
 
+    /// Makes `r` the response under way, counted in the `running` gauge
+    /// until `end_response` or `abandon`.
+    fn start_response(&mut self, c: &WorkerCounters, r: Response) {
+        if self.resp.replace(r).is_none() {
+            WorkerCounters::bump(&c.running, 1);
+        }
+    }
+
+    fn end_response(&mut self, c: &WorkerCounters) {
+        if self.resp.take().is_some() {
+            WorkerCounters::drop_one(&c.running);
+        }
+    }
+
+    /// The connection is being dropped: a response still under way no
+    /// longer runs.
+    pub(crate) fn abandon(&mut self, c: &WorkerCounters) {
+        self.end_response(c);
+    }
+
     /// Produces every part of the current response that is due at `now`,
     /// then arranges to be called again for the rest.
     fn step(&mut self, ctx: &mut Ctx<'_>, now: u64) -> Step {
@@ -794,7 +843,7 @@ impl Conn {
                 WorkerCounters::bump(&ctx.counters.resets_injected, 1);
                 // What was produced before the reset should reach the client.
                 let _ = self.flush();
-                self.resp = None;
+                self.end_response(ctx.counters);
                 return Step::End(Outcome::Reset);
             }
             if r.stalled() {
@@ -821,7 +870,7 @@ impl Conn {
                     self.out.extend_from_slice(&self.deferred);
                     if r.inband_at.is_some() {
                         WorkerCounters::bump(&c.inband_errors_injected, 1);
-                        self.resp = None;
+                        self.end_response(c);
                         return Step::Finished;
                     }
                 }
@@ -843,7 +892,7 @@ impl Conn {
                             write_last_chunk(&mut self.out);
                         }
                         WorkerCounters::bump(&c.inband_errors_injected, 1);
-                        self.resp = None;
+                        self.end_response(c);
                         return Step::Finished;
                     }
                     if r.next < r.reply.n {
@@ -871,7 +920,7 @@ impl Conn {
             WorkerCounters::bump(&c.completed, 1);
             WorkerCounters::bump(&c.output_tokens, u64::from(r.reply.n));
             WorkerCounters::bump(&c.prompt_tokens, r.reply.prompt);
-            self.resp = None;
+            self.end_response(c);
             return Step::Finished;
         }
     }

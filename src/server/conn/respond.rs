@@ -264,18 +264,21 @@ impl Conn {
         let reset_at = mid(Fault::Reset);
         let stall_at = mid(Fault::Stall);
         let inband_at = (fault == Fault::Inband).then_some(at);
-        self.resp = Some(Response {
-            kind,
-            reply,
-            arrival: now,
-            next: 0,
-            reset_at,
-            inband_at,
-            stall_at,
-            endless,
-            cached,
-            text: matches!(said, Said::Text(_)),
-        });
+        self.start_response(
+            ctx.counters,
+            Response {
+                kind,
+                reply,
+                arrival: now,
+                next: 0,
+                reset_at,
+                inband_at,
+                stall_at,
+                endless,
+                cached,
+                text: matches!(said, Said::Text(_)),
+            },
+        );
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
             Step::Waiting | Step::Finished => Next::Handled,
@@ -353,18 +356,21 @@ impl Conn {
                 Kind::Filler { chunked: false }
             }
         };
-        self.resp = Some(Response {
-            kind: filler,
-            reply: Reply::new(format, 0, 0, 0, false),
-            arrival: now,
-            next: 0,
-            reset_at: None,
-            inband_at: None,
-            stall_at: None,
-            endless: false,
-            cached: false,
-            text: false,
-        });
+        self.start_response(
+            ctx.counters,
+            Response {
+                kind: filler,
+                reply: Reply::new(format, 0, 0, 0, false),
+                arrival: now,
+                next: 0,
+                reset_at: None,
+                inband_at: None,
+                stall_at: None,
+                endless: false,
+                cached: false,
+                text: false,
+            },
+        );
         match self.step(ctx, now) {
             Step::End(o) => Next::End(o),
             Step::Waiting | Step::Finished => Next::Handled,
