@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Screenshots the report.html of a sample run for the README: a three-stage
-# rate ramp over two scenarios against the built-in endpoint, with --slo, a
-# few seconds long, run with the release binary into a temporary directory;
+# rate ramp over two scenarios against the built-in endpoint, with --slo,
+# fifteen seconds long, run with the release binary into a temporary directory;
 # headless Chromium draws the top 2,400 px of the page at 1280 px wide into
 # docs/report.png (or the path given).
 #
@@ -33,10 +33,11 @@ cat > "$dir/sample.json" <<'JSON'
 {
   "max_tokens": 64,
   "warmup": "0s",
+  "seed": 1,
   "stages": [
-    {"name": "r10", "rate": 10, "duration": "2s"},
-    {"name": "r20", "rate": 20, "duration": "2s"},
-    {"name": "r40", "rate": 40, "duration": "2s"}
+    {"name": "r10", "rate": 10, "duration": "5s"},
+    {"name": "r20", "rate": 20, "duration": "5s"},
+    {"name": "r40", "rate": 40, "duration": "5s"}
   ],
   "scenarios": [
     {"name": "chat", "weight": 3},

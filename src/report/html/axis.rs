@@ -95,6 +95,10 @@ impl Domain {
             (lo, hi) = if log { (1.0, 10.0) } else { (0.0, 1.0) };
         }
         if log {
+            // At most five decades: values far below the bulk (ITL's zero
+            // gaps, read as 1 ns) sit at the left edge instead of
+            // squeezing the curve into the right-hand corner.
+            lo = lo.max(hi / 1e5);
             // Whole decades, so the ticks land on 1, 10, 100.
             return Domain {
                 lo: 10f64.powf(lo.log10().floor()),
@@ -222,6 +226,8 @@ pub(super) fn tick(v: f64, unit: Unit, span: f64) -> String {
         Unit::Ms if span >= 2000.0 || (span == 0.0 && v.abs() >= 1000.0) => {
             format!("{} s", short(v / 1000.0))
         }
+        Unit::Ms if v != 0.0 && v.abs() < 0.001 => format!("{} ns", short(v * 1e6)),
+        Unit::Ms if v != 0.0 && v.abs() < 0.01 => format!("{} µs", short(v * 1e3)),
         Unit::Ms => format!("{} ms", short(v)),
         Unit::Time if span >= 180.0 => {
             let s = v.round() as i64;
@@ -248,6 +254,8 @@ mod tests {
         assert_eq!(tick(250.0, Unit::Ms, 500.0), "250 ms");
         assert_eq!(tick(1500.0, Unit::Ms, 3000.0), "1.5 s");
         assert_eq!(tick(0.25, Unit::Ms, 1.0), "0.25 ms");
+        assert_eq!(tick(0.005, Unit::Ms, 1.0), "5 µs");
+        assert_eq!(tick(0.0001, Unit::Ms, 1.0), "100 ns");
         assert_eq!(tick(1500.0, Unit::Count, 0.0), "1.5k");
         assert_eq!(tick(2_000_000.0, Unit::Count, 0.0), "2M");
         assert_eq!(tick(90.0, Unit::Time, 600.0), "1:30");
@@ -269,5 +277,11 @@ mod tests {
         assert!((d.at(10.0) - 1.0 / 3.0).abs() < 1e-9);
         let ticks = d.ticks(Unit::Ms);
         assert!(ticks.contains(&(100.0, false)) && ticks.contains(&(5.0, false)));
+        // A 1 ns outlier does not stretch the axis past five decades.
+        let d = Domain::of(
+            &Axis::new("", Unit::Ms).log(),
+            [1e-6, 2.0, 30.0].into_iter(),
+        );
+        assert_eq!((d.lo, d.hi), (1e-4, 100.0));
     }
 }
