@@ -116,12 +116,17 @@ fn read(path: &Path) -> Result<(PathBuf, Value), String> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let doc = serde_json::from_str(&text).map_err(|e| {
+    let doc = read_json(&file)?;
+    Ok((file, doc))
+}
+
+/// A summary.json as JSON, with errors that name the file.
+pub(crate) fn read_json(file: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
         format!(
             "{}: not an llmload summary.json: not JSON: {e}",
             file.display()
         )
-    })?;
-    Ok((file, doc))
+    })
 }

@@ -83,13 +83,7 @@ fn read(path: &Path) -> Result<(PathBuf, Summary), String> {
     } else {
         return Err(format!("{}: no such results directory", path.display()));
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let doc = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not an llmload summary.json: not JSON: {e}",
-            file.display()
-        )
-    })?;
+    let doc = crate::cli::compare::read_json(&file)?;
     let summary = Summary::from_value(doc)
         .map_err(|e| format!("{}: not an llmload summary.json: {e}", file.display()))?;
     Ok((dir, summary))
