@@ -96,6 +96,12 @@ fn slice(
 /// A slice's seconds on the timeline.
 struct Window<'a> {
     points: &'a [TimelinePoint],
+    /// The slice's stage: a second shared with another stage has a point
+    /// for each (the timeline's rule), and only this stage's are drawn.
+    stage: &'a str,
+    /// Where the stage's own points begin; warm-up points before it are
+    /// drawn in the shaded band.
+    first_t: f64,
     interval: f64,
     lo: f64,
     hi: f64,
@@ -103,7 +109,7 @@ struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
-    fn of(t: &'a Timeline, scenario: Option<&str>, stage: &str) -> Option<Window<'a>> {
+    fn of(t: &'a Timeline, scenario: Option<&str>, stage: &'a str) -> Option<Window<'a>> {
         let pts = &t
             .series
             .iter()
@@ -138,6 +144,8 @@ impl<'a> Window<'a> {
         });
         Some(Window {
             points: &pts[start..=last],
+            stage,
+            first_t: pts[first].t_s,
             interval,
             lo,
             hi,
@@ -149,6 +157,7 @@ impl<'a> Window<'a> {
     fn line(&self, f: impl Fn(&TimelinePoint) -> Option<f64>) -> Vec<(f64, f64)> {
         self.points
             .iter()
+            .filter(|p| p.stage == self.stage || (p.stage == "warmup" && p.t_s < self.first_t))
             .map(|p| (p.t_s + self.interval / 2.0, f(p).unwrap_or(f64::NAN)))
             .collect()
     }

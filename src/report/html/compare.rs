@@ -61,7 +61,7 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
 
     o.push_str("<section id=\"compare-charts\"><h2>Over each other</h2><div class=\"charts\">");
     let names = [(old, "old", OLD, old_name), (new, "new", NEW, new_name)];
-    let timed = |get: fn(&TimelinePoint) -> Option<f64>, dashed: bool| {
+    let timed = |get: fn(&TimelinePoint) -> Option<f64>, additive: bool, dashed: bool| {
         names
             .iter()
             .filter_map(|(s, key, color, name)| {
@@ -72,10 +72,8 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
                 } else {
                     1.0
                 } / 2.0;
-                let pts = whole
-                    .points
-                    .iter()
-                    .map(|p| (p.t_s + mid, get(p).unwrap_or(f64::NAN)))
+                let pts = per_second(&whole.points, get, additive)
+                    .map(|(t, v)| (t + mid, v))
                     .collect();
                 let mut se = Series::line(key, *color, pts);
                 se.dashed = dashed;
@@ -92,7 +90,7 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
         time(),
         Axis::new("requests/s", Unit::Count),
     );
-    c.series = timed(|p| Some(p.requests_per_s), false);
+    c.series = timed(|p| Some(p.requests_per_s), true, false);
     o.push_str(&c.render());
     let mut c = Chart::new(
         "compare-latency",
@@ -100,8 +98,8 @@ pub(super) fn body(old: &Summary, new: &Summary, old_name: &str, new_name: &str)
         time(),
         Axis::new("ms", Unit::Ms),
     );
-    c.series = timed(|p| p.e2e_p50_ms, false);
-    c.series.extend(timed(|p| p.e2e_p99_ms, true));
+    c.series = timed(|p| p.e2e_p50_ms, false, false);
+    c.series.extend(timed(|p| p.e2e_p99_ms, false, true));
     o.push_str(&c.render());
     type Cdf = fn(&Numbers) -> Option<&Vec<[f64; 2]>>;
     let cdfs: [(&str, &str, Cdf); 2] = [
@@ -206,4 +204,25 @@ fn deltas(o: &mut String, slice: &str, a: &Numbers, b: &Numbers) {
             s = esc(slice),
         );
     }
+}
+
+/// One value per second of the whole run: a second in which requests of two
+/// stages ended has a point for each, whose rates add up; a percentile is
+/// not additive, so the point with the most completions speaks for it.
+pub(super) fn per_second<'a>(
+    points: &'a [TimelinePoint],
+    get: fn(&TimelinePoint) -> Option<f64>,
+    additive: bool,
+) -> impl Iterator<Item = (f64, f64)> + 'a {
+    points.chunk_by(|a, b| a.t_s == b.t_s).map(move |same| {
+        let v = if additive {
+            same.iter().filter_map(get).sum::<f64>()
+        } else {
+            same.iter()
+                .max_by_key(|p| p.completed)
+                .and_then(get)
+                .unwrap_or(f64::NAN)
+        };
+        (same[0].t_s, v)
+    })
 }

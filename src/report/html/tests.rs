@@ -507,3 +507,26 @@ fn compare_draws_two_runs_over_each_other() {
     assert!(!page.contains("data-slice=\"low\""));
     assert!(page.contains("data-slice=\"high\""));
 }
+
+#[test]
+fn a_second_shared_by_two_stages_is_one_value_in_the_whole_run() {
+    let point = |t_s: f64, stage: &str, completed: u64, p50: f64| TimelinePoint {
+        t_s,
+        stage: stage.into(),
+        completed,
+        requests_per_s: completed as f64,
+        e2e_p50_ms: Some(p50),
+        ..TimelinePoint::default()
+    };
+    let points = [
+        point(0.0, "a", 10, 5.0),
+        point(1.0, "a", 2, 9.0),
+        point(1.0, "b", 7, 6.0),
+        point(2.0, "b", 8, 6.5),
+    ];
+    let rates: Vec<_> =
+        super::compare::per_second(&points, |p| Some(p.requests_per_s), true).collect();
+    assert_eq!(rates, [(0.0, 10.0), (1.0, 9.0), (2.0, 8.0)]);
+    let p50: Vec<_> = super::compare::per_second(&points, |p| p.e2e_p50_ms, false).collect();
+    assert_eq!(p50, [(0.0, 5.0), (1.0, 6.0), (2.0, 6.5)]);
+}
