@@ -175,10 +175,14 @@ impl Parent<'_, '_, '_> {
             b.record_message(&class.key(f.sample.status), m);
         }
         b.record(&f.sample, f.gaps.iter());
-        self.timeline.record(&f.sample, f.stage, si);
-        if !slo.is_empty() {
-            b.record_judged(&goodput::judge(&slo, &f.sample), f.sample.output_tokens().0);
-        }
+        // Judged once: the block's goodput and the timeline's good count
+        // read the same verdict.
+        let good = !slo.is_empty() && {
+            let judged = goodput::judge(&slo, &f.sample);
+            b.record_judged(&judged, f.sample.output_tokens().0);
+            judged.good
+        };
+        self.timeline.record(&f.sample, f.stage, si, good);
         let several = self.by_endpoint.len() > 1;
         if f.stage.is_some()
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)

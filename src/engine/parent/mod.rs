@@ -256,7 +256,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             incomplete: Vec::new(),
             next_liveness: 0,
             live: None,
-            timeline: TimelineBuckets::new(plan.stages.len(), n, &plan.slo),
+            timeline: TimelineBuckets::new(plan.stages.len(), n, !plan.slo.is_empty()),
             opened_at_measure: None,
             lane,
             observer,

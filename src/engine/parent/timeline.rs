@@ -20,11 +20,9 @@ use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
-use crate::metrics::goodput::judge;
 use crate::metrics::timeline::{
     Bucket, INTERVAL_NS, MAX_SCENARIO_SERIES, RunTimeline, TimelineSlice,
 };
-use crate::plan::Slo;
 
 /// Intervals open at once: the one under way, the one just ended, one in
 /// its grace period, and one for a tick that came late.
@@ -88,7 +86,7 @@ impl Pool {
 pub(super) struct TimelineBuckets {
     run_start: u64,
     /// `None` without `--slo`.
-    slo: Option<Slo>,
+    judging: bool,
     /// Warm-up (0) and each stage (`1 + k`).
     slots: usize,
     /// The whole run (0) and each scenario with a series (`1 + s`).
@@ -135,7 +133,7 @@ fn count(b: &mut Bucket, s: &RequestSample, good: bool) {
 }
 
 impl TimelineBuckets {
-    pub(super) fn new(stages: usize, scenarios: usize, slo: &Slo) -> TimelineBuckets {
+    pub(super) fn new(stages: usize, scenarios: usize, judging: bool) -> TimelineBuckets {
         let slots = stages + 1;
         let series = if scenarios > 1 {
             scenarios.min(MAX_SCENARIO_SERIES)
@@ -153,7 +151,7 @@ impl TimelineBuckets {
         };
         TimelineBuckets {
             run_start: 0,
-            slo: (!slo.is_empty()).then_some(*slo),
+            judging,
             slots,
             slices,
             open: (0..OPEN).map(|_| cells()).collect(),
@@ -189,12 +187,15 @@ impl TimelineBuckets {
 
     /// Counts a finished request of `scenario`, measured in `stage`
     /// (`None`: warm-up).
-    pub(super) fn record(&mut self, s: &RequestSample, stage: Option<u16>, scenario: usize) {
+    /// `good`: the collector's goodput verdict (false without `--slo`).
+    pub(super) fn record(
+        &mut self,
+        s: &RequestSample,
+        stage: Option<u16>,
+        scenario: usize,
+        good: bool,
+    ) {
         let slot = slot_of(stage).min(self.slots - 1);
-        let good = match &self.slo {
-            Some(slo) if s.error.is_none() => judge(slo, s).good,
-            _ => false,
-        };
         let mut k = self.interval(s.t_end);
         if k < self.first_open {
             self.straggle(k, slot, scenario, s, good);
@@ -238,7 +239,7 @@ impl TimelineBuckets {
             ..RequestSample::default()
         };
         for _ in 0..n {
-            self.record(&lost, stage, scenario);
+            self.record(&lost, stage, scenario, false);
         }
     }
 
@@ -383,7 +384,7 @@ impl TimelineBuckets {
             stage_names,
             slices,
             in_flight: std::mem::take(&mut self.in_flight),
-            slo: self.slo.is_some(),
+            slo: self.judging,
             stragglers: self.stragglers,
             scenarios_left_out: scenario_names.len().saturating_sub(MAX_SCENARIO_SERIES),
         }

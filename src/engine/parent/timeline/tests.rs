@@ -1,4 +1,6 @@
 use super::*;
+use crate::metrics::goodput::judge;
+use crate::plan::Slo;
 
 const S: u64 = INTERVAL_NS;
 const MS: u64 = 1_000_000;
@@ -34,7 +36,7 @@ fn failed(end: u64, class: ErrorClass, status: u16) -> RequestSample {
 }
 
 fn buckets(stages: usize, scenarios: usize) -> TimelineBuckets {
-    let mut t = TimelineBuckets::new(stages, scenarios, &Slo::default());
+    let mut t = TimelineBuckets::new(stages, scenarios, false);
     t.start(T0);
     t
 }
@@ -60,10 +62,10 @@ fn out_of_order_records_land_in_their_own_second_with_latencies() {
     let mut t = buckets(1, 1);
     t.tick(T0, 1, 0);
     // Arrive newest first, all within the open window.
-    t.record(&ok(2 * S + 500 * MS, 40 * MS, 4 * MS, 7), Some(0), 0);
-    t.record(&ok(S + 200 * MS, 20 * MS, 2 * MS, 5), Some(0), 0);
-    t.record(&ok(300 * MS, 10 * MS, MS, 3), Some(0), 0);
-    t.record(&ok(310 * MS, 30 * MS, 3 * MS, 3), Some(0), 0);
+    t.record(&ok(2 * S + 500 * MS, 40 * MS, 4 * MS, 7), Some(0), 0, false);
+    t.record(&ok(S + 200 * MS, 20 * MS, 2 * MS, 5), Some(0), 0, false);
+    t.record(&ok(300 * MS, 10 * MS, MS, 3), Some(0), 0, false);
+    t.record(&ok(310 * MS, 30 * MS, 3 * MS, 3), Some(0), 0, false);
     t.tick(T0 + 3 * S, 1, 2);
     assert_eq!(t.first_open, 1, "interval 0 closed 2 s after its end");
     let r = finish(&mut t, 3 * S + 100 * MS, 1);
@@ -117,17 +119,18 @@ fn out_of_order_records_land_in_their_own_second_with_latencies() {
 fn a_straggler_counts_exactly_in_its_closed_second_without_latency() {
     let mut t = buckets(2, 1);
     t.tick(T0, 1, 0);
-    t.record(&ok(S + 100 * MS, 10 * MS, MS, 4), Some(0), 0);
+    t.record(&ok(S + 100 * MS, 10 * MS, MS, 4), Some(0), 0, false);
     t.tick(T0 + 5 * S, 2, 0);
     assert_eq!(t.first_open, 3);
     // A record for second 1 (closed), and one for idle second 2 of stage 1.
-    t.record(&ok(S + 900 * MS, 500 * MS, MS, 6), Some(0), 0);
+    t.record(&ok(S + 900 * MS, 500 * MS, MS, 6), Some(0), 0, false);
     t.record(
         &failed(S + 950 * MS, ErrorClass::HttpStatus, 503),
         Some(1),
         0,
+        false,
     );
-    t.record(&ok(2 * S + 10 * MS, 10 * MS, MS, 1), Some(1), 0);
+    t.record(&ok(2 * S + 10 * MS, 10 * MS, MS, 1), Some(1), 0, false);
     let r = finish(&mut t, 5 * S, 1);
     assert_eq!(r.stragglers, 3);
     let all = &r.slices[0];
@@ -155,12 +158,12 @@ fn a_straggler_counts_exactly_in_its_closed_second_without_latency() {
 fn warm_up_and_a_stage_ending_in_one_second_get_a_bucket_each() {
     let mut t = buckets(1, 1);
     t.tick(T0, 0, 0);
-    t.record(&ok(200 * MS, 10 * MS, MS, 2), None, 0);
+    t.record(&ok(200 * MS, 10 * MS, MS, 2), None, 0, false);
     // Measuring began at 1 s; a warm-up request ends after it.
     t.tick(T0 + S, 1, 3);
-    t.record(&ok(S + 5 * MS, 30 * MS, MS, 2), None, 0);
-    t.record(&ok(S + 50 * MS, 10 * MS, MS, 2), Some(0), 0);
-    t.record(&ok(S + 60 * MS, 10 * MS, MS, 2), Some(0), 0);
+    t.record(&ok(S + 5 * MS, 30 * MS, MS, 2), None, 0, false);
+    t.record(&ok(S + 50 * MS, 10 * MS, MS, 2), Some(0), 0, false);
+    t.record(&ok(S + 60 * MS, 10 * MS, MS, 2), Some(0), 0, false);
     let r = finish(&mut t, S + 500 * MS, 1);
     assert_eq!(
         shape(&r.slices[0]),
@@ -175,7 +178,7 @@ fn idle_seconds_are_zero_buckets_under_the_stage_then_running() {
     t.tick(T0, 0, 0);
     t.tick(T0 + S + MS, 1, 5);
     t.tick(T0 + 2 * S + MS, 2, 6);
-    t.record(&ok(4 * S + 1, 10 * MS, MS, 2), Some(1), 0);
+    t.record(&ok(4 * S + 1, 10 * MS, MS, 2), Some(1), 0, false);
     let r = t.finish(T0 + 4 * S + 2, 2, 0, names(2, "stage"), &names(1, "sc"));
     assert_eq!(
         shape(&r.slices[0]),
@@ -198,9 +201,9 @@ fn scenarios_past_the_cap_count_in_the_whole_run_only() {
     let n = MAX_SCENARIO_SERIES + 4;
     let mut t = buckets(1, n);
     t.tick(T0, 1, 0);
-    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0);
-    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), n - 1);
-    t.record(&failed(200 * MS, ErrorClass::Reset, 0), Some(0), 1);
+    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0, false);
+    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), n - 1, false);
+    t.record(&failed(200 * MS, ErrorClass::Reset, 0), Some(0), 1, false);
     let r = finish(&mut t, 500 * MS, n);
     assert_eq!(r.slices.len(), 1 + MAX_SCENARIO_SERIES);
     assert_eq!(r.scenarios_left_out, 4);
@@ -224,10 +227,14 @@ fn good_counts_only_with_an_slo_and_lost_requests_count_where_noticed() {
         ttft_ns: Some(5 * MS),
         ..Slo::default()
     };
-    let mut t = TimelineBuckets::new(1, 1, &slo);
+    let mut t = TimelineBuckets::new(1, 1, true);
     t.start(T0);
-    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0);
-    t.record(&ok(100 * MS, 10 * MS, 9 * MS, 2), Some(0), 0);
+    for s in [
+        ok(100 * MS, 10 * MS, MS, 2),
+        ok(100 * MS, 10 * MS, 9 * MS, 2),
+    ] {
+        t.record(&s, Some(0), 0, judge(&slo, &s).good);
+    }
     t.record_lost(T0 + 1500 * MS, Some(0), 0, 3);
     let r = finish(&mut t, 2 * S, 1);
     assert!(r.slo);
@@ -236,18 +243,18 @@ fn good_counts_only_with_an_slo_and_lost_requests_count_where_noticed() {
     assert_eq!(all[1].errors, [(ErrorClass::WorkerLost, 0, 3)]);
     assert_eq!(all[1].failed, 3);
     let mut plain = buckets(1, 1);
-    plain.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0);
+    plain.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0, false);
     assert!(!finish(&mut plain, S, 1).slo);
 }
 
 #[test]
 fn a_record_far_ahead_of_the_ticks_closes_what_it_must() {
     let mut t = buckets(1, 1);
-    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0);
+    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0, false);
     // No tick for 10 s (a long final drain): the window moves on.
-    t.record(&ok(10 * S, 10 * MS, MS, 2), Some(0), 0);
+    t.record(&ok(10 * S, 10 * MS, MS, 2), Some(0), 0, false);
     assert_eq!(t.first_open, 10 + 1 - OPEN);
-    t.record(&ok(9 * S, 10 * MS, MS, 2), Some(0), 0);
+    t.record(&ok(9 * S, 10 * MS, MS, 2), Some(0), 0, false);
     let r = finish(&mut t, 10 * S + 1, 1);
     let all = &r.slices[0];
     assert_eq!(all.buckets.len(), 11);
