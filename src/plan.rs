@@ -278,3 +278,147 @@ impl ServerMetrics {
         }
     }
 }
+
+/// `--io`: which backend moves the workers' bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum IoChoice {
+    /// io_uring when the kernel offers what the backend needs, else epoll.
+    #[default]
+    Auto,
+    Epoll,
+    Uring,
+}
+
+impl IoChoice {
+    pub(crate) fn parse(s: &str) -> Result<IoChoice, String> {
+        match s {
+            "auto" => Ok(IoChoice::Auto),
+            "epoll" => Ok(IoChoice::Epoll),
+            "uring" | "io_uring" => Ok(IoChoice::Uring),
+            _ => Err(format!("'{s}': expected epoll, uring or auto")),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            IoChoice::Auto => "auto",
+            IoChoice::Epoll => "epoll",
+            IoChoice::Uring => "uring",
+        }
+    }
+}
+
+/// The backend a run's workers use (`--io` resolved against the kernel).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum IoBackend {
+    #[default]
+    Epoll,
+    Uring,
+}
+
+impl IoBackend {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "uring",
+        }
+    }
+}
+
+/// `--events`: which requests get a line in events.jsonl.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum EventsMode {
+    #[default]
+    All,
+    /// Only failed requests.
+    Errors,
+    /// No events.jsonl at all.
+    None,
+}
+
+impl EventsMode {
+    pub(crate) fn parse(s: &str) -> Result<EventsMode, String> {
+        match s {
+            "all" => Ok(EventsMode::All),
+            "errors" => Ok(EventsMode::Errors),
+            "none" | "off" => Ok(EventsMode::None),
+            _ => Err(format!("'{s}': expected all, errors or none")),
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            EventsMode::All => "all",
+            EventsMode::Errors => "errors",
+            EventsMode::None => "none",
+        }
+    }
+}
+
+/// `--source-addrs`: the local addresses new connections are bound to,
+/// round-robin (each address has its own ephemeral port range per
+/// destination). `127.0.0.1-127.0.0.4` (an IPv4 range), `a,b,c`, or one
+/// address.
+pub(crate) fn parse_source_addrs(s: &str) -> Result<Vec<std::net::IpAddr>, String> {
+    use std::net::{IpAddr, Ipv4Addr};
+    const MAX: u32 = 256;
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let addr = |t: &str| {
+            t.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("'{t}' is not an IP address"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (IpAddr::V4(a), IpAddr::V4(b)) = (addr(a)?, addr(b)?) else {
+                    return Err(format!(
+                        "'{part}': ranges are IPv4 only; list IPv6 addresses"
+                    ));
+                };
+                let (lo, hi) = (u32::from(a), u32::from(b));
+                if hi < lo {
+                    return Err(format!("'{part}': the range ends before it starts"));
+                }
+                if hi - lo >= MAX {
+                    return Err(format!("'{part}': at most {MAX} addresses"));
+                }
+                out.extend((lo..=hi).map(|v| IpAddr::V4(Ipv4Addr::from(v))));
+            }
+            None => out.push(addr(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err("no address given".into());
+    }
+    if out.len() > MAX as usize {
+        return Err(format!("at most {MAX} addresses"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_addrs_are_a_range_a_list_or_one() {
+        let v = parse_source_addrs("127.0.0.1-127.0.0.4").unwrap();
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[3].to_string(), "127.0.0.4");
+        let v = parse_source_addrs("10.0.0.1, ::1").unwrap();
+        assert_eq!(v[1].to_string(), "::1");
+        assert!(parse_source_addrs("127.0.0.4-127.0.0.1").is_err());
+        assert!(parse_source_addrs("127.0.0.1-127.0.2.1").is_err());
+        assert!(parse_source_addrs("host").unwrap_err().contains("'host'"));
+        assert!(parse_source_addrs("").is_err());
+    }
+
+    #[test]
+    fn io_and_events_choices_parse_by_name() {
+        assert_eq!(IoChoice::parse("uring"), Ok(IoChoice::Uring));
+        assert!(IoChoice::parse("kqueue").is_err());
+        assert_eq!(EventsMode::parse("errors"), Ok(EventsMode::Errors));
+        assert!(EventsMode::parse("some").is_err());
+    }
+}

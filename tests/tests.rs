@@ -18,6 +18,7 @@ mod faults;
 mod goodput;
 mod info;
 mod interrupt;
+mod io_matrix;
 mod live;
 mod memory;
 mod mlperf_config;

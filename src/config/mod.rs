@@ -80,6 +80,13 @@ pub(crate) struct BenchConfig {
     /// Where the endpoint's own metrics are scraped, and how often.
     pub server_metrics: crate::plan::ServerMetrics,
     pub server_metrics_interval_ns: u64,
+    /// `--io` as asked; the backend is chosen against the kernel at start.
+    pub io: crate::plan::IoChoice,
+    pub uring_sqpoll: bool,
+    pub events: crate::plan::EventsMode,
+    /// Local addresses to connect from, round-robin; empty: the kernel's
+    /// choice.
+    pub source_addrs: Vec<std::net::IpAddr>,
     pub record_output: bool,
     pub workers: usize,
     pub pin: bool,
@@ -161,6 +168,12 @@ impl BenchConfig {
         o.insert("order".into(), self.order.to_string().into());
         o.insert("workers".into(), self.workers.into());
         o.insert("connections".into(), self.connections.into());
+        o.insert("io".into(), self.io.name().into());
+        o.insert("events".into(), self.events.name().into());
+        if !self.source_addrs.is_empty() {
+            let addrs: Vec<String> = self.source_addrs.iter().map(|a| a.to_string()).collect();
+            o.insert("source_addrs".into(), addrs.into());
+        }
         // Outside the preset `seed` seeds everything (0 when unset), as it
         // always has; under it `seed` is the sampling seed only, shown when given.
         if !self.mlperf {

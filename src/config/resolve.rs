@@ -21,7 +21,8 @@ use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::plan::{
-    Checks, Limits, Load, MetricsPreset, ServerMetrics, Slo, Thresholds, TokenPolicy,
+    Checks, EventsMode, IoChoice, Limits, Load, MetricsPreset, ServerMetrics, Slo, Thresholds,
+    TokenPolicy,
 };
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
@@ -173,6 +174,34 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     .unwrap_or_else(|e| {
         errs.at("server_metrics", e);
         ServerMetrics::Off
+    });
+    // The flag or profile field, else $LLMLOAD_IO, else auto: the
+    // environment lets a whole test suite run under one backend.
+    let io_text =
+        p.io.clone()
+            .or_else(|| std::env::var("LLMLOAD_IO").ok().filter(|v| !v.is_empty()));
+    let io = io_text.as_deref().map_or(IoChoice::Auto, |t| {
+        IoChoice::parse(t).unwrap_or_else(|e| {
+            let field = if p.io.is_some() {
+                "io"
+            } else {
+                "io ($LLMLOAD_IO)"
+            };
+            errs.at(field, e);
+            IoChoice::Auto
+        })
+    });
+    let events = p.events.as_deref().map_or(EventsMode::All, |t| {
+        EventsMode::parse(t).unwrap_or_else(|e| {
+            errs.at("events", e);
+            EventsMode::All
+        })
+    });
+    let source_addrs = p.source_addrs.as_deref().map_or_else(Vec::new, |t| {
+        crate::plan::parse_source_addrs(t).unwrap_or_else(|e| {
+            errs.at("source_addrs", e);
+            Vec::new()
+        })
     });
     if p.server_metrics_interval.is_some_and(|d| d.0.is_zero()) {
         errs.at("server_metrics_interval", "0: expected a positive duration");
@@ -445,6 +474,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             p.server_metrics_interval,
             defaults::SERVER_METRICS_INTERVAL,
         )),
+        io,
+        uring_sqpoll: p.uring_sqpoll.unwrap_or(false),
+        events,
+        source_addrs,
         record_output: p.record_output.unwrap_or(false),
         workers: p.workers.unwrap_or_else(|| {
             crate::sys::process::available_cpus()

@@ -7,6 +7,7 @@
 pub(crate) mod arrival;
 pub(crate) mod conn;
 pub(crate) mod conversation;
+pub(crate) mod io;
 pub(crate) mod parent;
 pub(crate) mod record;
 pub(crate) mod requests;
@@ -115,4 +116,6 @@ pub(crate) struct Plan<'a> {
     pub live_interval_ns: u64,
     /// Goodput's bounds (empty: none).
     pub slo: crate::plan::Slo,
+    /// The I/O backend and the local addresses connections come from.
+    pub io: io::IoPlan,
 }

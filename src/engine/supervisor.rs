@@ -123,6 +123,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                     .map_or_else(Vec::new, |s| s.endpoints.clone()),
                 keep_text: plan.keep_text,
                 seed: plan.scheduler_seed,
+                io: &plan.io,
             })
         });
         let child = forked.map_err(|e| format!("fork: {e}"))?;

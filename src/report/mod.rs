@@ -60,6 +60,8 @@ pub(crate) struct RunInfo {
     pub server_metrics: Option<summary::server::ServerMetricsSummary>,
     /// `--metrics-preset`: whose definitions the headline numbers use.
     pub metrics_preset: crate::plan::MetricsPreset,
+    /// The I/O backend the workers ran, and why.
+    pub io: summary::IoSummary,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -147,6 +149,7 @@ mod tests {
             accuracy: None,
             server_metrics: None,
             metrics_preset: Default::default(),
+            io: Default::default(),
         }
     }
 

@@ -249,6 +249,33 @@ pub(crate) struct Generator {
     pub limited_by_generator: bool,
     /// Why the generator, not the endpoint, limited the run.
     pub limits: Vec<String>,
+    /// The I/O backend the workers ran.
+    pub io: IoSummary,
+}
+
+/// `--io` as asked and as run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct IoSummary {
+    /// `epoll` or `uring`.
+    pub backend: String,
+    /// `auto`, `epoll` or `uring`.
+    pub requested: String,
+    /// Why this backend ran.
+    pub reason: String,
+    /// io_uring's kernel submission thread was on.
+    pub sqpoll: bool,
+}
+
+impl IoSummary {
+    pub(crate) fn of(c: &crate::engine::io::IoChosen) -> IoSummary {
+        IoSummary {
+            backend: c.backend.name().to_string(),
+            requested: c.requested.name().to_string(),
+            reason: c.reason.clone(),
+            sqpoll: c.sqpoll,
+        }
+    }
 }
 
 /// The run's connections: how many were opened, resumed a TLS session or
@@ -511,6 +538,7 @@ impl Summary {
                 startup_ms: run.startup_ns as f64 / MS,
                 limited_by_generator: !g.limits.is_empty(),
                 limits: g.limits.iter().map(limit).collect(),
+                io: info.io.clone(),
             },
             info: Some(info.host.clone()),
             connections: Connections::of(&run.connections, run.total_window_ns),

@@ -483,6 +483,10 @@ fn generator(o: &mut String, s: &Summary) {
         "  largest worker peak memory {rss}  most in flight {}  corrupt records {}",
         g.max_inflight, g.corrupt_records
     );
+    if !g.io.backend.is_empty() {
+        let sqpoll = if g.io.sqpoll { " with SQPOLL" } else { "" };
+        let _ = writeln!(o, "  io {}{sqpoll} ({})", g.io.backend, g.io.reason);
+    }
     if g.limits.is_empty() {
         let _ = writeln!(
             o,

@@ -12,6 +12,7 @@ pub mod process;
 pub(crate) mod signal;
 pub(crate) mod socket;
 pub(crate) mod time;
+pub(crate) mod uring;
 
 use std::io;
 

@@ -6,7 +6,7 @@
 
 use std::io;
 use std::mem::size_of;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::cvt;
@@ -110,6 +110,69 @@ fn bound(addr: &SocketAddr, reuse_port: bool) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A non-blocking TCP socket bound to `source` (port 0: the kernel picks
+/// one of that address's ephemeral ports) and connecting to `addr`; the
+/// connect finishes later, as a writable socket.
+///
+/// `IP_BIND_ADDRESS_NO_PORT` defers the port choice to the connect, so a
+/// port is taken per (source, destination) pair, not per source: without
+/// it every bound socket would hold a port of its own across all
+/// destinations and the range would run out 28 k sockets sooner.
+pub(crate) fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<std::net::TcpStream> {
+    let fd = socket_for(&addr)?;
+    bind_source(&fd, source)?;
+    start_connect(&fd, &addr)?;
+    Ok(std::net::TcpStream::from(fd))
+}
+
+/// A fresh non-blocking, close-on-exec TCP socket of `addr`'s family.
+pub(crate) fn socket_for(addr: &SocketAddr) -> io::Result<OwnedFd> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: plain socket creation; the fd is owned right below.
+    let raw = cvt(unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    })?;
+    // SAFETY: `raw` is a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Starts a non-blocking connect of `fd` to `addr`: `Ok` once it is under
+/// way (`EINPROGRESS`) or done.
+fn start_connect(fd: &OwnedFd, addr: &SocketAddr) -> io::Result<()> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: `ss` holds a valid address of `len` bytes.
+    match cvt(unsafe { libc::connect(fd.as_raw_fd(), (&raw const ss).cast(), len) }) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The address family's own `sockaddr` for `addr` and its length, for a
+/// syscall made elsewhere (io_uring's connect).
+#[allow(dead_code, reason = "the io_uring backend's connect")]
+pub(crate) fn raw_sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    sockaddr(addr)
+}
+
+/// Binds `fd` to `source`, port chosen at connect (see `connect_from`).
+pub(crate) fn bind_source(fd: &OwnedFd, source: IpAddr) -> io::Result<()> {
+    let raw = fd.as_raw_fd();
+    if source.is_ipv4() {
+        set_int(raw, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+    }
+    let (ss, len) = sockaddr(&SocketAddr::new(source, 0));
+    // SAFETY: `ss` holds a valid address of `len` bytes.
+    cvt(unsafe { libc::bind(raw, (&raw const ss).cast(), len) }).map(drop)
+}
+
 /// Fails with `AddrInUse` when some socket already listens on `addr`.
 ///
 /// Sockets with `SO_REUSEPORT` of the same user may share a port, so without
@@ -157,6 +220,16 @@ mod tests {
         // A listener already holds the port, so a fresh bind must say so.
         let err = listeners(addr, 1).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+    }
+
+    #[test]
+    fn a_connection_comes_from_the_source_address_asked_for() {
+        let (ls, addr) = listeners("127.0.0.1:0".parse().unwrap(), 1).unwrap();
+        let s = connect_from(addr, "127.0.0.3".parse().unwrap()).unwrap();
+        ls[0].set_nonblocking(false).unwrap();
+        let (_, peer) = ls[0].accept().unwrap();
+        assert_eq!(peer.ip().to_string(), "127.0.0.3");
+        assert_eq!(s.local_addr().unwrap().ip(), peer.ip());
     }
 
     #[test]

@@ -150,6 +150,7 @@ fn run_one(
         thresholds: acfg.thresholds.clone(),
         live_interval_ns,
         slo: crate::plan::Slo::default(),
+        io: super::io_plan(&acfg)?.0,
     };
     crate::cli::errln!(
         "llmload: accuracy {}: {} rows × {} repeat(s), one request at a time ({}, {})",

@@ -388,6 +388,27 @@ pub(crate) struct BenchArgs {
     /// {SERVER_METRICS_INTERVAL})
     #[argh(option, from_str_fn(duration_flag))]
     pub server_metrics_interval: Option<Duration>,
+
+    /// how workers move bytes: epoll, uring or auto (io_uring when the
+    /// kernel offers it; default {IO}, or $LLMLOAD_IO)
+    #[argh(option)]
+    pub io: Option<String>,
+
+    /// with io_uring, a kernel thread polls the submission queue (one
+    /// busy core per worker, fewer syscalls)
+    #[argh(switch)]
+    pub uring_sqpoll: bool,
+
+    /// which requests get a line in events.jsonl: all, errors or none
+    /// (default {EVENTS})
+    #[argh(option)]
+    pub events: Option<String>,
+
+    /// local addresses to open connections from, round-robin per
+    /// connection, past one address's ephemeral ports:
+    /// 127.0.0.1-127.0.0.4, or a,b,c
+    #[argh(option)]
+    pub source_addrs: Option<String>,
 }
 
 impl BenchArgs {
@@ -484,6 +505,10 @@ impl BenchArgs {
             metrics_preset: self.metrics_preset.clone(),
             server_metrics: self.server_metrics.clone(),
             server_metrics_interval: d(self.server_metrics_interval),
+            io: self.io.clone(),
+            uring_sqpoll: on(self.uring_sqpoll),
+            events: self.events.clone(),
+            source_addrs: self.source_addrs.clone(),
             stages: None,
             scenarios: None,
             thresholds: None,

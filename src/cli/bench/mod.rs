@@ -329,6 +329,7 @@ fn execute(
     let (stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
     let token_source = effective_token_source(cfg, tokenizer.is_some());
     let (live, live_interval_ns) = live_view(cfg);
+    let (io_plan, io_chosen) = io_plan(cfg)?;
     let plan = Plan {
         endpoints: built.endpoints,
         scenarios: built.scenarios,
@@ -353,6 +354,7 @@ fn execute(
         thresholds: cfg.thresholds.clone(),
         live_interval_ns,
         slo: cfg.slo,
+        io: io_plan,
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     // MLPerf's files go with every accuracy run too: a submission needs
@@ -487,6 +489,7 @@ fn execute(
             .as_ref()
             .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
+        io: crate::report::summary::IoSummary::of(&io_chosen),
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.
@@ -527,6 +530,19 @@ fn execute(
 /// The live view and how often the parent hands it an interval: a block
 /// redrawn in place when stderr is a terminal, plain lines otherwise,
 /// nothing under `--quiet`.
+/// The I/O backend `--io` resolves to on this kernel, and why.
+pub(super) fn io_plan(
+    cfg: &BenchConfig,
+) -> Result<(crate::engine::io::IoPlan, crate::engine::io::IoChosen), String> {
+    let chosen = crate::engine::io::choose(cfg.io, cfg.uring_sqpoll)?;
+    let plan = crate::engine::io::IoPlan {
+        backend: chosen.backend,
+        sqpoll: chosen.sqpoll,
+        source_addrs: cfg.source_addrs.clone(),
+    };
+    Ok((plan, chosen))
+}
+
 pub(super) fn live_view(cfg: &BenchConfig) -> (LiveView, u64) {
     let terminal = std::io::stderr().is_terminal();
     LiveView::choose(cfg.quiet, cfg.live_interval_ns, terminal)

@@ -66,6 +66,8 @@ pub(crate) mod defaults {
     pub(crate) const METRICS_PRESET: MetricsPreset = MetricsPreset::Llmload;
     pub(crate) const SERVER_METRICS: &str = "auto";
     pub(crate) const SERVER_METRICS_INTERVAL: Duration = Duration::from_secs(1);
+    pub(crate) const IO: &str = "auto";
+    pub(crate) const EVENTS: &str = "all";
     /// Output text kept per response (for `--record-output`, `--tokenizer`,
     /// checks and conversation histories); the rest is counted, not kept.
     pub(crate) const MAX_OUTPUT_TEXT: u64 = 4 << 20;
@@ -119,6 +121,8 @@ pub(crate) mod defaults {
             "METRICS_PRESET" => METRICS_PRESET.name().to_string(),
             "SERVER_METRICS" => SERVER_METRICS.to_string(),
             "SERVER_METRICS_INTERVAL" => format_duration(SERVER_METRICS_INTERVAL),
+            "IO" => IO.to_string(),
+            "EVENTS" => EVENTS.to_string(),
             "MAX_OUTPUT_TEXT" => format_bytes(MAX_OUTPUT_TEXT),
             "ARRIVAL" => ARRIVAL.name().to_string(),
             "CACHE_MODE" => CACHE_MODE.name().to_string(),
@@ -346,6 +350,19 @@ pub(crate) struct Profile {
     pub server_metrics: Option<String>,
     #[serde(skip_serializing_if = "unset")]
     pub server_metrics_interval: Option<HumanDuration>,
+    /// How the workers move bytes: `epoll`, `uring` or `auto`.
+    #[serde(skip_serializing_if = "unset")]
+    pub io: Option<String>,
+    /// io_uring's kernel submission thread (`--io uring` only).
+    #[serde(skip_serializing_if = "unset")]
+    pub uring_sqpoll: Option<bool>,
+    /// Which requests events.jsonl records: `all`, `errors` or `none`.
+    #[serde(skip_serializing_if = "unset")]
+    pub events: Option<String>,
+    /// Local addresses connections are bound to, round-robin:
+    /// `127.0.0.1-127.0.0.4`, `a,b`, or one.
+    #[serde(skip_serializing_if = "unset")]
+    pub source_addrs: Option<String>,
 
     #[serde(skip_serializing_if = "unset")]
     pub stages: Option<Vec<StageSpec>>,

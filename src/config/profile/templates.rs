@@ -140,6 +140,9 @@ impl Profile {
             metrics_preset: Some(defaults::METRICS_PRESET.name().to_string()),
             server_metrics: Some(defaults::SERVER_METRICS.to_string()),
             server_metrics_interval: d(defaults::SERVER_METRICS_INTERVAL),
+            io: Some(defaults::IO.to_string()),
+            uring_sqpoll: Some(false),
+            events: Some(defaults::EVENTS.to_string()),
             record_output: Some(false),
             max_output_text: Some(HumanBytes(defaults::MAX_OUTPUT_TEXT)),
             stages: Some(vec![

@@ -75,6 +75,7 @@ fn plan() -> Plan<'static> {
         thresholds: Thresholds::default(),
         live_interval_ns: 0,
         slo: crate::plan::Slo::default(),
+        io: Default::default(),
     }
 }
 

@@ -62,6 +62,8 @@ pub(crate) struct WorkerSetup<'a> {
     pub keep_text: bool,
     /// Seeds conversation ids and turn draws.
     pub seed: u64,
+    /// The backend, and the local addresses connections come from.
+    pub io: &'a crate::engine::io::IoPlan,
 }
 
 const BELL: Token = Token(usize::MAX);
@@ -175,6 +177,8 @@ struct Worker<'a> {
     /// in its list, modulo its length): each turns round-robin.
     next_idle: usize,
     next_open: usize,
+    /// The next `--source-addrs` entry a new connection binds to.
+    next_source: usize,
     pending: VecDeque<Job>,
     convs: Convs,
     rng: Rng,
@@ -215,6 +219,9 @@ impl<'a> Worker<'a> {
             // still reaches every endpoint.
             next_idle: s.index,
             next_open: s.index,
+            // Workers start at different addresses, so a few connections
+            // per worker still use them all.
+            next_source: s.index,
             pending: VecDeque::with_capacity(PENDING_CAP),
             convs: Convs::default(),
             rng: Rng::seeded(s.seed ^ (s.index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)),

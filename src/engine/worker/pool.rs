@@ -25,6 +25,7 @@ use super::{BELL, Job, Ready, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::{Budget, READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
+use crate::sys::socket;
 use crate::tls::TlsClient;
 use crate::tls::io::{self as tls_io, FirstBytes, Handshake};
 use crate::tls::reason;
@@ -208,6 +209,7 @@ impl Worker<'_> {
             self.busy += 1;
         }
         let now = now_ns();
+        let source = self.source_addr();
         let c = &mut self.conns[i];
         c.job = job;
         c.endpoint = ep;
@@ -219,7 +221,11 @@ impl Worker<'_> {
             self.fail(i, ErrorClass::Dns, now);
             return;
         };
-        match TcpStream::connect(addr) {
+        let opened = match source {
+            None => TcpStream::connect(addr),
+            Some(src) => socket::connect_from(addr, src).map(TcpStream::from_std),
+        };
+        match opened {
             Ok(mut stream) => {
                 let _ = stream.set_nodelay(true);
                 if let Err(e) = self.poll.registry().register(
@@ -239,6 +245,18 @@ impl Worker<'_> {
                 self.fail(i, connect_error(&e), now);
             }
         }
+    }
+
+    /// The local address the next connection binds to: `--source-addrs`
+    /// round-robin, or none (the kernel's choice).
+    pub(super) fn source_addr(&mut self) -> Option<std::net::IpAddr> {
+        let addrs = &self.s.io.source_addrs;
+        if addrs.is_empty() {
+            return None;
+        }
+        let a = addrs[self.next_source % addrs.len()];
+        self.next_source = self.next_source.wrapping_add(1);
+        Some(a)
     }
 
     /// A readiness event on connecting slot `i`: the connect finished, one

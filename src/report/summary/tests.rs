@@ -170,6 +170,7 @@ fn info() -> RunInfo {
         accuracy: None,
         server_metrics: None,
         metrics_preset: Default::default(),
+        io: Default::default(),
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
