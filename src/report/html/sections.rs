@@ -443,8 +443,15 @@ pub(super) fn generator(o: &mut String, s: &Summary) {
     }
     let lat = &g.send_lateness_us;
     let rss = g.worker_max_rss_kib.iter().max().copied().unwrap_or(0);
-    let mut rows = vec![
-        ("workers", g.workers.to_string()),
+    let mut rows = vec![("workers", g.workers.to_string())];
+    if !g.io.backend.is_empty() {
+        let sqpoll = if g.io.sqpoll { " with SQPOLL" } else { "" };
+        rows.push((
+            "I/O backend",
+            esc(&format!("{}{sqpoll} ({})", g.io.backend, g.io.reason)),
+        ));
+    }
+    rows.extend([
         ("most in flight", g.max_inflight.to_string()),
         (
             "send lateness p50 / p99 / max",
@@ -470,7 +477,7 @@ pub(super) fn generator(o: &mut String, s: &Summary) {
         ("corrupt records", g.corrupt_records.to_string()),
         ("startup", format!("{} ms", n(g.startup_ms))),
         ("fd limit", g.fd_limit.to_string()),
-    ];
+    ]);
     if rss > 0 {
         rows.push((
             "largest worker RSS",

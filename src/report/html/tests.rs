@@ -445,6 +445,28 @@ fn strings_from_the_summary_are_escaped() {
 }
 
 #[test]
+fn generator_health_names_the_io_backend_and_why() {
+    let mut s = sample();
+    assert!(!render(&s).contains("I/O backend"));
+    s.generator.io = crate::report::summary::IoSummary {
+        backend: "uring".into(),
+        requested: "auto".into(),
+        reason: "auto: <probed>".into(),
+        sqpoll: true,
+    };
+    let page = render(&s);
+    assert!(
+        page.contains("<th>I/O backend</th><td>uring with SQPOLL (auto: &lt;probed&gt;)</td>"),
+        "{page}"
+    );
+    let text = crate::report::text::render(&s);
+    assert!(
+        text.contains("  io uring with SQPOLL (auto: <probed>)\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn an_hour_long_run_stays_under_two_megabytes() {
     let mut s = fixture::summary();
     s.stages.truncate(1);
