@@ -50,6 +50,12 @@ impl Completion {
         cqueue::more(self.flags)
     }
 
+    /// A zero-copy send's second completion: the kernel is done with the
+    /// bytes.
+    pub(crate) fn notif(&self) -> bool {
+        cqueue::notif(self.flags)
+    }
+
     /// The provided buffer the bytes are in.
     pub(crate) fn buffer(&self) -> Option<u16> {
         cqueue::buffer_select(self.flags)

@@ -112,6 +112,9 @@ pub(in crate::engine::worker) struct Uring {
     /// Completions of the last wait (kept to reuse its capacity).
     done: Vec<Completion>,
     bell: std::os::fd::RawFd,
+    /// Send the arena's bytes with `IORING_OP_SEND_ZC` (measurement
+    /// switch, `LLMLOAD_URING_SEND_ZC=1`; see perf/RESULTS.md).
+    zerocopy: bool,
 }
 
 /// Readiness a TLS connection's poll watches.
@@ -136,6 +139,7 @@ impl Uring {
             slots: vec![SlotIo::default(); n as usize],
             done: Vec::with_capacity(1024),
             bell: bell.fd(),
+            zerocopy: std::env::var_os("LLMLOAD_URING_SEND_ZC").is_some_and(|v| v == "1"),
         })
     }
 
@@ -239,7 +243,10 @@ impl Worker<'_> {
         // run, `wbuf` until this slot's next request, which starts only
         // after this send's completion (`on_sent` moves the connection on;
         // a slot whose send is in flight is not reused, see `in_flight`).
-        u.ring.send(i as u32, &bytes[c.written..], false, ud);
+        // A zero-copy send's bytes are read until its notification, which
+        // may come after the response: only the arena's, never `wbuf`.
+        let zc = u.zerocopy && !c.from_wbuf;
+        u.ring.send(i as u32, &bytes[c.written..], zc, ud);
     }
 
     pub(super) fn uring_dispatch(&mut self) {
@@ -287,6 +294,7 @@ impl Worker<'_> {
         match ud.op {
             Op::Connect => self.on_connected(i, c.result),
             Op::Recv => self.on_received(i, c),
+            Op::Send if c.notif() => {}
             Op::Send => self.on_sent(i, c.result),
             Op::Poll => {
                 if c.result > 0 {
