@@ -69,6 +69,17 @@ fn io_uring_with_a_kernel_polling_thread_completes_a_run() {
 }
 
 #[test]
+fn io_uring_connects_from_the_source_addresses() {
+    let server = Server::start(&["--ttft", "0", "--tpot", "0"]);
+    let s = run_with(
+        &server,
+        &["--io", "uring", "--source-addrs", "127.0.0.2-127.0.0.3"],
+        "--no-stream",
+    );
+    assert_eq!(s["generator"]["io"]["backend"], "uring");
+}
+
+#[test]
 fn a_bad_io_value_names_the_flag() {
     let server = Server::start(&["--ttft", "0", "--tpot", "0"]);
     let run = bench_at(&server, &["--requests", "1", "--io", "kqueue"], LIMIT);

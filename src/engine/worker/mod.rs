@@ -1,20 +1,22 @@
-//! A worker process: one mio event loop that takes requests from its issue
+//! A worker process: one event loop that takes requests from its issue
 //! ring, writes their prebuilt bytes on keep-alive connections (one pool per
 //! endpoint), timestamps and parses the responses, and pushes one completion
 //! record per request to its completion ring. A single-turn request never
 //! allocates (connection buffers are allocated on a connection's first use
 //! and reused; a conversation id is written over a placeholder in a copy),
-//! never formats, and makes no syscall beyond the socket I/O, `epoll_wait`,
+//! never formats, and makes no syscall beyond the I/O itself (`backend`:
+//! one `io_uring_enter` a turn, or epoll's reads, writes and `epoll_wait`)
 //! and a doorbell write when the parent sleeps. Multi-turn conversations are
 //! the exception DESIGN.md names: the worker owns them and builds each turn
 //! from the history (see `conversation`).
 //!
 //! This file is the loop and what it decides: taking issues, matching jobs to
-//! connections, timeouts and abort. `pool` holds the connections, `exchange`
-//! one request's bytes on one of them, `convs` the conversations, `emit` the
-//! records. Each is an `impl Worker` block over the worker's own fields (the
-//! conversations and the outbox are fields of their own types), so the split
-//! adds no indirection, dispatch or copy to a request.
+//! connections, timeouts and abort. `backend` is how bytes move (io_uring or
+//! epoll), `pool` holds the connections, `exchange` one request's bytes on
+//! one of them, `convs` the conversations, `emit` the records. Each is an
+//! `impl Worker` block over the worker's own fields (the conversations and
+//! the outbox are fields of their own types), so the split adds no
+//! indirection, dispatch or copy to a request.
 
 mod backend;
 mod convs;
