@@ -10,15 +10,19 @@
 # cost of a connection: both tools with a new connection per request over
 # https, full handshakes (the server issues no tickets) and, for llmload,
 # resumed ones. Speed is a ratio measured in one run on one machine, never
-# an absolute number to assert.
+# an absolute number to assert. Each keep-alive case runs llmload once per
+# I/O backend (`--io epoll`, `--io uring`; $BACKENDS to choose) after the
+# same wrk run, and prints each one's ratio; CONNECTIONS may be a comma
+# list (64,256), each count a pass of its own.
 #
-# Usage: perf/compare.sh [DURATION_S] [CONNECTIONS] [http|https|handshake|all]
+# Usage: perf/compare.sh [DURATION_S] [CONNECTIONS[,CONNECTIONS...]] [http|https|handshake|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DUR=${1:-10}
-CONNS=${2:-64}
+CONNS_LIST=${2:-64}
 WHICH=${3:-all}
+BACKENDS=${BACKENDS:-epoll uring}
 PROMPT="Explain the difference between a process and a thread."
 
 if ! command -v wrk >/dev/null; then
@@ -102,23 +106,28 @@ LUA
 
     local flag=--no-stream
     [ "$stream" = true ] && flag=--stream
-    /usr/bin/time -f "%U %S" -o "$WORK/ll.time" \
-        taskset -c 1 "$BIN" bench --endpoint "$scheme://$ADDR" "${bench_tls[@]}" --model m $flag --max-tokens "$tokens" \
-        --dataset "$WORK/prompt.jsonl" --concurrency "$CONNS" --duration "${DUR}s" --workers 1 \
-        --quiet --out "$WORK/ll" >/dev/null 2>"$WORK/ll.err"
-    local ll_rps ll_reqs ll_cpu
-    ll_rps=$(python3 -c "import json;print(round(json.load(open('$WORK/ll/summary.json'))['throughput']['requests_per_s']))")
-    ll_reqs=$(python3 -c "import json;print(json.load(open('$WORK/ll/summary.json'))['requests']['completed'])")
-    ll_cpu=$(cpu_of "$WORK/ll.time")
+    local results=()
+    for io in $BACKENDS; do
+        /usr/bin/time -f "%U %S" -o "$WORK/ll.time" \
+            taskset -c 1 "$BIN" bench --endpoint "$scheme://$ADDR" "${bench_tls[@]}" --model m $flag --max-tokens "$tokens" \
+            --dataset "$WORK/prompt.jsonl" --concurrency "$CONNS" --duration "${DUR}s" --workers 1 \
+            --io "$io" --quiet --out "$WORK/ll-$io" >/dev/null 2>"$WORK/ll.err"
+        results+=("$io" "$(python3 -c "import json;print(round(json.load(open('$WORK/ll-$io/summary.json'))['throughput']['requests_per_s']))")" \
+            "$(python3 -c "import json;print(json.load(open('$WORK/ll-$io/summary.json'))['requests']['completed'])")" \
+            "$(cpu_of "$WORK/ll.time")")
+    done
     stop_server
 
-    python3 - "$label" "$wrk_rps" "$wrk_reqs" "$wrk_cpu" "$ll_rps" "$ll_reqs" "$ll_cpu" <<'PY'
+    python3 - "$label" "$wrk_rps" "$wrk_reqs" "$wrk_cpu" "${results[@]}" <<'PY'
 import sys
-label, wrps, wreqs, wcpu, lrps, lreqs, lcpu = sys.argv[1:]
+label, wrps, wreqs, wcpu = sys.argv[1:5]
+rest = sys.argv[5:]
 w_us = float(wcpu) * 1e6 / max(int(wreqs), 1)
-l_us = float(lcpu) * 1e6 / max(int(lreqs), 1)
-print(f"{label:<22} wrk     {float(wrps):>10.0f} req/s  {w_us:6.2f} us CPU/req")
-print(f"{'':<22} llmload {float(lrps):>10.0f} req/s  {l_us:6.2f} us CPU/req  (ratio llmload/wrk CPU/req {l_us / w_us:.2f})")
+print(f"{label:<22} wrk           {float(wrps):>10.0f} req/s  {w_us:6.2f} us CPU/req")
+for k in range(0, len(rest), 4):
+    io, lrps, lreqs, lcpu = rest[k:k + 4]
+    l_us = float(lcpu) * 1e6 / max(int(lreqs), 1)
+    print(f"{'':<22} llmload {io:<5} {float(lrps):>10.0f} req/s  {l_us:6.2f} us CPU/req  (ratio llmload/wrk CPU/req {l_us / w_us:.2f})")
 PY
 }
 
@@ -168,8 +177,9 @@ PY
 }
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "server: llmload serve on CPU 0; generators on CPU 1; ${CONNS} connections, ${DUR}s each"
 case $WHICH in http|https|handshake|all) ;; *) echo "unknown case set '$WHICH'" >&2; exit 2 ;; esac
+for CONNS in ${CONNS_LIST//,/ }; do
+echo "server: llmload serve on CPU 0; generators on CPU 1; ${CONNS} connections, ${DUR}s each; backends: $BACKENDS"
 if [ "$WHICH" = http ] || [ "$WHICH" = all ]; then
     run_case "non-stream, 16 tok" false 16
     run_case "stream, 64 tokens" true 64
@@ -186,3 +196,4 @@ if [ "$WHICH" = handshake ] || [ "$WHICH" = all ]; then
     handshake_case "new conn, full hs" full
     handshake_case "new conn, resumed" resumed
 fi
+done

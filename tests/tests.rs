@@ -39,3 +39,4 @@ mod server_metrics;
 mod timeline;
 mod timing;
 mod tls;
+mod uring;

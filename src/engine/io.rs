@@ -8,7 +8,6 @@ use crate::plan::{IoBackend, IoChoice};
 
 /// How the workers do their I/O.
 #[derive(Clone, Debug, Default)]
-#[allow(dead_code, reason = "the io_uring backend reads backend and sqpoll")]
 pub(crate) struct IoPlan {
     pub backend: IoBackend,
     /// io_uring's kernel submission-queue polling thread.

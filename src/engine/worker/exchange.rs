@@ -23,6 +23,7 @@ use super::{DOWN_NS, Job, NO_CONV, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::Step;
 use crate::metrics::errors::ErrorClass;
+use crate::protocol::Protocol;
 use crate::tls::io as tls_io;
 use crate::tls::reason;
 use crate::uuid::write_uuid;
@@ -102,6 +103,10 @@ impl Worker<'_> {
     }
 
     pub(super) fn write_more(&mut self, i: usize) {
+        if self.io.is_uring() && self.conns[i].tls.is_none() {
+            self.uring_send(i);
+            return;
+        }
         let sc = &self.s.scenarios[self.conns[i].job.slot.scenario as usize];
         loop {
             let c = &mut self.conns[i];
@@ -177,25 +182,34 @@ impl Worker<'_> {
                     return;
                 }
             };
-            let t = now_ns();
-            c.filled += n;
-            match c.rx.receive(&mut c.buf, &mut c.filled, t, proto) {
-                Ok(Step::More) => {}
-                Ok(Step::Done { keep_alive }) => {
-                    self.complete(i, keep_alive, t);
-                    return;
-                }
-                Err(ErrorClass::MalformedResponse) => {
-                    self.malformed(i, t);
-                    return;
-                }
-                Err(class) => {
-                    self.fail(i, class, t);
-                    return;
-                }
+            if !self.take_bytes(i, n, now_ns(), proto) {
+                return;
             }
             if n < space && !closed && self.conns[i].tls.is_none() {
                 return;
+            }
+        }
+    }
+
+    /// `n` bytes just put at `buf[filled..]` of connection `i` (at `t`):
+    /// parsed, and the response completed or failed if they say so. True
+    /// while the response goes on.
+    pub(super) fn take_bytes(&mut self, i: usize, n: usize, t: u64, proto: &dyn Protocol) -> bool {
+        let c = &mut self.conns[i];
+        c.filled += n;
+        match c.rx.receive(&mut c.buf, &mut c.filled, t, proto) {
+            Ok(Step::More) => true,
+            Ok(Step::Done { keep_alive }) => {
+                self.complete(i, keep_alive, t);
+                false
+            }
+            Err(ErrorClass::MalformedResponse) => {
+                self.malformed(i, t);
+                false
+            }
+            Err(class) => {
+                self.fail(i, class, t);
+                false
             }
         }
     }
@@ -204,7 +218,7 @@ impl Worker<'_> {
     /// answers with a TLS record is a TLS server: the message says to use
     /// https://.
     #[cold]
-    fn malformed(&mut self, i: usize, t: u64) {
+    pub(super) fn malformed(&mut self, i: usize, t: u64) {
         let c = &mut self.conns[i];
         if c.tls.is_none() && c.rx.head.is_none() && reason::looks_like_tls(&c.buf[..c.filled]) {
             c.rx.set_message(reason::TLS_ON_HTTP.as_bytes());
@@ -217,7 +231,7 @@ impl Worker<'_> {
     /// right after the handshake (`unconfirmed`), else `tls_error`; a socket
     /// error is the connection breaking (`lost`).
     #[cold]
-    fn broken(&mut self, i: usize, e: &io::Error) {
+    pub(super) fn broken(&mut self, i: usize, e: &io::Error) {
         if self.conns[i].tls.is_none() || tls_io::tls_error(e).is_none() {
             self.lost(i, io_error(e));
             return;
@@ -233,7 +247,7 @@ impl Worker<'_> {
         self.fail(i, class, now_ns());
     }
 
-    fn on_eof(&mut self, i: usize) {
+    pub(super) fn on_eof(&mut self, i: usize) {
         let t = now_ns();
         let c = &mut self.conns[i];
         match c.state {

@@ -1,21 +1,24 @@
-//! A worker process: one mio event loop that takes requests from its issue
+//! A worker process: one event loop that takes requests from its issue
 //! ring, writes their prebuilt bytes on keep-alive connections (one pool per
 //! endpoint), timestamps and parses the responses, and pushes one completion
 //! record per request to its completion ring. A single-turn request never
 //! allocates (connection buffers are allocated on a connection's first use
 //! and reused; a conversation id is written over a placeholder in a copy),
-//! never formats, and makes no syscall beyond the socket I/O, `epoll_wait`,
+//! never formats, and makes no syscall beyond the I/O itself (`backend`:
+//! one `io_uring_enter` a turn, or epoll's reads, writes and `epoll_wait`)
 //! and a doorbell write when the parent sleeps. Multi-turn conversations are
 //! the exception DESIGN.md names: the worker owns them and builds each turn
 //! from the history (see `conversation`).
 //!
 //! This file is the loop and what it decides: taking issues, matching jobs to
-//! connections, timeouts and abort. `pool` holds the connections, `exchange`
-//! one request's bytes on one of them, `convs` the conversations, `emit` the
-//! records. Each is an `impl Worker` block over the worker's own fields (the
-//! conversations and the outbox are fields of their own types), so the split
-//! adds no indirection, dispatch or copy to a request.
+//! connections, timeouts and abort. `backend` is how bytes move (io_uring or
+//! epoll), `pool` holds the connections, `exchange` one request's bytes on
+//! one of them, `convs` the conversations, `emit` the records. Each is an
+//! `impl Worker` block over the worker's own fields (the conversations and
+//! the outbox are fields of their own types), so the split adds no
+//! indirection, dispatch or copy to a request.
 
+mod backend;
 mod convs;
 mod emit;
 mod exchange;
@@ -25,9 +28,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
 
 use super::{EndpointPlan, ScenarioPlan};
 use crate::clock::now_ns;
@@ -66,7 +66,6 @@ pub(crate) struct WorkerSetup<'a> {
     pub io: &'a crate::engine::io::IoPlan,
 }
 
-const BELL: Token = Token(usize::MAX);
 /// How often timeouts are checked.
 const SWEEP_NS: u64 = 5_000_000;
 /// Longest poll with nothing in flight: the doorbell wakes the worker for
@@ -86,16 +85,6 @@ struct Ready {
     writable: bool,
     /// The peer closed or reset: no further edge will come.
     closed: bool,
-}
-
-impl Ready {
-    fn of(ev: &mio::event::Event) -> Ready {
-        Ready {
-            readable: ev.is_readable() || ev.is_read_closed() || ev.is_error(),
-            writable: ev.is_writable() || ev.is_error(),
-            closed: ev.is_read_closed() || ev.is_error(),
-        }
-    }
 }
 
 /// Whether a scenario's requests ask for a streamed response (the only kind
@@ -163,7 +152,7 @@ struct Worker<'a> {
     s: WorkerSetup<'a>,
     counters: &'a WorkerCounters,
     conn_stats: &'a ConnStats,
-    poll: Poll,
+    io: backend::Io,
     conns: Vec<Conn>,
     /// Connections with no socket.
     free: Vec<usize>,
@@ -198,10 +187,7 @@ struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     fn new(s: WorkerSetup<'a>) -> io::Result<Worker<'a>> {
-        let poll = Poll::new()?;
-        let bell = &s.shared.worker_bells[s.index];
-        poll.registry()
-            .register(&mut SourceFd(&bell.fd()), BELL, Interest::READABLE)?;
+        let io = backend::Io::new(s.io, s.max_conns, &s.shared.worker_bells[s.index])?;
         let (issue, out) = s
             .shared
             .take_worker_ends(s.index)
@@ -231,18 +217,17 @@ impl<'a> Worker<'a> {
             busy: 0,
             panic_after: test_switch("LLMLOAD_TEST_WORKER_PANIC", s.index),
             corrupt_after: test_switch("LLMLOAD_TEST_CORRUPT_RECORD", s.index),
-            poll,
+            io,
             issue,
             s,
         })
     }
 
     fn run(&mut self) {
-        let mut events = Events::with_capacity(1024);
         let bell = &self.s.shared.worker_bells[self.s.index];
         let mut aborted = false;
         let mut next_sweep = 0;
-        self.warm_up(&mut events);
+        self.warm_up();
         self.counters.ready.store(1, Ordering::Release);
         let mut busy_from = now_ns();
         loop {
@@ -292,7 +277,7 @@ impl<'a> Worker<'a> {
             if !self.issue.is_empty() || self.s.shared.phase() != ph {
                 timeout = Duration::ZERO;
             }
-            let polled = self.poll.poll(&mut events, Some(timeout));
+            let polled = self.io_wait(timeout);
             bell.cancel_sleep();
             busy_from = now_ns();
             if let Err(e) = polled {
@@ -301,13 +286,7 @@ impl<'a> Worker<'a> {
                 }
                 continue;
             }
-            for ev in events.iter() {
-                let tok = ev.token();
-                if tok == BELL {
-                    continue;
-                }
-                self.on_event(tok.0, Ready::of(ev));
-            }
+            self.io_dispatch();
             self.drain_pending();
         }
         for c in &mut self.conns {

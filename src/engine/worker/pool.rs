@@ -17,15 +17,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mio::net::TcpStream;
-use mio::{Events, Interest, Token};
 
 use rustls::{ClientConnection, HandshakeKind, ProtocolVersion};
 
-use super::{BELL, Job, Ready, Worker};
+use super::{Job, Worker};
 use crate::clock::now_ns;
 use crate::engine::conn::{Budget, READ_BUF, Rx};
 use crate::metrics::errors::ErrorClass;
-use crate::sys::socket;
 use crate::tls::TlsClient;
 use crate::tls::io::{self as tls_io, FirstBytes, Handshake};
 use crate::tls::reason;
@@ -128,7 +126,7 @@ impl Worker<'_> {
     /// wave is one connection (or as many as there are tickets already, from
     /// model discovery), and each next wave as many as the tickets the last
     /// one brought. A server that sends none gets the rest at once.
-    pub(super) fn warm_up(&mut self, events: &mut Events) {
+    pub(super) fn warm_up(&mut self) {
         let n = self.s.warm_conns.min(self.conns.len());
         let m = self.s.warm_endpoints.len();
         if n == 0 || m == 0 {
@@ -140,13 +138,13 @@ impl Worker<'_> {
         for k in 0..m {
             let extra = (k + m - self.s.index % m) % m < n % m;
             let share = n / m + usize::from(extra);
-            self.warm_endpoint(self.s.warm_endpoints[k], share, events);
+            self.warm_endpoint(self.s.warm_endpoints[k], share);
         }
     }
 
     /// Warms `n` connections to endpoint `ep`, each endpoint within its own
     /// deadline.
-    fn warm_endpoint(&mut self, ep: usize, n: usize, events: &mut Events) {
+    fn warm_endpoint(&mut self, ep: usize, n: usize) {
         if n == 0 {
             return;
         }
@@ -162,14 +160,14 @@ impl Worker<'_> {
                 self.connect(i, ep, Job::default());
                 opened += 1;
             }
-            self.warm_poll(events, deadline, |w| !w.conns.iter().any(|c| c.warm));
+            self.warm_poll(deadline, |w| !w.conns.iter().any(|c| c.warm));
             let Some(t) = &tls else { break };
             if opened >= n || self.free.is_empty() || now_ns() >= deadline {
                 break;
             }
             let took = now_ns() - start;
             let until = deadline.min(now_ns() + took.saturating_mul(2).max(TICKET_WAIT_MIN_NS));
-            self.warm_poll(events, until, |w| {
+            self.warm_poll(until, |w| {
                 w.conns
                     .iter()
                     .filter_map(|c| c.tls.as_ref().filter(|_| c.state == ConnState::Idle))
@@ -185,21 +183,17 @@ impl Worker<'_> {
     }
 
     /// Handles events until `done` or `until`.
-    fn warm_poll(&mut self, events: &mut Events, until: u64, done: impl Fn(&Self) -> bool) {
+    fn warm_poll(&mut self, until: u64, done: impl Fn(&Self) -> bool) {
         while !done(self) {
             let now = now_ns();
             if now >= until {
                 break;
             }
             let slice = Duration::from_nanos((until - now).min(WARM_UP_POLL_NS));
-            if self.poll.poll(events, Some(slice)).is_err() {
+            if self.io_wait(slice).is_err() {
                 break;
             }
-            for ev in events.iter() {
-                if ev.token() != BELL {
-                    self.on_event(ev.token().0, Ready::of(ev));
-                }
-            }
+            self.io_dispatch();
         }
     }
 
@@ -221,29 +215,9 @@ impl Worker<'_> {
             self.fail(i, ErrorClass::Dns, now);
             return;
         };
-        let opened = match source {
-            None => TcpStream::connect(addr),
-            Some(src) => socket::connect_from(addr, src).map(TcpStream::from_std),
-        };
-        match opened {
-            Ok(mut stream) => {
-                let _ = stream.set_nodelay(true);
-                if let Err(e) = self.poll.registry().register(
-                    &mut stream,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    c.stream = Some(stream);
-                    self.fail(i, connect_error(&e), now);
-                    return;
-                }
-                c.stream = Some(stream);
-                c.state = ConnState::Connecting;
-            }
-            Err(e) => {
-                c.state = ConnState::Connecting;
-                self.fail(i, connect_error(&e), now);
-            }
+        c.state = ConnState::Connecting;
+        if let Err(e) = self.io_open(i, addr, source) {
+            self.fail(i, connect_error(&e), now);
         }
     }
 
@@ -259,29 +233,11 @@ impl Worker<'_> {
         Some(a)
     }
 
-    /// A readiness event on connecting slot `i`: the connect finished, one
-    /// way or the other. A warm connection goes idle; otherwise its request
-    /// is sent at once.
-    pub(super) fn on_connecting(&mut self, i: usize, readable: bool, closed: bool) {
+    /// Slot `i`'s TCP connect succeeded (`readable`, `closed`: what the
+    /// event that said so also said). A warm connection goes idle;
+    /// otherwise its request is sent at once.
+    pub(super) fn connected(&mut self, i: usize, readable: bool, closed: bool) {
         let c = &mut self.conns[i];
-        let stream = c.stream.as_ref().expect("connecting has a stream");
-        match stream.take_error() {
-            Ok(Some(e)) | Err(e) => {
-                let class = connect_error(&e);
-                self.fail(i, class, now_ns());
-                return;
-            }
-            Ok(None) => {}
-        }
-        match stream.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-            Err(e) => {
-                let class = connect_error(&e);
-                self.fail(i, class, now_ns());
-                return;
-            }
-        }
         if c.buf.is_empty() {
             c.buf.resize(READ_BUF, 0);
             let budget = c.rx.budget().clone();
@@ -478,16 +434,13 @@ impl Worker<'_> {
             tls.send_close_notify();
             let _ = tls_io::flush(&mut tls, s);
         }
-        if let Some(mut s) = c.stream.take() {
-            let _ = self.poll.registry().deregister(&mut s);
-        }
         c.state = ConnState::Empty;
         c.filled = 0;
-        self.free.push(i);
+        self.io_release(i);
     }
 }
 
-fn connect_error(e: &io::Error) -> ErrorClass {
+pub(super) fn connect_error(e: &io::Error) -> ErrorClass {
     match e.raw_os_error() {
         Some(libc::ECONNREFUSED) => ErrorClass::ConnectRefused,
         Some(libc::ETIMEDOUT) => ErrorClass::ConnectTimeout,
