@@ -32,6 +32,7 @@ mod protocols;
 mod regression;
 mod report;
 mod report_cmd;
+mod scale;
 mod scenarios;
 mod secrets;
 mod serve;

@@ -9,6 +9,7 @@ pub(crate) mod conn;
 pub(crate) mod conversation;
 pub(crate) mod io;
 pub(crate) mod parent;
+pub(crate) mod ports;
 pub(crate) mod record;
 pub(crate) mod requests;
 pub(crate) mod supervisor;

@@ -13,6 +13,7 @@ use nix::sys::signal::Signal;
 
 use super::Plan;
 use super::parent::{Parent, WorkerEnd};
+use super::ports::{LocalPorts, PortPlan};
 use super::token_lane::TokenLane;
 use super::worker::{self, WorkerSetup};
 use crate::metrics::observe::Observer;
@@ -23,8 +24,13 @@ use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::{self, Child, available_cpus, fork_child, reap_all};
 use crate::sys::signal;
 
-/// How long the workers have to report ready.
-const READY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a starting worker may show no progress (no warm connection
+/// started or settled, not ready) before it is taken for hung. A start has
+/// no deadline of its own: opening 19,000 connections takes seconds, and
+/// the worker bounds its own wait for them (`worker::pool`).
+const STALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the parent looks at the starting workers.
+const READY_POLL: Duration = Duration::from_micros(200);
 /// How long the workers have to exit after `EXIT` before they are killed.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -84,6 +90,8 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
     let cpus = available_cpus();
     let per_worker = plan.connections.div_ceil(plan.workers).max(1);
     let parent = std::process::id();
+    let sources = plan.io.source_addrs.len();
+    let ports = PortPlan::for_run(plan.connections, sources);
     let mut workers = Workers {
         ends: Vec::with_capacity(plan.workers),
         children: Vec::with_capacity(plan.workers),
@@ -124,6 +132,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                 keep_text: plan.keep_text,
                 seed: plan.scheduler_seed,
                 io: &plan.io,
+                ports: LocalPorts::for_worker(ports.as_ref(), k, plan.workers, sources),
             })
         });
         let child = forked.map_err(|e| format!("fork: {e}"))?;
@@ -137,7 +146,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
         let _ = process::pin_to(0);
     }
     let _ = process::tight_timer_slack();
-    workers.wait_ready()?;
+    workers.wait_ready(warm_per_worker(plan, per_worker), STALL_TIMEOUT)?;
     Ok(workers)
 }
 
@@ -170,24 +179,60 @@ impl Workers {
         result
     }
 
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        for (k, child) in self.children.iter_mut().enumerate() {
-            while self.shared.counters(k).ready.load(Ordering::Acquire) == 0 {
+    /// Waits until every worker is ready, for as long as each keeps making
+    /// progress: a worker that exits, or shows none for `stall`, fails the
+    /// start.
+    fn wait_ready(&mut self, warm_per_worker: usize, stall: Duration) -> Result<(), String> {
+        let start = Instant::now();
+        let mut seen = vec![(0u64, start); self.children.len()];
+        loop {
+            let mut starting = false;
+            for (k, child) in self.children.iter_mut().enumerate() {
+                let counters = self.shared.counters(k);
+                if counters.ready.load(Ordering::Acquire) != 0 {
+                    continue;
+                }
+                starting = true;
                 if let Ok(Some(_)) = child.try_wait() {
                     return Err(format!("worker {k} exited during startup"));
                 }
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "worker {k} did not start within {} s",
-                        READY_TIMEOUT.as_secs()
+                let progress = counters.warming.load(Ordering::Acquire);
+                let now = Instant::now();
+                let (last, since) = &mut seen[k];
+                if progress != *last {
+                    *last = progress;
+                    *since = now;
+                } else if now.duration_since(*since) > stall {
+                    return Err(stalled(
+                        k,
+                        counters.warm_started.load(Ordering::Relaxed),
+                        warm_per_worker,
+                        stall,
+                        now.duration_since(start),
                     ));
                 }
-                std::thread::sleep(Duration::from_micros(100));
             }
+            if !starting {
+                return Ok(());
+            }
+            std::thread::sleep(READY_POLL);
         }
-        Ok(())
     }
+}
+
+/// The error for worker `k`, which made no progress for `stall` while
+/// starting.
+fn stalled(k: usize, started: u64, warm: usize, stall: Duration, after: Duration) -> String {
+    let what = if warm == 0 {
+        String::new()
+    } else {
+        format!(" ({started} of its {warm} connections started)")
+    };
+    format!(
+        "worker {k} made no progress for {:.1} s while starting{what}; it was stopped after {:.1} s",
+        stall.as_secs_f64(),
+        after.as_secs_f64()
+    )
 }
 
 impl Drop for Workers {
@@ -214,5 +259,74 @@ fn warm_per_worker(plan: &Plan<'_>, per_worker: usize) -> usize {
         Some(Load::Closed { concurrency }) => concurrency.div_ceil(plan.workers).min(per_worker),
         Some(Load::Offline) => per_worker,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::run::WorkerCounters;
+
+    /// Workers around children forked by the test (no rings taken).
+    fn workers(n: usize, body: impl Fn(&WorkerCounters) -> i32 + Copy) -> Workers {
+        let shared = Shared::new(n).expect("shared mapping");
+        let mut children = Vec::new();
+        for k in 0..n {
+            let counters = shared.counters(k);
+            // The child touches only the shared counters and sleeps.
+            children.push(fork_child(|| body(counters)).expect("fork"));
+        }
+        Workers {
+            shared,
+            ends: Vec::new(),
+            children,
+        }
+    }
+
+    fn progress_for(c: &WorkerCounters, d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            c.warming.fetch_add(1, Ordering::Release);
+            c.warm_started.fetch_add(100, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_start_longer_than_the_stall_timeout_is_waited_for_while_it_progresses() {
+        let mut w = workers(2, |c| {
+            progress_for(c, Duration::from_millis(600));
+            c.ready.store(1, Ordering::Release);
+            std::thread::sleep(Duration::from_secs(5));
+            0
+        });
+        let t = Instant::now();
+        w.wait_ready(1000, Duration::from_millis(150)).unwrap();
+        assert!(
+            t.elapsed() >= Duration::from_millis(550),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_worker_that_stops_progressing_is_taken_for_hung() {
+        let mut w = workers(1, |c| {
+            progress_for(c, Duration::from_millis(300));
+            std::thread::sleep(Duration::from_secs(5));
+            0
+        });
+        let t = Instant::now();
+        let e = w.wait_ready(1000, Duration::from_millis(150)).unwrap_err();
+        assert!(e.starts_with("worker 0 made no progress for 0.1 s"), "{e}");
+        assert!(e.contains(" of its 1000 connections started"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_worker_that_exits_fails_the_start() {
+        let mut w = workers(1, |_| 3);
+        let e = w.wait_ready(0, Duration::from_secs(5)).unwrap_err();
+        assert_eq!(e, "worker 0 exited during startup");
     }
 }

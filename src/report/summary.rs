@@ -731,9 +731,19 @@ fn limit(l: &Limit) -> String {
             "send lateness p99 was {:.2} ms (requests left later than scheduled)",
             p99_ns as f64 / 1e6
         ),
-        Limit::Descriptors { fds, ports } => format!(
-            "{fds} connect(s) failed for lack of file descriptors and {ports} for lack of local ports"
-        ),
+        Limit::Descriptors { fds, ports } => {
+            let fds = (fds > 0).then(|| {
+                format!(
+                    "the generator ran out of file descriptors: {fds} connect(s) failed (add --workers, or raise the limit: ulimit -n)"
+                )
+            });
+            let ports = (ports > 0).then(|| {
+                format!(
+                    "the generator ran out of local ports: {ports} connect(s) failed (each source address has one ephemeral range per destination; add addresses with --source-addrs)"
+                )
+            });
+            fds.into_iter().chain(ports).collect::<Vec<_>>().join("; ")
+        }
     }
 }
 

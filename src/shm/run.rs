@@ -73,8 +73,8 @@ pub(crate) struct Control {
 // SAFETY: one atomic: valid as zero, no pointers.
 unsafe impl Plain for Control {}
 
-/// What a worker reports beside its completion records, on its own cache
-/// lines (64-byte aligned) so workers never share a line.
+/// What a worker reports beside its completion records, on cache lines of
+/// its own (64-byte aligned) so workers never share a line.
 #[repr(C, align(64))]
 #[derive(Default)]
 pub(crate) struct WorkerCounters {
@@ -82,6 +82,13 @@ pub(crate) struct WorkerCounters {
     pub ready: AtomicU32,
     /// Set when the worker has pushed its last record.
     pub finished: AtomicU32,
+    /// Start-up progress: bumped for each batch of warm connections started
+    /// and each turn of the warm-up's poll that settled some, so the parent
+    /// tells a long start (19,000 connections) from a hung worker.
+    pub warming: AtomicU64,
+    /// Warm connections started so far (for the parent's message when a
+    /// start stalls).
+    pub warm_started: AtomicU64,
     /// Nanoseconds spent outside the poll wait (event handling).
     pub busy_ns: AtomicU64,
     /// Requests that found no free connection and queued in the worker.
@@ -193,8 +200,10 @@ pub(crate) struct ConnStats {
 // pointers, changed only atomically.
 unsafe impl Plain for ConnStats {}
 
-/// Issue ring slots per worker.
-pub(crate) const ISSUE_SLOTS: usize = 16384;
+/// Issue ring slots per worker: more than the connections one worker can
+/// hold (19,000 under a 20,000-descriptor limit), so a closed loop's first
+/// burst fits at once.
+pub(crate) const ISSUE_SLOTS: usize = 32768;
 /// Completion ring bytes per worker: small enough to stay cache-resident
 /// (records are written and read while hot), large enough that a record of
 /// `MAX_GAPS` gaps fits (a record may be a quarter of the ring).
@@ -368,7 +377,7 @@ mod tests {
     fn layout_sizes() {
         assert_eq!(size_of::<IssueSlot>(), 24);
         assert_eq!(size_of::<Control>(), 64);
-        assert_eq!(size_of::<WorkerCounters>(), 64);
+        assert_eq!(size_of::<WorkerCounters>(), 128);
         assert_eq!(align_of::<TimeHist>(), 64);
         assert_eq!(
             size_of::<TimeHist>(),

@@ -125,6 +125,54 @@ pub(crate) fn connect_from(addr: SocketAddr, source: IpAddr) -> io::Result<std::
     Ok(std::net::TcpStream::from(fd))
 }
 
+/// A non-blocking TCP socket bound to `port` (and `source`, else the
+/// unspecified address of `addr`'s family) and connecting to `addr`, for a
+/// worker that picks its own ports (`engine::ports`). `SO_REUSEADDR` lets
+/// the port serve other destinations too: only the same destination from
+/// the same port fails, at connect, with `EADDRNOTAVAIL`; a port another
+/// process holds fails at bind with `EADDRINUSE` ([`port_taken`] says both).
+pub(crate) fn connect_bound(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    port: u16,
+) -> io::Result<std::net::TcpStream> {
+    let fd = bound_port(addr, source, port)?;
+    start_connect(&fd, &addr)?;
+    Ok(std::net::TcpStream::from(fd))
+}
+
+/// [`connect_bound`]'s socket before its connect, for a backend that
+/// connects by itself (io_uring).
+pub(crate) fn bound_port(addr: SocketAddr, source: Option<IpAddr>, port: u16) -> io::Result<OwnedFd> {
+    let fd = socket_for(&addr)?;
+    set_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    let ip = source.unwrap_or(match addr {
+        SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+    });
+    let (ss, len) = sockaddr(&SocketAddr::new(ip, port));
+    // SAFETY: `ss` holds a valid address of `len` bytes.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), (&raw const ss).cast(), len) })?;
+    Ok(fd)
+}
+
+/// Whether `e`, from [`connect_bound`], means only that its port is taken:
+/// the next port may do.
+pub(crate) fn port_taken(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EADDRINUSE | libc::EADDRNOTAVAIL)
+    )
+}
+
+/// Whether `source` is an address of this host that sockets can be bound
+/// to (`--source-addrs`): binding one without a port says so at once.
+pub(crate) fn check_source(source: IpAddr) -> io::Result<()> {
+    let probe = SocketAddr::new(source, 0);
+    let fd = socket_for(&probe)?;
+    bind_source(&fd, source)
+}
+
 /// A fresh non-blocking, close-on-exec TCP socket of `addr`'s family.
 pub(crate) fn socket_for(addr: &SocketAddr) -> io::Result<OwnedFd> {
     let family = match addr {
@@ -230,6 +278,48 @@ mod tests {
         let (_, peer) = ls[0].accept().unwrap();
         assert_eq!(peer.ip().to_string(), "127.0.0.3");
         assert_eq!(s.local_addr().unwrap().ip(), peer.ip());
+    }
+
+    #[test]
+    fn a_connection_bound_to_a_port_comes_from_it_and_the_same_pair_is_refused() {
+        let (ls, addr) = listeners("127.0.0.1:0".parse().unwrap(), 1).unwrap();
+        ls[0].set_nonblocking(false).unwrap();
+        // A free port: one the kernel just handed out and took back.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let src: IpAddr = "127.0.0.2".parse().unwrap();
+        let s = connect_bound(addr, Some(src), port).unwrap();
+        let (_, peer) = ls[0].accept().unwrap();
+        assert_eq!(peer, SocketAddr::new(src, port));
+        assert_eq!(s.local_addr().unwrap(), peer);
+        // The same source, port and destination again: taken.
+        let again = connect_bound(addr, Some(src), port).unwrap_err();
+        assert!(port_taken(&again), "{again}");
+        // Another source address may use the port.
+        let other = connect_bound(addr, Some("127.0.0.3".parse().unwrap()), port).unwrap();
+        let (_, peer) = ls[0].accept().unwrap();
+        assert_eq!(peer.port(), port);
+        drop((s, other));
+        // A port a listener holds is refused at bind.
+        let held = connect_bound(addr, None, addr.port()).unwrap_err();
+        assert!(port_taken(&held), "{held}");
+    }
+
+    #[test]
+    fn only_local_addresses_are_sources() {
+        check_source("127.0.0.9".parse().unwrap()).unwrap();
+        if std::fs::read_to_string("/proc/sys/net/ipv4/ip_nonlocal_bind")
+            .is_ok_and(|v| v.trim() != "0")
+        {
+            eprintln!("skipping: ip_nonlocal_bind lets any address be bound here");
+            return;
+        }
+        // TEST-NET-3: documentation only, never an address of this host.
+        let e = check_source("203.0.113.7".parse().unwrap()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EADDRNOTAVAIL));
     }
 
     #[test]

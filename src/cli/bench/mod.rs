@@ -527,14 +527,20 @@ fn execute(
     Ok(Ran { outcome, result })
 }
 
-/// The live view and how often the parent hands it an interval: a block
-/// redrawn in place when stderr is a terminal, plain lines otherwise,
-/// nothing under `--quiet`.
 /// The I/O backend `--io` resolves to on this kernel, and why.
 pub(super) fn io_plan(
     cfg: &BenchConfig,
 ) -> Result<(crate::engine::io::IoPlan, crate::engine::io::IoChosen), String> {
     let chosen = crate::engine::io::choose(cfg.io, cfg.uring_sqpoll)?;
+    // An address the host does not have would fail every connect as if the
+    // ports had run out.
+    for &a in &cfg.source_addrs {
+        if let Err(e) = crate::sys::socket::check_source(a) {
+            return Err(format!(
+                "--source-addrs {a}: cannot bind to it ({e}); give addresses of this host"
+            ));
+        }
+    }
     let plan = crate::engine::io::IoPlan {
         backend: chosen.backend,
         sqpoll: chosen.sqpoll,
@@ -543,6 +549,9 @@ pub(super) fn io_plan(
     Ok((plan, chosen))
 }
 
+/// The live view and how often the parent hands it an interval: a block
+/// redrawn in place when stderr is a terminal, plain lines otherwise,
+/// nothing under `--quiet`.
 pub(super) fn live_view(cfg: &BenchConfig) -> (LiveView, u64) {
     let terminal = std::io::stderr().is_terminal();
     LiveView::choose(cfg.quiet, cfg.live_interval_ns, terminal)

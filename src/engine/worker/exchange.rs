@@ -313,7 +313,17 @@ impl Worker<'_> {
             self.conns[i].state,
             ConnState::Connecting | ConnState::Handshaking
         );
-        if connecting && !matches!(class, ErrorClass::Aborted | ErrorClass::Dns) {
+        // A connection the generator could not open (no descriptor, no
+        // port) is its own limit, reported as such, not the endpoint's.
+        if connecting
+            && !matches!(
+                class,
+                ErrorClass::Aborted
+                    | ErrorClass::Dns
+                    | ErrorClass::FdExhausted
+                    | ErrorClass::PortsExhausted
+            )
+        {
             self.conn_stats.failed.fetch_add(1, Ordering::Relaxed);
         }
         // The endpoint, not this machine, failed to connect: new

@@ -64,6 +64,9 @@ pub(crate) struct WorkerSetup<'a> {
     pub seed: u64,
     /// The backend, and the local addresses connections come from.
     pub io: &'a crate::engine::io::IoPlan,
+    /// The local ports this worker binds its connections to, when it picks
+    /// them itself (`engine::ports`).
+    pub ports: crate::engine::ports::LocalPorts,
 }
 
 /// How often timeouts are checked.

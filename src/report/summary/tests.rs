@@ -240,7 +240,7 @@ fn reasons_in_english() {
             "7 request(s) found their worker's issue ring full (workers could not keep up)",
             "a worker was busy 94% of the time (add --workers or cores)",
             "send lateness p99 was 1.23 ms (requests left later than scheduled)",
-            "2 connect(s) failed for lack of file descriptors and 3 for lack of local ports",
+            "the generator ran out of file descriptors: 2 connect(s) failed (add --workers, or raise the limit: ulimit -n); the generator ran out of local ports: 3 connect(s) failed (each source address has one ephemeral range per destination; add addresses with --source-addrs)",
         ]
     );
     let more = [

@@ -6,14 +6,12 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use super::Io;
 use crate::engine::worker::{Ready, Worker};
 use crate::shm::doorbell::Doorbell;
-use crate::sys::socket;
 
 const BELL: Token = Token(usize::MAX);
 
@@ -72,12 +70,9 @@ impl Worker<'_> {
         &mut self,
         i: usize,
         addr: SocketAddr,
-        source: Option<IpAddr>,
+        source: Option<(usize, IpAddr)>,
     ) -> io::Result<()> {
-        let mut stream = match source {
-            None => TcpStream::connect(addr)?,
-            Some(src) => TcpStream::from_std(socket::connect_from(addr, src)?),
-        };
+        let mut stream = self.open(addr, source)?;
         let _ = stream.set_nodelay(true);
         let registered = self.epoll().poll.registry().register(
             &mut stream,

@@ -72,7 +72,7 @@ impl Worker<'_> {
         &mut self,
         i: usize,
         addr: SocketAddr,
-        source: Option<IpAddr>,
+        source: Option<(usize, IpAddr)>,
     ) -> io::Result<()> {
         if self.io.is_uring() {
             self.uring_open(i, addr, source)

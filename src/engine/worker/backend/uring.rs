@@ -33,7 +33,6 @@ use crate::clock::now_ns;
 use crate::engine::worker::pool::{ConnState, connect_error};
 use crate::engine::worker::{Ready, Worker};
 use crate::shm::doorbell::Doorbell;
-use crate::sys::socket;
 use crate::sys::uring::{Completion, PollTarget, Ring};
 
 /// Bytes per provided buffer: a small response whole, an SSE stream in a
@@ -176,12 +175,9 @@ impl Worker<'_> {
         &mut self,
         i: usize,
         addr: SocketAddr,
-        source: Option<IpAddr>,
+        source: Option<(usize, IpAddr)>,
     ) -> io::Result<()> {
-        let fd = socket::socket_for(&addr)?;
-        if let Some(src) = source {
-            socket::bind_source(&fd, src)?;
-        }
+        let fd = self.open_unconnected(addr, source)?;
         let stream = std::net::TcpStream::from(fd);
         let _ = stream.set_nodelay(true);
         let raw = stream.as_raw_fd();
