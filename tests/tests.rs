@@ -13,6 +13,7 @@ mod compare;
 mod crash;
 mod datasets;
 mod endpoints;
+mod events;
 mod failures;
 mod faults;
 mod goodput;

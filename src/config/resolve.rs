@@ -408,6 +408,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         .ok()
         .filter(|k| !k.is_empty());
     let (phase, accuracy) = accuracy_phase(p, dataset.as_ref(), &mut errs, &mut warnings);
+    check_events(events, (mlperf, phase), p.record_output, &mut errs);
     let dataset = dataset.and_then(|d| {
         with_prompt_template(d, p.prompt_template.as_ref())
             .map_err(|e| errs.at("prompt_template", unflag(e, "--prompt-template")))
@@ -501,6 +502,33 @@ fn with_prompt_template(d: DatasetSpec, template: Option<&String>) -> Result<Dat
     match template {
         Some(t) if !own => d.with_template(Some(t.clone())),
         _ => Ok(d),
+    }
+}
+
+/// `--events` leaves requests out of events.jsonl; what reads every
+/// request's line must not run without it.
+fn check_events(
+    events: EventsMode,
+    (mlperf, phase): (bool, Phase),
+    record_output: Option<bool>,
+    errs: &mut Errors,
+) {
+    if events == EventsMode::All {
+        return;
+    }
+    if mlperf || phase.runs_accuracy() {
+        errs.at(
+            "events",
+            format!(
+                "{}: MLPerf mode and accuracy phases need every request's line in events.jsonl (sample_idx_map.json and the verdicts join on it): use --events all",
+                events.name()
+            ),
+        );
+    } else if events == EventsMode::None && record_output == Some(true) {
+        errs.at(
+            "events",
+            "none: --record-output keeps each response's text in events.jsonl, which --events none does not write (--events errors keeps the failed requests')",
+        );
     }
 }
 

@@ -106,6 +106,18 @@ fn field(line: &[u8]) -> Field {
     }
 }
 
+/// Where the line starting `rest` ends: its terminator's offset. A blank
+/// line (the one ending each event, right after its last field) is told
+/// without a search.
+#[inline(always)]
+fn line_end(rest: &[u8]) -> Option<usize> {
+    match rest.first() {
+        Some(b'\n' | b'\r') => Some(0),
+        Some(_) => memchr::memchr2(b'\n', b'\r', rest),
+        None => None,
+    }
+}
+
 /// Skips the one optional space after the colon at `after_colon - 1`.
 #[inline]
 fn value_start(line: &[u8], after_colon: usize) -> usize {
@@ -199,7 +211,7 @@ impl SseSplitter {
         }
 
         let mut in_input = InInput::default();
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', &input[pos..]) {
+        while let Some(end) = line_end(&input[pos..]) {
             let start = pos;
             let end = pos + end;
             pos = self.skip_line_end(input, end);

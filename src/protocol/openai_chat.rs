@@ -33,6 +33,14 @@ static TAIL_KEYS: [&[u8]; 4] = [
     b"usage",
 ];
 
+/// How a plain text chunk ends after its text's closing quote, as vLLM
+/// and the built-in server write it: nothing `TAIL_KEYS` asks for can be in
+/// these bytes (a test runs the walk over them), so the walk is skipped.
+static PLAIN_TAILS: [&[u8]; 2] = [
+    br#"},"logprobs":null,"finish_reason":null}]}"#,
+    br#"},"finish_reason":null}]}"#,
+];
+
 /// The `openai-chat` wire format.
 pub(crate) struct OpenAiChat;
 
@@ -86,25 +94,24 @@ impl Protocol for OpenAiChat {
             && !text.is_empty()
         {
             info.text = text;
-            let tail = scan::after(data, text);
+            let tail = scan::after(data, text).get(1..).unwrap_or_default();
+            if PLAIN_TAILS.contains(&tail) {
+                return info;
+            }
             let mut reasoning_content = false;
-            scan::find_each(
-                tail.get(1..).unwrap_or_default(),
-                &TAIL_KEYS,
-                |k, v| match (k, v) {
-                    (0, Some(V::Str(r))) => {
-                        info.reasoning = r;
-                        reasoning_content = true;
-                    }
-                    (1, Some(V::Str(r))) if !reasoning_content => info.reasoning = r,
-                    (2, Some(V::Str(r))) => info.finish = Some(Finish::from_reason(r)),
-                    (3, Some(V::Object(u))) => {
-                        info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
-                        info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
-                    }
-                    _ => {}
-                },
-            );
+            scan::find_each(tail, &TAIL_KEYS, |k, v| match (k, v) {
+                (0, Some(V::Str(r))) => {
+                    info.reasoning = r;
+                    reasoning_content = true;
+                }
+                (1, Some(V::Str(r))) if !reasoning_content => info.reasoning = r,
+                (2, Some(V::Str(r))) => info.finish = Some(Finish::from_reason(r)),
+                (3, Some(V::Object(u))) => {
+                    info.prompt_tokens = scan::find_u32(u, &PROMPT_TOKENS);
+                    info.completion_tokens = scan::find_u32(u, &COMPLETION_TOKENS);
+                }
+                _ => {}
+            });
             return info;
         }
         // Chunks without text (role, reasoning, tool calls, finish, usage,
@@ -238,6 +245,23 @@ mod tests {
         let continuous = br#"{"choices":[{"delta":{"content":"ab"}}],"usage":{"prompt_tokens":3,"completion_tokens":9}}"#;
         let c = event(continuous);
         assert_eq!((c.text, c.completion_tokens), (&b"ab"[..], Some(9)));
+    }
+
+    #[test]
+    fn plain_tails_hold_nothing_the_walk_reads() {
+        for tail in PLAIN_TAILS {
+            scan::find_each(tail, &TAIL_KEYS, |k, v| panic!("{k}: {v:?}"));
+            // The text ends in an escaped quote and an escaped backslash.
+            let mut data = br#"{"choices":[{"index":0,"delta":{"content":"a\"b\\"#.to_vec();
+            data.push(b'"');
+            data.extend_from_slice(tail);
+            let e = event(&data);
+            assert_eq!(e.text, br#"a\"b\\"#);
+            assert_eq!((e.finish, e.completion_tokens), (None, None));
+        }
+        // A tail that differs by a byte is walked as before.
+        let fin = br#"{"choices":[{"index":0,"delta":{"content":"x"},"logprobs":null,"finish_reason":"stop"}]}"#;
+        assert_eq!(event(fin).finish, Some(Finish::Stop));
     }
 
     #[test]

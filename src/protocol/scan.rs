@@ -241,7 +241,26 @@ fn value_at(json: &[u8], i: usize) -> Option<Value<'_>> {
 }
 
 /// Index of the closing quote of a string whose contents start at `i`.
+#[inline]
 fn string_end(json: &[u8], mut i: usize) -> Option<usize> {
+    // A token's text is a few bytes: looked at one by one before paying
+    // for a vector search's set-up.
+    for (k, &b) in json.get(i..)?.iter().take(SHORT_STRING).enumerate() {
+        match b {
+            b'"' => return Some(i + k),
+            b'\\' => return string_end_long(json, i + k),
+            _ => {}
+        }
+    }
+    i = (i + SHORT_STRING).min(json.len());
+    string_end_long(json, i)
+}
+
+/// Strings up to this many bytes are read without `memchr`.
+const SHORT_STRING: usize = 16;
+
+/// `string_end` from `i`, by vector search.
+fn string_end_long(json: &[u8], mut i: usize) -> Option<usize> {
     loop {
         let rel = memchr::memchr2(b'"', b'\\', &json[i..])?;
         i += rel;
@@ -401,6 +420,27 @@ mod tests {
                 "{fastest:?} for {} bytes",
                 json.len()
             );
+        }
+    }
+
+    /// Strings shorter and longer than `SHORT_STRING`, with an escaped
+    /// quote or backslash anywhere, end where they end.
+    #[test]
+    fn strings_around_the_short_length() {
+        for n in 0..3 * SHORT_STRING {
+            for at in [None, Some(0), Some(n / 2), Some(n.saturating_sub(1))] {
+                for esc in [&br#"\""#[..], br"\\"] {
+                    let mut text = vec![b'x'; n];
+                    if let Some(at) = at.filter(|_| n > 0) {
+                        text.splice(at..=at, esc.iter().copied());
+                    }
+                    let mut j = br#"{"a":""#.to_vec();
+                    j.extend_from_slice(&text);
+                    j.extend_from_slice(br#"","b":1}"#);
+                    assert_eq!(find(&j, &A), Some(Value::Str(&text)), "{n} {at:?}");
+                    assert_eq!(find(&j[..j.len() - 8], &A), None, "{n} {at:?} cut");
+                }
+            }
         }
     }
 

@@ -6,10 +6,17 @@
 //! waits on a disk or a terminal: if the sink ever falls behind, lines are
 //! dropped and counted — never silently. The file is flushed at least every second and synced at
 //! the end, so a crash loses at most the last second of lines.
+//!
+//! `--events` picks which requests get a line: all of them, only the failed
+//! ones (`errors`), or none (no file at all; the sink then only draws the
+//! live view). A request left out is dropped by the collector before it is
+//! copied for the sink, so a smaller log also costs less. Lines are written
+//! by hand with a byte writer into one large buffer that goes out in big
+//! blocks: no `fmt` machinery and no JSON tree per line.
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
@@ -23,6 +30,7 @@ use crate::ascii::push_u64;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
+use crate::plan::EventsMode;
 use crate::protocol::Finish;
 use crate::protocol::json::unescape;
 use crate::report::live::{self, LiveView};
@@ -115,14 +123,49 @@ impl Gate {
 }
 
 /// What the events log ended up holding: the summary's `events`.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub(crate) struct EventsStats {
+    /// Which requests got a line (`--events`): `all`, `errors` or `none`
+    /// (then `path` is empty: no file was written).
+    pub mode: String,
     pub path: String,
     pub written: u64,
     pub dropped: u64,
     /// Why the file could not be written, if it could not.
     pub error: Option<String>,
+}
+
+impl Default for EventsStats {
+    /// A summary written before `--events` existed logged every request.
+    fn default() -> Self {
+        EventsStats {
+            mode: EventsMode::All.name().to_string(),
+            path: String::new(),
+            written: 0,
+            dropped: 0,
+            error: None,
+        }
+    }
+}
+
+impl EventsStats {
+    /// Stats of a log that `mode` leaves as it is in `dir` (no request ran).
+    pub(crate) fn untouched(dir: &Path, mode: EventsMode) -> EventsStats {
+        EventsStats {
+            mode: mode.name().to_string(),
+            path: log_path(dir, mode),
+            ..EventsStats::default()
+        }
+    }
+}
+
+/// The log's path as the summary names it: empty when none is written.
+fn log_path(dir: &Path, mode: EventsMode) -> String {
+    match mode {
+        EventsMode::None => String::new(),
+        _ => dir.join("events.jsonl").display().to_string(),
+    }
 }
 
 /// The observer `bench` hands to the engine.
@@ -132,6 +175,7 @@ pub(crate) struct RunObserver {
     dropped: Arc<AtomicU64>,
     gate: Arc<Gate>,
     record_output: bool,
+    mode: EventsMode,
     live: LiveView,
     /// Every measured request's id and dataset row (MLPerf mode's
     /// `sample_idx_map.json`), kept here rather than by the sink, which may
@@ -158,16 +202,17 @@ struct Context {
     stages: Vec<String>,
     phase: EventsPhase,
     /// Add to a CLOCK_MONOTONIC ns value for Unix ns.
-    mono_to_unix: i128,
+    mono_to_unix: i64,
 }
 
 impl RunObserver {
-    /// Creates `events.jsonl` in `dir` and starts the sink thread.
+    /// Creates `events.jsonl` in `dir` (unless `mode` is `None`) and starts
+    /// the sink thread.
     pub(crate) fn start(
         dir: &Path,
-        scenarios: &[String],
-        stages: &[String],
+        (scenarios, stages): (&[String], &[String]),
         record_output: bool,
+        mode: EventsMode,
         wall_ns: u64,
         mono_ns: u64,
     ) -> Result<RunObserver, String> {
@@ -176,7 +221,7 @@ impl RunObserver {
         Self::start_with(
             dir,
             names,
-            record_output,
+            (record_output, mode),
             clocks,
             EventsPhase::Performance,
             QUEUE_BYTES,
@@ -194,24 +239,34 @@ impl RunObserver {
         mono_ns: u64,
     ) -> Result<RunObserver, String> {
         let names = (scenarios, stages);
-        Self::start_with(dir, names, true, (wall_ns, mono_ns), phase, QUEUE_BYTES)
+        let keep = (true, EventsMode::All);
+        Self::start_with(dir, names, keep, (wall_ns, mono_ns), phase, QUEUE_BYTES)
     }
 
     /// `start`, with the queue bounded at `queue_bytes`.
     fn start_with(
         dir: &Path,
         (scenarios, stages): (&[String], &[String]),
-        record_output: bool,
+        (record_output, mode): (bool, EventsMode),
         (wall_ns, mono_ns): (u64, u64),
         phase: EventsPhase,
         queue_bytes: usize,
     ) -> Result<RunObserver, String> {
         let path = dir.join("events.jsonl");
-        let file = match phase {
-            EventsPhase::Performance => File::create(&path),
-            EventsPhase::Accuracy(_) => File::options().create(true).append(true).open(&path),
+        let file = match (mode, &phase) {
+            (EventsMode::None, _) => None,
+            (_, EventsPhase::Performance) => Some(File::create(&path)),
+            (_, EventsPhase::Accuracy(_)) => {
+                Some(File::options().create(true).append(true).open(&path))
+            }
         }
+        .transpose()
         .map_err(|e| format!("{}: {e}", path.display()))?;
+        let stats = EventsStats {
+            mode: mode.name().to_string(),
+            path: log_path(dir, mode),
+            ..EventsStats::default()
+        };
         let (tx, rx) = sync_channel(QUEUE);
         let dropped = Arc::new(AtomicU64::new(0));
         let gate = Arc::new(Gate {
@@ -223,11 +278,11 @@ impl RunObserver {
             scenarios: scenarios.to_vec(),
             stages: stages.to_vec(),
             phase,
-            mono_to_unix: wall_ns as i128 - mono_ns as i128,
+            mono_to_unix: wall_ns as i64 - mono_ns as i64,
         };
         let thread = std::thread::Builder::new()
             .name("llmload-sink".into())
-            .spawn(move || sink(rx, file, path, ctx, &sink_gate))
+            .spawn(move || sink(rx, file, stats, ctx, &sink_gate))
             .map_err(|e| format!("starting the events writer: {e}"))?;
         Ok(RunObserver {
             tx: Some(tx),
@@ -235,6 +290,7 @@ impl RunObserver {
             dropped,
             gate,
             record_output,
+            mode,
             live: LiveView::Lines,
             sample_rows: None,
         })
@@ -297,6 +353,14 @@ impl RunObserver {
         {
             rows.push((sample_uuid(&e.conv_id, e.turn), e.row));
         }
+        let logged = match self.mode {
+            EventsMode::All => true,
+            EventsMode::Errors => e.sample.error.is_some(),
+            EventsMode::None => false,
+        };
+        if !logged {
+            return;
+        }
         let line = Line {
             sample: e.sample,
             seq: e.seq,
@@ -327,18 +391,20 @@ impl Observer for RunObserver {
     }
 }
 
-fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate) -> EventsStats {
-    let mut stats = EventsStats {
-        path: path.display().to_string(),
-        ..EventsStats::default()
-    };
-    let mut file = file;
+fn sink(
+    rx: Receiver<Msg>,
+    mut file: Option<File>,
+    mut stats: EventsStats,
+    ctx: Context,
+    gate: &Gate,
+) -> EventsStats {
     // Lines are formatted straight into one buffer that is written out when
     // it fills or a second has passed: no per-line copy, one write per batch.
     let mut buf: Vec<u8> = Vec::with_capacity(BATCH + 4096);
     let mut pending = 0u64;
     let mut last_flush = Instant::now();
     let mut write_out = |buf: &mut Vec<u8>, pending: &mut u64, stats: &mut EventsStats| {
+        let Some(file) = file.as_mut() else { return };
         match file.write_all(buf) {
             Ok(()) => stats.written += *pending,
             Err(e) => {
@@ -399,7 +465,7 @@ fn sink(rx: Receiver<Msg>, file: File, path: PathBuf, ctx: Context, gate: &Gate)
     // The block goes before the final report is printed.
     let _ = std::io::stderr().write_all(live::erase(drawn).as_bytes());
     write_out(&mut buf, &mut pending, &mut stats);
-    if let Err(e) = file.sync_all() {
+    if let Some(Err(e)) = file.as_ref().map(File::sync_all) {
         stats.error.get_or_insert_with(|| e.to_string());
     }
     stats
@@ -439,7 +505,8 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     w.boolean("warmup", l.stage.is_none());
     w.uint("turn", l.turn as u64);
     w.boolean("stream", s.streamed);
-    let unix_us = |t: u64| (t != 0).then(|| ((t as i128 + ctx.mono_to_unix) / 1000) as u64);
+    // Unix ns fit an i64 until 2262: no 128-bit division per field.
+    let unix_us = |t: u64| (t != 0).then(|| (t as i64 + ctx.mono_to_unix) as u64 / 1000);
     let gap_us = |a: u64, b: u64| (a != 0 && b >= a).then(|| (b - a) / 1000);
     w.millis("scheduled_ms", unix_us(s.t_sched));
     w.millis("sent_ms", unix_us(s.t_send));
@@ -547,8 +614,13 @@ impl<'a> JsonLine<'a> {
         self.out.push(b'"');
     }
 
+    /// A string, escaped as JSON needs; names and error classes need no
+    /// escaping, so they are copied without going through serde.
     fn opt_str(&mut self, k: &str, v: Option<&str>) {
         match v {
+            Some(v) if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') => {
+                self.raw_str(k, v.as_bytes());
+            }
             Some(v) => {
                 self.key(k);
                 serde_json::to_writer(&mut *self.out, v).expect("a string serializes");
@@ -665,9 +737,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let names = (&["s".to_string()][..], &["m".to_string()][..]);
         let limit = 64 << 10;
-        let mut obs =
-            RunObserver::start_with(&dir, names, true, (0, 0), EventsPhase::Performance, limit)
-                .unwrap();
+        let mut obs = RunObserver::start_with(
+            &dir,
+            names,
+            (true, EventsMode::All),
+            (0, 0),
+            EventsPhase::Performance,
+            limit,
+        )
+        .unwrap();
         // A line over the bound is dropped and counted; lines under it go.
         obs.request(&line(limit));
         obs.request(&line(100));

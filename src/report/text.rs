@@ -487,6 +487,19 @@ fn generator(o: &mut String, s: &Summary) {
         let sqpoll = if g.io.sqpoll { " with SQPOLL" } else { "" };
         let _ = writeln!(o, "  io {}{sqpoll} ({})", g.io.backend, g.io.reason);
     }
+    match s.events.mode.as_str() {
+        "errors" => {
+            let _ = writeln!(
+                o,
+                "  events.jsonl: failed requests only (--events errors), {} line(s)",
+                s.events.written
+            );
+        }
+        "none" => {
+            let _ = writeln!(o, "  events.jsonl: not written (--events none)");
+        }
+        _ => {}
+    }
     if g.limits.is_empty() {
         let _ = writeln!(
             o,

@@ -377,19 +377,13 @@ fn execute(
         // each worker is a copy of a single-threaded process.
         let workers = supervisor::spawn(&plan)?;
         let scraper = watch.start();
+        let scenarios: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
+        let stages: Vec<String> = plan.stages.iter().map(|s| s.name.clone()).collect();
         let mut observer = RunObserver::start(
             &out,
-            &plan
-                .scenarios
-                .iter()
-                .map(|s| s.name.clone())
-                .collect::<Vec<_>>(),
-            &plan
-                .stages
-                .iter()
-                .map(|s| s.name.clone())
-                .collect::<Vec<_>>(),
+            (&scenarios, &stages),
             cfg.record_output,
+            cfg.events,
             started_wall,
             started_ns,
         )?;
@@ -407,10 +401,7 @@ fn execute(
             thresholds_passed: true,
             ..RunResult::default()
         };
-        let events = EventsStats {
-            path: out.join("events.jsonl").display().to_string(),
-            ..EventsStats::default()
-        };
+        let events = EventsStats::untouched(&out, cfg.events);
         (result, Vec::new(), events)
     };
     let mut notes = notes(cfg, sized_why.clone());

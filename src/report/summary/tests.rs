@@ -192,6 +192,7 @@ fn info() -> RunInfo {
             written: 80,
             dropped: 2,
             error: None,
+            ..EventsStats::default()
         },
         notes: vec!["a note".into()],
     }
