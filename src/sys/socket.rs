@@ -143,7 +143,11 @@ pub(crate) fn connect_bound(
 
 /// [`connect_bound`]'s socket before its connect, for a backend that
 /// connects by itself (io_uring).
-pub(crate) fn bound_port(addr: SocketAddr, source: Option<IpAddr>, port: u16) -> io::Result<OwnedFd> {
+pub(crate) fn bound_port(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    port: u16,
+) -> io::Result<OwnedFd> {
     let fd = socket_for(&addr)?;
     set_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     let ip = source.unwrap_or(match addr {
