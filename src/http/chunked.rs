@@ -134,14 +134,8 @@ impl ChunkedDecoder {
                         // The next span is for the next call.
                         break;
                     }
-                    let avail = input.len() - pos;
-                    let take = usize::try_from(self.remaining).map_or(avail, |r| r.min(avail));
-                    data = &input[pos..pos + take];
-                    pos += take;
-                    self.remaining -= take as u64;
-                    if self.remaining == 0 {
-                        self.state = State::DataCr;
-                    }
+                    data = self.take_data(&input[pos..]);
+                    pos += data.len();
                     continue;
                 }
                 State::DataCr => match b {
@@ -202,17 +196,24 @@ impl ChunkedDecoder {
     /// error) and leaves that to the byte-level machine, in the same state
     /// as the machine would have reached; `None` when it could take nothing.
     #[inline]
+    /// As much of the current chunk's data as `input` holds, from its
+    /// start; the chunk's end moves the state on to its CR LF.
+    fn take_data<'a>(&mut self, input: &'a [u8]) -> &'a [u8] {
+        let take = usize::try_from(self.remaining).map_or(input.len(), |r| r.min(input.len()));
+        self.remaining -= take as u64;
+        if self.remaining == 0 {
+            self.state = State::DataCr;
+        }
+        &input[..take]
+    }
+
     fn fast<'a>(&mut self, input: &'a [u8]) -> Option<Decoded<'a>> {
         let mut pos = self.fast_framing(input);
         let mut data: &'a [u8] = &[];
         if self.state == State::Data && pos < input.len() {
-            let avail = input.len() - pos;
-            let take = usize::try_from(self.remaining).map_or(avail, |r| r.min(avail));
-            data = &input[pos..pos + take];
-            pos += take;
-            self.remaining -= take as u64;
-            if self.remaining == 0 {
-                self.state = State::DataCr;
+            data = self.take_data(&input[pos..]);
+            pos += data.len();
+            if self.state == State::DataCr {
                 pos += self.fast_framing(&input[pos..]);
             }
         }

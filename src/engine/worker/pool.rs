@@ -275,23 +275,16 @@ impl Worker<'_> {
     }
 
     /// A socket connecting to `addr` from `source`: bound to the next port
-    /// of this worker's own when it has some (`engine::ports`; a port held
-    /// elsewhere is passed over, a few at most), else from a port the
-    /// kernel picks.
+    /// of this worker's own when it has some (`engine::ports`), else from a
+    /// port the kernel picks.
     pub(super) fn open(
         &mut self,
         addr: SocketAddr,
         source: Option<(usize, IpAddr)>,
     ) -> io::Result<TcpStream> {
-        let (k, ip) = source.map_or((0, None), |(k, ip)| (k, Some(ip)));
-        for _ in 0..PORT_TRIES {
-            let Some(port) = self.s.ports.next(k) else {
-                break;
-            };
-            match socket::connect_bound(addr, ip, port) {
-                Err(e) if socket::port_taken(&e) => {}
-                opened => return opened.map(TcpStream::from_std),
-            }
+        let ip = source.map(|(_, ip)| ip);
+        if let Some(opened) = self.own_port(source, |port| socket::connect_bound(addr, ip, port)) {
+            return opened.map(TcpStream::from_std);
         }
         match ip {
             None => TcpStream::connect(addr),
@@ -307,21 +300,35 @@ impl Worker<'_> {
         addr: SocketAddr,
         source: Option<(usize, IpAddr)>,
     ) -> io::Result<OwnedFd> {
-        let (k, ip) = source.map_or((0, None), |(k, ip)| (k, Some(ip)));
-        for _ in 0..PORT_TRIES {
-            let Some(port) = self.s.ports.next(k) else {
-                break;
-            };
-            match socket::bound_port(addr, ip, port) {
-                Err(e) if socket::port_taken(&e) => {}
-                bound => return bound,
-            }
+        let ip = source.map(|(_, ip)| ip);
+        if let Some(bound) = self.own_port(source, |port| socket::bound_port(addr, ip, port)) {
+            return bound;
         }
         let fd = socket::socket_for(&addr)?;
         if let Some(ip) = ip {
             socket::bind_source(&fd, ip)?;
         }
         Ok(fd)
+    }
+
+    /// `make` on the next of this worker's own ports for `source`, passing
+    /// over a port held elsewhere a few times at most; `None` when the
+    /// worker has no ports of its own (or all tried were taken): the
+    /// kernel picks.
+    fn own_port<T>(
+        &mut self,
+        source: Option<(usize, IpAddr)>,
+        make: impl Fn(u16) -> io::Result<T>,
+    ) -> Option<io::Result<T>> {
+        let k = source.map_or(0, |(k, _)| k);
+        for _ in 0..PORT_TRIES {
+            let port = self.s.ports.next(k)?;
+            match make(port) {
+                Err(e) if socket::port_taken(&e) => {}
+                made => return Some(made),
+            }
+        }
+        None
     }
 
     /// Slot `i`'s TCP connect succeeded (`readable`, `closed`: what the
