@@ -46,7 +46,7 @@ pub(crate) fn set_linger_zero(fd: RawFd) -> io::Result<()> {
 }
 
 /// A `sockaddr_storage` holding `addr`, and its length.
-fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {
@@ -205,13 +205,6 @@ fn start_connect(fd: &OwnedFd, addr: &SocketAddr) -> io::Result<()> {
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// The address family's own `sockaddr` for `addr` and its length, for a
-/// syscall made elsewhere (io_uring's connect).
-#[allow(dead_code, reason = "the io_uring backend's connect")]
-pub(crate) fn raw_sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    sockaddr(addr)
 }
 
 /// Binds `fd` to `source`, port chosen at connect (see `connect_from`).

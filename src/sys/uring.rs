@@ -31,7 +31,7 @@ use std::time::Duration;
 use io_uring::types::{CancelBuilder, Fixed, SubmitArgs, Timespec};
 use io_uring::{IoUring, Probe, cqueue, opcode, squeue};
 
-use super::socket::raw_sockaddr;
+use super::socket::sockaddr;
 
 /// The buffer group of the worker's provided-buffer ring.
 const BGID: u16 = 0;
@@ -252,7 +252,7 @@ impl Ring {
     /// Connects registered socket `slot` to `addr`.
     pub(crate) fn connect(&mut self, slot: u32, addr: &SocketAddr, user_data: u64) {
         let a = &mut self.addrs[slot as usize];
-        *a = raw_sockaddr(addr);
+        *a = sockaddr(addr);
         let e = opcode::Connect::new(Fixed(slot), (&raw const a.0).cast(), a.1)
             .build()
             .user_data(user_data);

@@ -289,7 +289,7 @@ impl Worker<'_> {
         }
         match ud.op {
             Op::Connect => self.on_connected(i, c.result),
-            Op::Recv => self.on_received(i, c),
+            Op::Recv => self.on_received(i, ud, c),
             Op::Send if c.notif() => {}
             Op::Send => self.on_sent(i, c.result),
             Op::Poll => {
@@ -368,8 +368,7 @@ impl Worker<'_> {
         }
     }
 
-    fn on_received(&mut self, i: usize, c: Completion) {
-        let ud = UserData::decode(c.user_data).expect("decoded before");
+    fn on_received(&mut self, i: usize, ud: UserData, c: Completion) {
         match (c.result, c.buffer()) {
             (n, Some(bid)) if n > 0 => {
                 self.take_buffer(i, bid, n as usize);
