@@ -18,6 +18,7 @@ pub(crate) mod live;
 pub(crate) mod mlperf;
 pub(crate) mod prom;
 pub(crate) mod slices;
+pub(crate) mod state;
 pub(crate) mod summary;
 pub(crate) mod text;
 pub(crate) mod timeline_csv;
@@ -62,6 +63,10 @@ pub(crate) struct RunInfo {
     pub metrics_preset: crate::plan::MetricsPreset,
     /// The I/O backend the workers ran, and why.
     pub io: summary::IoSummary,
+    /// This run is one shard of a larger one.
+    pub shard: Option<summary::shard::ShardSummary>,
+    /// This run was merged from shards.
+    pub merged: Option<summary::shard::MergedSummary>,
 }
 
 /// A finished run rendered: its summary and every file made from it, ready
@@ -150,6 +155,8 @@ mod tests {
             server_metrics: None,
             metrics_preset: Default::default(),
             io: Default::default(),
+            shard: None,
+            merged: None,
         }
     }
 

@@ -16,6 +16,7 @@ pub(crate) mod definitions;
 pub(crate) mod distributions;
 pub(crate) mod goodput;
 pub(crate) mod server;
+pub(crate) mod shard;
 pub(crate) mod timeline;
 
 use std::collections::BTreeMap;
@@ -113,6 +114,16 @@ pub(crate) struct Summary {
     /// stay ours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headline: Option<definitions::Headline>,
+    /// This run was one shard of a larger one (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shard::ShardSummary>,
+    /// This run was merged from its shards (`llmload merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<shard::MergedSummary>,
+    /// What a merge needs beyond the rendered numbers; absent from
+    /// summaries older than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<super::state::RunState>,
 }
 
 fn yes() -> bool {
@@ -576,6 +587,9 @@ impl Summary {
             server_metrics: info.server_metrics.clone(),
             definitions: definitions.clone(),
             headline: definitions.map(|d| d.headline()),
+            shard: info.shard.clone(),
+            merged: info.merged.clone(),
+            state: None,
         }
     }
 

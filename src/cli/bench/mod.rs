@@ -481,6 +481,8 @@ fn execute(
             .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
         io: crate::report::summary::IoSummary::of(&io_chosen),
+        shard: None,
+        merged: None,
     };
     // The report is printed before any file is written, so a disk that
     // cannot take the files (full, read-only) loses none of the numbers.

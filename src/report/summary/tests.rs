@@ -171,6 +171,8 @@ fn info() -> RunInfo {
         server_metrics: None,
         metrics_preset: Default::default(),
         io: Default::default(),
+        shard: None,
+        merged: None,
         config: json!({"api": "openai-chat", "model": "m", "stream": true}),
         target: "http://127.0.0.1:8000/v1/chat/completions (openai-chat, model m)".into(),
         started_wall_ns: 1_700_000_000_000_000_000,
