@@ -90,6 +90,7 @@ fn fleet(server: &Server, args: &[&str]) -> (Vec<ShardRun>, u64) {
         assert_eq!(u(&sh["start_at_unix_ns"]), at_ns, "{sh}");
         assert_eq!(sh["run_id"], runs[0].summary["shard"]["run_id"]);
         assert_eq!(r.summary["complete"], true);
+        crate::report::assert_valid(&r.summary);
     }
     (runs, at_ns)
 }
@@ -266,6 +267,9 @@ fn bench_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     wait_run(child, out, LIMIT)
 }
 
+/// Extra flags, the variables set, and the (index, count, source) expected.
+type AutoCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], (u64, u64, &'a str));
+
 #[test]
 fn auto_reads_each_schedulers_variables() {
     let server = Server::start(&["--ttft", "0", "--tpot", "0"]);
@@ -286,7 +290,7 @@ fn auto_reads_each_schedulers_variables() {
         "--shard",
         "auto",
     ];
-    let cases: &[(&[&str], &[(&str, &str)], (u64, u64, &str))] = &[
+    let cases: &[AutoCase<'_>] = &[
         (
             &["--shards", "3"],
             &[("JOB_COMPLETION_INDEX", "1")],

@@ -408,7 +408,11 @@ fn execute(
     let mut scraped = None;
     let (mut result, sample_rows, mut events) = if cfg.phase.runs_perf() {
         errln!(
-            "llmload: {} against {} (Ctrl-C stops and reports)",
+            "llmload: {}{} against {} (Ctrl-C stops and reports)",
+            cfg.shard.as_ref().map_or(String::new(), |s| format!(
+                "shard {} of {}: ",
+                s.index, s.count
+            )),
             describe(cfg, &plan.stages),
             built.url
         );
