@@ -359,6 +359,9 @@ fn auto_reads_each_schedulers_variables() {
 #[test]
 fn bad_shard_and_start_flags_are_named() {
     let (far, _) = start_in(48 * 3600 * 1000);
+    let two_rows = temp_dir("shard-two-rows").join("two.jsonl");
+    std::fs::write(&two_rows, "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n").unwrap();
+    let two_rows = two_rows.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--shard", "0/3"], "--shard"),
         (&["--shard", "4/3"], "--shard"),
@@ -368,6 +371,10 @@ fn bad_shard_and_start_flags_are_named() {
         (&["--start-at", "2026-13-01T00:00:00Z"], "--start-at"),
         (&["--start-at", far.as_str()], "24 h"),
         (&["--shard", "9/9", "--concurrency", "4"], "--shard"),
+        (
+            &["--shard", "1/3", "--dataset", two_rows],
+            "2 dataset row(s)",
+        ),
     ];
     for (args, named) in cases {
         let mut all = args.to_vec();

@@ -26,7 +26,6 @@ use crate::config::mlperf as mlperf_config;
 use crate::config::mlperf::AuditBlock;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
-use crate::engine::conversation::TurnSource;
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
@@ -349,15 +348,17 @@ fn execute(
     // Sized for the whole run (a count rounded to whole passes over the
     // whole dataset), then split for a shard.
     let (mut stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
+    // A dataset file's rows (or conversations) must reach every shard;
+    // prompts made up or built in are shared whole when too few.
     let samples: Vec<(String, usize, bool)> = built
         .scenarios
         .iter()
         .map(|s| {
-            let conversations = s
-                .conversation
-                .as_ref()
-                .is_some_and(|c| matches!(c.turns, TurnSource::Conversations(_)));
-            (s.name.clone(), s.samples(), s.rows || conversations)
+            let file = built
+                .datasets
+                .iter()
+                .any(|d| d.scenario == s.name && matches!(d.source, build::Source::File { .. }));
+            (s.name.clone(), s.samples(), file)
         })
         .collect();
     // The run's count, the same in every shard's config.
