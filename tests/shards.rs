@@ -243,6 +243,15 @@ fn offline_shards_take_every_dataset_row_once() {
         }
     }
     assert_eq!(seen.len(), rows, "{seen:?}");
+    let ids: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| {
+            r.events
+                .iter()
+                .map(|e| e["conversation_id"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(ids.len(), rows, "conversation ids are unique across shards");
     assert!(seen.values().all(|&n| n == 1), "{seen:?}");
 }
 

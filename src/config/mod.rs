@@ -233,6 +233,10 @@ impl BenchConfig {
             }
         }
         o.insert("out".into(), out.display().to_string().into());
+        // The instant, however it was written.
+        if let Some(ns) = self.start_at_ns {
+            o.insert("start_at".into(), crate::clock::format_rfc3339(ns).into());
+        }
         if o.contains_key("api_key") || self.api_key.is_some() {
             o.insert("api_key".into(), REDACTED.into());
         }

@@ -100,7 +100,7 @@ pub(super) fn start_note(cfg: &BenchConfig, result: &RunResult) -> Vec<String> {
     let mut out = Vec::new();
     if late > LATE_NS {
         let text = format!(
-            "started {:.3} s after --start-at {}: the instant had passed when the workers were ready, so the schedule started at once",
+            "started {:.3} s after --start-at {}: late (the instant had passed when the workers were ready, or the host was too busy to start on time)",
             late as f64 / 1e9,
             format_rfc3339(at)
         );
