@@ -145,6 +145,14 @@ impl BenchConfig {
         Ok(())
     }
 
+    /// The connections this process opens: its shard's part of the run's.
+    pub(crate) fn own_connections(&self) -> usize {
+        match &self.shard {
+            Some(s) => s.share_at_least_1(self.connections as u64) as usize,
+            None => self.connections,
+        }
+    }
+
     /// The stages as they run: the first one sized by the run-length rule
     /// for content of `samples` distinct prompts, `rows` of which make one
     /// dataset pass (`None`: generated prompts, no passes); and why, for

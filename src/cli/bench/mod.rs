@@ -299,8 +299,9 @@ fn configure_as(
     for w in &cfg.warnings {
         errln!("llmload bench: warning: {w}");
     }
-    check_host(&cfg, fd_limit)?;
+    // The shard first: the host needs room for its part of the run only.
     cfg.place_shard(given, &|name| std::env::var(name).ok())?;
+    check_host(&cfg, fd_limit)?;
     shard::check_start(&cfg, wall_ns())?;
     Ok(cfg)
 }

@@ -62,7 +62,7 @@ pub(super) fn part(
         }
     }
     Ok(Part {
-        connections: shard.share_at_least_1(cfg.connections as u64) as usize,
+        connections: cfg.own_connections(),
         openloop_max_inflight: cfg.openloop_max_inflight.map(|m| shard.share_at_least_1(m)),
         warmup_requests: shard.share(cfg.warmup_requests),
         scheduler_seed: shard.seed(cfg.scheduler_seed),

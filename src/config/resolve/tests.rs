@@ -615,3 +615,12 @@ fn a_sharded_accuracy_phase_is_refused_and_auto_reads_the_env() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_shard_needs_descriptors_for_its_part_only() {
+    let mut cfg = resolved(r#"{"shard": "1/4", "connections": 4000, "workers": 1}"#);
+    assert!(check_host(&cfg, 3_000).is_err());
+    cfg.place_shard("flag", &|_| None).unwrap();
+    assert_eq!(cfg.own_connections(), 1_000);
+    assert!(check_host(&cfg, 3_000).is_ok());
+}
