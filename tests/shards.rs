@@ -158,7 +158,7 @@ fn uniform_shards_interleave_into_one_even_schedule() {
         .map(|r| u(&r.summary["shard"]["started_unix_ns"]))
         .collect();
     let skew = starts.iter().max().unwrap() - starts.iter().min().unwrap();
-    assert!(skew < 10_000_000, "shards started {skew} ns apart");
+    assert!(skew < 15_000_000, "shards started {skew} ns apart");
     assert!(
         starts.iter().all(|&s| s >= at_ns),
         "{starts:?} before {at_ns}"

@@ -15,6 +15,12 @@ use crate::clock::{now_ns, wall_ns};
 const SPIN_NS: u64 = 2_000_000;
 /// Longest sleep, so a signal during a long wait is noticed promptly.
 const MAX_SLEEP_NS: u64 = 50_000_000;
+/// Past the monotonic target, how long the wall clock may still be waited
+/// for: a clock NTP slews (at most 500 ppm) lags the conversion by less
+/// than this over a wait of 10 s. A longer lag (a long wait, a clock
+/// stepped back) is not waited out: the start is then early by the wall
+/// clock, and `start_late_ns` says by how much.
+const WALL_CATCH_UP_NS: u64 = 5_000_000;
 
 /// Waits until the wall clock reads `start_at_unix_ns` (at once when it
 /// has passed) or a signal beyond those already counted arrives.
@@ -24,7 +30,14 @@ pub(super) fn wait_until(start_at_unix_ns: u64, signals: &AtomicU32) {
     let target = mono.saturating_add(start_at_unix_ns.saturating_sub(wall));
     loop {
         let now = now_ns();
-        if now >= target || signals.load(Ordering::Relaxed) > seen {
+        if signals.load(Ordering::Relaxed) > seen {
+            return;
+        }
+        if now >= target {
+            // Never early by the wall clock, which is what shards compare.
+            while wall_ns() < start_at_unix_ns && now_ns() < target + WALL_CATCH_UP_NS {
+                std::hint::spin_loop();
+            }
             return;
         }
         let left = target - now;
