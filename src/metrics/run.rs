@@ -228,6 +228,7 @@ pub(crate) struct StageResult {
 /// What a run produced.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RunResult {
+    /// CLOCK_REALTIME ns at `run_start_ns`, read with it.
     pub started_wall_ns: u64,
     /// CLOCK_MONOTONIC ns when the parent's loop began (after the fork):
     /// time zero of the timeline and of the server metrics' points.
@@ -250,7 +251,8 @@ pub(crate) struct RunResult {
     pub complete: bool,
     /// Why not, in the order the report lists them.
     pub incomplete_reasons: Vec<Incomplete>,
-    /// Start of run to first request on the wire, ns.
+    /// Start of run to first request on the wire, ns (a `--start-at` wait
+    /// left out).
     pub startup_ns: u64,
     /// Each endpoint's share of the measured requests, in the order of
     /// `Plan::endpoints`.
