@@ -20,6 +20,7 @@ mod report;
 pub mod rng;
 pub mod scrape;
 pub mod server;
+mod shard;
 pub mod shm;
 pub mod sys;
 mod tls;

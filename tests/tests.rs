@@ -38,6 +38,7 @@ mod scenarios;
 mod secrets;
 mod serve;
 mod server_metrics;
+mod shards;
 mod timeline;
 mod timing;
 mod tls;

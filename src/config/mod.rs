@@ -99,6 +99,15 @@ pub(crate) struct BenchConfig {
     pub accuracy: Vec<AccuracySpec>,
     /// Said before the run starts; none stops it.
     pub warnings: Vec<String>,
+    /// `shard` as written; `auto` is read from the environment by
+    /// [`BenchConfig::place_shard`], which fills `shard`.
+    pub shard_spec: Option<crate::shard::ShardSpec>,
+    /// `shards`: the count `auto` needs under an Indexed Job.
+    pub shards: Option<u32>,
+    /// This process's shard; `None`: the run is not sharded.
+    pub shard: Option<crate::shard::Shard>,
+    /// `start_at`, Unix ns: the schedule starts at this instant.
+    pub start_at_ns: Option<u64>,
 }
 
 /// Replaces credentials in a header object with [`REDACTED`].
@@ -113,6 +122,29 @@ fn redact_headers(v: &mut Value) {
 }
 
 impl BenchConfig {
+    /// Settles which shard this process is (`auto` reads `env`); `given`
+    /// says where a fixed `I/N` came from (`flag` or `profile`). Refuses
+    /// what a shard cannot do: an accuracy phase over part of a dataset.
+    pub(crate) fn place_shard(
+        &mut self,
+        given: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), String> {
+        let Some(spec) = self.shard_spec else {
+            return Ok(());
+        };
+        let shard = crate::shard::resolve(spec, self.shards, given, env)?;
+        if shard.count > 1 && self.phase.runs_accuracy() {
+            return Err(format!(
+                "--phase {} scores the whole accuracy dataset, which {} shards would each see only part of: run the accuracy phase unsharded (--phase perf for the shards)",
+                self.phase.name(),
+                shard.count
+            ));
+        }
+        self.shard = Some(shard);
+        Ok(())
+    }
+
     /// The stages as they run: the first one sized by the run-length rule
     /// for content of `samples` distinct prompts, `rows` of which make one
     /// dataset pass (`None`: generated prompts, no passes); and why, for

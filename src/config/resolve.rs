@@ -203,6 +203,38 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             Vec::new()
         })
     });
+    let shard_spec = p.shard.as_deref().and_then(|s| {
+        crate::shard::ShardSpec::parse(s)
+            .map_err(|e| errs.at("shard", e))
+            .ok()
+    });
+    if let Some(n) = p.shards
+        && !(1..=crate::shard::MAX_SHARDS).contains(&n)
+    {
+        errs.at(
+            "shards",
+            format!("{n}: expected 1 to {}", crate::shard::MAX_SHARDS),
+        );
+    }
+    if let (Some(crate::shard::ShardSpec::Fixed { index, count }), Some(n)) = (shard_spec, p.shards)
+        && n != count
+    {
+        errs.at(
+            "shards",
+            format!("{n} disagrees with shard {index}/{count}"),
+        );
+    }
+    if p.shards.is_some() && p.shard.is_none() {
+        errs.at(
+            "shards",
+            "without shard it means nothing: give shard auto or I/N",
+        );
+    }
+    let start_at_ns = p.start_at.as_deref().and_then(|s| {
+        crate::clock::parse_instant(s)
+            .map_err(|e| errs.at("start_at", e))
+            .ok()
+    });
     if p.server_metrics_interval.is_some_and(|d| d.0.is_zero()) {
         errs.at("server_metrics_interval", "0: expected a positive duration");
     }
@@ -491,6 +523,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         phase,
         accuracy,
         warnings,
+        shard_spec,
+        shards: p.shards,
+        shard: None,
+        start_at_ns,
         profile,
     })
 }

@@ -55,11 +55,18 @@ impl fmt::Display for Order {
     }
 }
 
-/// Hands out sample indices in the chosen order.
+/// Hands out sample indices in the chosen order. A shard's picker covers
+/// only its part of the samples (`Picker::part`): the indices `r` with
+/// `r % count == index`, in the same order over that subset, so the shards
+/// of a run together use every sample once per pass.
 #[derive(Clone, Debug)]
 pub struct Picker {
     order: Order,
+    /// Samples this picker covers.
     n: u32,
+    /// The sample index of position `j` is `offset + stride·j`.
+    offset: u32,
+    stride: u32,
     /// The current pass's permutation (shuffle only).
     perm: Vec<u32>,
     pos: u32,
@@ -73,6 +80,8 @@ impl Picker {
         let mut p = Picker {
             order,
             n,
+            offset: 0,
+            stride: 1,
             perm: Vec::new(),
             pos: 0,
             rng: Rng::seeded(seed ^ 0x6f72_6465_725f_7069),
@@ -84,8 +93,33 @@ impl Picker {
         p
     }
 
+    /// A picker over part `index` (from 0) of `count` of `n` samples: the
+    /// samples `r` with `r % count == index`. The caller checks that every
+    /// part has one (`n ≥ count`); `single:I` is not split.
+    pub fn part(order: Order, n: usize, seed: u64, index: u32, count: u32) -> Picker {
+        let count = count.max(1);
+        if count == 1 || matches!(order, Order::Single(_)) {
+            return Picker::new(order, n, seed);
+        }
+        let total = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        let mine = total / count + u32::from(index < total % count);
+        let mut p = Picker::new(order, mine as usize, seed);
+        p.offset = index;
+        p.stride = count;
+        p
+    }
+
     /// The next sample index, in `0..n`. No allocation after the first pass.
     pub fn next_index(&mut self) -> u32 {
+        let j = self.next_position();
+        match self.order {
+            Order::Single(i) => i,
+            _ => self.offset + self.stride * j,
+        }
+    }
+
+    /// The next position in this picker's own samples.
+    fn next_position(&mut self) -> u32 {
         match self.order {
             Order::Sequential => {
                 let i = self.pos;
@@ -143,6 +177,37 @@ mod tests {
         let distinct: std::collections::BTreeSet<_> = v.iter().collect();
         assert_eq!(distinct.len(), 10);
         assert_eq!(v, take(Order::Random, 10, 3, 1000));
+    }
+
+    #[test]
+    fn parts_cover_every_sample_once_per_pass() {
+        for order in [Order::Sequential, Order::Shuffle] {
+            for (n, count) in [(10usize, 3u32), (9, 3), (3, 3), (100, 7)] {
+                let mut all = Vec::new();
+                for index in 0..count {
+                    let mut p = Picker::part(order, n, 5, index, count);
+                    let mine = n as u32 / count + u32::from(index < n as u32 % count);
+                    let got: Vec<u32> = (0..mine).map(|_| p.next_index()).collect();
+                    assert!(got.iter().all(|r| r % count == index), "{got:?}");
+                    all.extend(got);
+                }
+                all.sort();
+                assert_eq!(
+                    all,
+                    (0..n as u32).collect::<Vec<_>>(),
+                    "{order} {n}/{count}"
+                );
+            }
+        }
+        let mut p = Picker::part(Order::Random, 20, 1, 2, 4);
+        assert!((0..200).all(|_| p.next_index() % 4 == 2));
+        let mut p = Picker::part(Order::Single(7), 20, 1, 2, 4);
+        assert_eq!(p.next_index(), 7);
+        let mut p = Picker::part(Order::Sequential, 5, 1, 0, 1);
+        assert_eq!(
+            (0..6).map(|_| p.next_index()).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4, 0]
+        );
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub(crate) struct Arrivals {
     rng: Rng,
     /// Index of the next uniform arrival.
     k: u64,
+    /// Where uniform arrivals fall between the points of the rate's own
+    /// grid, in `[0, 1)`: a shard's place among the others.
+    phase: f64,
     /// Position of the next Poisson arrival on the unit-rate time axis.
     x: f64,
     /// The last offset returned, to keep the sequence non-decreasing even if
@@ -147,17 +150,29 @@ impl Arrivals {
             shape,
             rng: Rng::seeded(seed),
             k: 0,
+            phase: 0.0,
             x: 0.0,
             last_ns: 0,
             done: matches!(shape, Shape::Empty),
         }
     }
 
+    /// Uniform arrivals at `k + phase` on the unit-rate axis instead of
+    /// `k`: shard `i` of `N` at rate/N with phase `(i−1)/N` takes arrivals
+    /// `i−1, i−1+N, …` of the full-rate schedule (a ramp's too, since its
+    /// `Λ` is divided by N with the rates). No effect on Poisson arrivals.
+    pub(crate) fn phased(mut self, phase: f64) -> Self {
+        if phase.is_finite() && (0.0..1.0).contains(&phase) {
+            self.phase = phase;
+        }
+        self
+    }
+
     /// The next point on the unit-rate axis: `k` or the Poisson process.
     fn next_x(&mut self) -> f64 {
         match self.kind {
             ArrivalKind::Uniform => {
-                let x = self.k as f64;
+                let x = self.k as f64 + self.phase;
                 self.k += 1;
                 x
             }
@@ -241,6 +256,30 @@ mod tests {
     /// `Λ(t)` for a ramp, `t` in seconds (the reference the tests count against).
     fn ramp_cumulative(a: f64, b: f64, d_s: f64, t: f64) -> f64 {
         a * t + (b - a) * t * t / (2.0 * d_s)
+    }
+
+    #[test]
+    fn phased_shards_interleave_into_the_full_schedule() {
+        // 3 shards at 100/s each, phased, are the 300/s schedule; so is
+        // a ramp 30→300/s over 2 s split the same way.
+        let full: Vec<u64> = Arrivals::constant(Uniform, 300.0, 1).take(600).collect();
+        let mut union: Vec<u64> = (0..3)
+            .flat_map(|i| {
+                Arrivals::constant(Uniform, 100.0, 1)
+                    .phased(f64::from(i) / 3.0)
+                    .take(200)
+            })
+            .collect();
+        union.sort();
+        assert!(union.iter().zip(&full).all(|(a, b)| a.abs_diff(*b) <= 1));
+        let d = Duration::from_secs(2);
+        let full: Vec<u64> = Arrivals::ramp(Uniform, 30.0, 300.0, d, 1).collect();
+        let mut union: Vec<u64> = (0..3)
+            .flat_map(|i| Arrivals::ramp(Uniform, 10.0, 100.0, d, 1).phased(f64::from(i) / 3.0))
+            .collect();
+        union.sort();
+        assert_eq!(union.len(), full.len());
+        assert!(union.iter().zip(&full).all(|(a, b)| a.abs_diff(*b) <= 1));
     }
 
     #[test]

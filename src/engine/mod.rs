@@ -119,4 +119,13 @@ pub(crate) struct Plan<'a> {
     pub slo: crate::plan::Slo,
     /// The I/O backend and the local addresses connections come from.
     pub io: io::IoPlan,
+    /// Hold time zero until the wall clock reads this (Unix ns), once the
+    /// workers are ready (`--start-at`).
+    pub start_at_unix_ns: Option<u64>,
+    /// Uniform arrivals' place between the points of their rate's grid,
+    /// `[0, 1)`: a shard's `(i−1)/N`, 0 unsharded.
+    pub uniform_phase: f64,
+    /// A shard's part of every scenario's samples: `(index from 0,
+    /// count)`, each picker covering the samples `r % count == index`.
+    pub partition: Option<(u32, u32)>,
 }

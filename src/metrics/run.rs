@@ -279,6 +279,7 @@ pub(crate) struct StageResult {
 /// What a run produced.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RunResult {
+    /// CLOCK_REALTIME ns at `run_start_ns`, read with it.
     pub started_wall_ns: u64,
     /// CLOCK_MONOTONIC ns when the parent's loop began (after the fork):
     /// time zero of the timeline and of the server metrics' points.

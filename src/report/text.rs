@@ -21,6 +21,33 @@ fn n(v: f64) -> String {
     num(v, 4, Whole::Bare)
 }
 
+/// One shard's place in its run: `shard 2 of 3 (SLURM_PROCID) · run
+/// 3f2a9c01… · started 0.21 ms after --start-at 2026-12-02T11:00:00Z ·
+/// clock ±1.2 ms`.
+fn shard_line(sh: &super::summary::shard::ShardSummary) -> String {
+    let mut line = format!("shard {} of {} ({})", sh.index, sh.count, sh.source);
+    let id: String = sh.run_id.chars().take(8).collect();
+    let _ = write!(line, " · run {id}…");
+    match (&sh.start_at, sh.start_late_ns) {
+        (Some(at), Some(late)) => {
+            let _ = write!(
+                line,
+                " · started {} ms after --start-at {at}",
+                n(late as f64 / 1e6)
+            );
+        }
+        _ => line.push_str(" · started when launched (no --start-at)"),
+    }
+    match sh.clock_error_ns {
+        Some(e) => {
+            let _ = write!(line, " · clock ±{} ms", n(e as f64 / 1e6));
+        }
+        None if !sh.clock_synced => line.push_str(" · clock not synchronised"),
+        None => {}
+    }
+    printable(&line)
+}
+
 /// Renders the report.
 pub(crate) fn render(s: &Summary) -> String {
     let mut o = String::new();
@@ -36,6 +63,9 @@ pub(crate) fn render(s: &Summary) -> String {
     let _ = writeln!(o, "status: {status}");
     if let Some(m) = &s.merged {
         let _ = writeln!(o, "{}", merged(m));
+    }
+    if let Some(sh) = &s.shard {
+        let _ = writeln!(o, "{}", shard_line(sh));
     }
     if s.accuracy.as_ref().is_some_and(|a| a["phase"] == "acc") {
         let _ = writeln!(o, "phase: accuracy only (no performance phase ran)");
@@ -624,6 +654,42 @@ mod tests {
         }))
         .connections;
         s
+    }
+
+    #[test]
+    fn a_shard_says_its_place_start_and_clock_near_the_top() {
+        use crate::report::summary::shard::ShardSummary;
+        let mut s = fixture::summary();
+        assert!(!render(&s).contains("shard "));
+        s.shard = Some(ShardSummary {
+            index: 2,
+            count: 3,
+            source: "SLURM_PROCID".into(),
+            run_id: "3f2a9c0123456789abcdef0123456789".into(),
+            start_at: Some("2026-12-02T11:00:00Z".into()),
+            start_late_ns: Some(210_000),
+            clock_error_ns: Some(1_200_000),
+            clock_synced: true,
+            ..ShardSummary::default()
+        });
+        let text = render(&s);
+        assert_eq!(
+            text.lines().nth(2),
+            Some(
+                "shard 2 of 3 (SLURM_PROCID) · run 3f2a9c01… · started 0.210 ms after --start-at 2026-12-02T11:00:00Z · clock ±1.200 ms"
+            )
+        );
+        s.shard = Some(ShardSummary {
+            index: 1,
+            count: 2,
+            source: "flag".into(),
+            ..ShardSummary::default()
+        });
+        let line = render(&s).lines().nth(2).unwrap().to_string();
+        assert!(
+            line.contains("when launched") && line.contains("not synchronised"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 #![allow(unsafe_code)]
 
+pub(crate) mod clock_sync;
 pub(crate) mod info;
 pub mod process;
 pub(crate) mod signal;

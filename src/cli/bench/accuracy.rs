@@ -151,6 +151,9 @@ fn run_one(
         live_interval_ns,
         slo: crate::plan::Slo::default(),
         io: super::io_plan(&acfg)?.0,
+        start_at_unix_ns: None,
+        uniform_phase: 0.0,
+        partition: None,
     };
     crate::cli::errln!(
         "llmload: accuracy {}: {} rows × {} repeat(s), one request at a time ({}, {})",

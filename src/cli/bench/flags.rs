@@ -409,6 +409,27 @@ pub(crate) struct BenchArgs {
     /// 127.0.0.1-127.0.0.4, or a,b,c
     #[argh(option)]
     pub source_addrs: Option<String>,
+
+    /// run as shard I of N of one run (I from 1; e.g. 2/3): this process
+    /// generates its part of the load the other flags describe (rates,
+    /// concurrency and counts split, dataset rows partitioned, seeds
+    /// derived); auto reads the scheduler's variables: JOB_COMPLETION_INDEX
+    /// (Kubernetes Indexed Job, with --shards or $LLMLOAD_SHARDS),
+    /// SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE
+    #[argh(option)]
+    pub shard: Option<String>,
+
+    /// shards in the run: the count --shard auto needs under a Kubernetes
+    /// Indexed Job (default: $LLMLOAD_SHARDS); with --shard I/N it must agree
+    #[argh(option)]
+    pub shards: Option<u32>,
+
+    /// start the schedule at this instant, RFC 3339 (2026-12-02T11:00:00Z)
+    /// or Unix seconds: workers are forked and connected first, then the
+    /// run waits, so every shard given the same instant starts together (at
+    /// most 24 h ahead; one already past starts at once, noted as late)
+    #[argh(option)]
+    pub start_at: Option<String>,
 }
 
 impl BenchArgs {
@@ -524,6 +545,9 @@ impl BenchArgs {
             scheduler_seed: self.scheduler_seed,
             dataloader_seed: self.dataloader_seed,
             early_stopping: self.early_stopping,
+            shard: self.shard.clone(),
+            shards: self.shards,
+            start_at: self.start_at.clone(),
         })
     }
 }

@@ -9,6 +9,7 @@ mod flags;
 mod help;
 mod mlperf;
 mod server_metrics;
+mod shard;
 
 pub(crate) use flags::BenchArgs;
 pub use help::with_defaults as help_with_defaults;
@@ -25,6 +26,7 @@ use crate::config::mlperf as mlperf_config;
 use crate::config::mlperf::AuditBlock;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
+use crate::engine::conversation::TurnSource;
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
@@ -180,7 +182,12 @@ pub(crate) fn run_config(
 /// against this machine (`fd_limit`: each worker's descriptor limit).
 pub(crate) fn configure(args: &BenchArgs, fd_limit: u64) -> Result<BenchConfig, String> {
     let (profile, origin) = profile_of(args)?;
-    configure_profile(profile, &origin, fd_limit)
+    let given = if args.shard.is_some() {
+        "flag"
+    } else {
+        "profile"
+    };
+    configure_as(profile, &origin, fd_limit, given)
 }
 
 /// The `--profile` file (or an empty profile) with the flags over it, and
@@ -266,7 +273,18 @@ pub(crate) fn configure_profile(
     origin: &str,
     fd_limit: u64,
 ) -> Result<BenchConfig, String> {
-    let cfg = resolve(profile).map_err(|errors| {
+    configure_as(profile, origin, fd_limit, "profile")
+}
+
+/// [`configure_profile`], a fixed shard index having come from `given`
+/// (`flag` or `profile`).
+fn configure_as(
+    profile: Profile,
+    origin: &str,
+    fd_limit: u64,
+    given: &str,
+) -> Result<BenchConfig, String> {
+    let mut cfg = resolve(profile).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()
             .map(|e| {
@@ -283,6 +301,8 @@ pub(crate) fn configure_profile(
         errln!("llmload bench: warning: {w}");
     }
     check_host(&cfg, fd_limit)?;
+    cfg.place_shard(given, &|name| std::env::var(name).ok())?;
+    shard::check_start(&cfg, wall_ns())?;
     Ok(cfg)
 }
 
@@ -326,7 +346,23 @@ fn execute(
         .out
         .clone()
         .unwrap_or_else(|| default_out_dir(started_wall));
-    let (stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
+    // Sized for the whole run (a count rounded to whole passes over the
+    // whole dataset), then split for a shard.
+    let (mut stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
+    let samples: Vec<(String, usize, bool)> = built
+        .scenarios
+        .iter()
+        .map(|s| {
+            let conversations = s
+                .conversation
+                .as_ref()
+                .is_some_and(|c| matches!(c.turns, TurnSource::Conversations(_)));
+            (s.name.clone(), s.samples(), s.rows || conversations)
+        })
+        .collect();
+    // The run's count, the same in every shard's config.
+    let run_requests = stages.first().and_then(|s| s.requests);
+    let part = shard::part(cfg, &mut stages, &samples)?;
     let token_source = effective_token_source(cfg, tokenizer.is_some());
     let (live, live_interval_ns) = live_view(cfg);
     let (io_plan, io_chosen) = io_plan(cfg)?;
@@ -335,18 +371,18 @@ fn execute(
         scenarios: built.scenarios,
         stages,
         warmup_ns: cfg.warmup_ns,
-        warmup_requests: cfg.warmup_requests,
+        warmup_requests: part.warmup_requests,
         workers: cfg.workers,
         pin: cfg.pin,
-        connections: cfg.connections,
-        openloop_max_inflight: cfg.openloop_max_inflight,
+        connections: part.connections,
+        openloop_max_inflight: part.openloop_max_inflight,
         // A completion record carries at most the engine's MAX_GAPS gaps.
         limits: Limits {
             max_gaps: cfg.limits.max_gaps.min(MAX_GAPS),
             ..cfg.limits
         },
-        scheduler_seed: cfg.scheduler_seed,
-        dataloader_seed: cfg.dataloader_seed,
+        scheduler_seed: part.scheduler_seed,
+        dataloader_seed: part.dataloader_seed,
         // The tokenizer counts output only when usage may be set aside.
         keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage) || cfg.record_output,
         tokenizer: tokenizer.as_ref(),
@@ -355,6 +391,9 @@ fn execute(
         live_interval_ns,
         slo: cfg.slo,
         io: io_plan,
+        start_at_unix_ns: cfg.start_at_ns,
+        uniform_phase: part.uniform_phase,
+        partition: part.partition,
     };
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     // MLPerf's files go with every accuracy run too: a submission needs
@@ -405,6 +444,9 @@ fn execute(
         (result, Vec::new(), events)
     };
     let mut notes = notes(cfg, sized_why.clone());
+    if cfg.phase.runs_perf() {
+        notes.extend(shard::start_note(cfg, &result));
+    }
     notes.extend(metrics_note);
     let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
         match accuracy::run(cfg, references, server.as_ref(), &built.model, &out) {
@@ -439,13 +481,16 @@ fn execute(
                 .all(|d| d.scored.scored == 0 && d.scored.issued > 0)
         });
     let server_stats = server.map(|h| h.stop());
-    result.started_wall_ns = started_wall;
+    if result.started_wall_ns == 0 {
+        // No performance phase: nothing started later than the command.
+        result.started_wall_ns = started_wall;
+    }
     let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
         .expect("a dataset description serializes");
     let mut config = cfg.to_json(&out, &built.url, &built.model, server_stats.is_some());
-    if let (Some(why), Some(first)) = (&sized_why, plan.stages.first()) {
+    if let Some(why) = &sized_why {
         config["run_length"] = serde_json::json!({
-            "requests": first.requests,
+            "requests": run_requests,
             "rule": why,
         });
     }
@@ -453,6 +498,7 @@ fn execute(
         Some(a) => (Some(a.report), a.sample_rows),
         None => (None, Vec::new()),
     };
+    let shard = shard::summary(cfg, &plan, &result, &config);
     let info = RunInfo {
         config,
         target: format!(
@@ -481,7 +527,7 @@ fn execute(
             .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
         io: crate::report::summary::IoSummary::of(&io_chosen),
-        shard: None,
+        shard,
         merged: None,
     };
     // The report is printed before any file is written, so a disk that

@@ -363,6 +363,18 @@ pub(crate) struct Profile {
     /// `127.0.0.1-127.0.0.4`, `a,b`, or one.
     #[serde(skip_serializing_if = "unset")]
     pub source_addrs: Option<String>,
+    /// This process's shard of the run: `I/N` (I from 1) or `auto` (the
+    /// scheduler's variables), as `--shard`.
+    #[serde(skip_serializing_if = "unset")]
+    pub shard: Option<String>,
+    /// Shards in the run, for `shard: auto` under a Kubernetes Indexed Job
+    /// (unset: `$LLMLOAD_SHARDS`).
+    #[serde(skip_serializing_if = "unset")]
+    pub shards: Option<u32>,
+    /// The instant the schedule starts, RFC 3339 or Unix seconds (a
+    /// string), as `--start-at`.
+    #[serde(skip_serializing_if = "unset")]
+    pub start_at: Option<String>,
 
     #[serde(skip_serializing_if = "unset")]
     pub stages: Option<Vec<StageSpec>>,

@@ -13,6 +13,7 @@ mod drain;
 mod live;
 mod outcome;
 mod source;
+mod start;
 #[cfg(test)]
 mod tests;
 mod timeline;
@@ -106,7 +107,18 @@ fn pickers(plan: &Plan<'_>, seed: u64) -> Vec<Picker> {
     plan.scenarios
         .iter()
         .enumerate()
-        .map(|(i, sc)| Picker::new(sc.order, sc.samples(), seed.wrapping_add(i as u64)))
+        .map(|(i, sc)| {
+            let seed = seed.wrapping_add(i as u64);
+            match plan.partition {
+                // A scenario with fewer samples than shards (a pool of a
+                // few prompts) is shared whole; bench refuses that for
+                // dataset rows.
+                Some((index, count)) if sc.samples() >= count as usize => {
+                    Picker::part(sc.order, sc.samples(), seed, index, count)
+                }
+                _ => Picker::new(sc.order, sc.samples(), seed),
+            }
+        })
         .collect()
 }
 
@@ -180,6 +192,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     /// Warm-up requests by count still to issue.
     warmup_left: u64,
     run_start: u64,
+    /// The wall clock at `run_start`.
+    run_start_wall: u64,
     seq: u64,
     inflight: u64,
     inflight_by_scenario: Vec<u64>,
@@ -243,6 +257,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             warm_until: 0,
             warmup_left: plan.warmup_requests,
             run_start: 0,
+            run_start_wall: 0,
             seq: 0,
             inflight: 0,
             inflight_by_scenario: vec![0; n],
@@ -269,8 +284,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     /// Runs every stage, drains, and tells workers to exit. `signals` counts
     /// SIGINT, SIGTERM and SIGHUP deliveries.
     pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
-        let t0 = now_ns();
+        if let Some(at) = self.plan.start_at_unix_ns {
+            start::wait_until(at, signals);
+        }
+        // Taken as a pair: a merge turns this run's monotonic times into
+        // wall-clock ones through them.
+        let (t0, wall0) = (now_ns(), crate::clock::wall_ns());
         self.run_start = t0;
+        self.run_start_wall = wall0;
         self.timeline.start(t0);
         // Durations are user input up to u64::MAX/2 ns: every deadline made
         // from one saturates rather than wrapping into the past.
@@ -322,7 +343,10 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.plan.connections as u64,
             self.plan.openloop_max_inflight,
             (start, measured_from, bounds.end),
-            self.plan.scheduler_seed.wrapping_add(si as u64),
+            (
+                self.plan.scheduler_seed.wrapping_add(si as u64),
+                self.plan.uniform_phase,
+            ),
         );
         self.pump(&mut source, si, bounds, signals, 0)
     }

@@ -83,7 +83,7 @@ impl Parent<'_, '_, '_> {
         }
         let timeline = self.timeline_result();
         RunResult {
-            started_wall_ns: 0,
+            started_wall_ns: self.run_start_wall,
             stages,
             total,
             scenarios: names

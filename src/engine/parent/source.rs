@@ -70,7 +70,7 @@ impl Source {
         connections: u64,
         max_inflight: Option<u64>,
         (start, measured_from, end): (u64, u64, u64),
-        seed: u64,
+        (seed, phase): (u64, f64),
     ) -> Source {
         match load {
             Load::Closed { concurrency } => Source::Closed {
@@ -96,7 +96,8 @@ impl Source {
                         Duration::from_nanos(end - start),
                         seed,
                     )
-                },
+                }
+                .phased(phase),
                 start,
                 max_inflight,
                 timed: end != u64::MAX,
@@ -291,7 +292,7 @@ mod tests {
             4,
             None,
             (0, 0, u64::MAX),
-            1,
+            (1, 0.0),
         );
         let due = |s: &mut Source, rng: &mut Rng, by: &[u64]| {
             s.next_due(50, &inflight(by.iter().sum(), by), rng, &w)
@@ -317,7 +318,7 @@ mod tests {
     fn offline_is_due_at_the_measured_start_up_to_its_bound() {
         let w = [1.0];
         let mut rng = Rng::seeded(1);
-        let mut s = Source::for_stage(Load::Offline, &w, 2, None, (0, 100, u64::MAX), 1);
+        let mut s = Source::for_stage(Load::Offline, &w, 2, None, (0, 100, u64::MAX), (1, 0.0));
         let warm = s.next_due(40, &inflight(0, &[0]), &mut rng, &w);
         assert_eq!(
             warm,
@@ -347,7 +348,7 @@ mod tests {
             rate_from: 1000.0,
             rate_to: 1000.0,
         };
-        let mut s = Source::for_stage(load, &w, 8, Some(1), (1_000, 1_000, u64::MAX), 1);
+        let mut s = Source::for_stage(load, &w, 8, Some(1), (1_000, 1_000, u64::MAX), (1, 0.0));
         let first = s.next_due(0, &inflight(0, &[0]), &mut rng, &w);
         let Due::At(t0) = first else {
             panic!("{first:?}")
@@ -380,7 +381,7 @@ mod tests {
             rate_from: 1.0,
             rate_to: 3.0,
         };
-        let mut s = Source::for_stage(load, &w, 8, None, (0, 0, 1_000_000_000), 1);
+        let mut s = Source::for_stage(load, &w, 8, None, (0, 0, 1_000_000_000), (1, 0.0));
         let mut n = 0;
         loop {
             match s.next_due(u64::MAX - 1, &inflight(0, &[0]), &mut rng, &w) {
@@ -400,7 +401,7 @@ mod tests {
             rate_from: 0.0,
             rate_to: 0.0,
         };
-        let mut untimed = Source::for_stage(constant, &w, 8, None, (0, 0, u64::MAX), 1);
+        let mut untimed = Source::for_stage(constant, &w, 8, None, (0, 0, u64::MAX), (1, 0.0));
         assert_eq!(
             untimed.next_due(5, &inflight(0, &[0]), &mut rng, &w),
             Due::Done

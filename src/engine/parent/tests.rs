@@ -76,6 +76,9 @@ fn plan() -> Plan<'static> {
         live_interval_ns: 0,
         slo: crate::plan::Slo::default(),
         io: Default::default(),
+        start_at_unix_ns: None,
+        uniform_phase: 0.0,
+        partition: None,
     }
 }
 
