@@ -78,14 +78,14 @@ fn merge(found: &Found) -> Merged {
             .shards
             .iter()
             .filter(|s| !s.summary.complete)
-            .map(|s| Incomplete::ShardIncomplete {
+            .map(|s| Incomplete::ShardPartial {
                 index: s.shard.index,
                 count,
                 reasons: s.summary.incomplete_reasons.clone(),
             }),
     );
     reasons.sort_by_key(|r| match r {
-        Incomplete::ShardMissing { index, .. } | Incomplete::ShardIncomplete { index, .. } => {
+        Incomplete::ShardMissing { index, .. } | Incomplete::ShardPartial { index, .. } => {
             *index
         }
         _ => 0,

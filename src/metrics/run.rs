@@ -245,7 +245,7 @@ pub(crate) enum Incomplete {
     ShardMissing { index: u32, count: u32 },
     /// Shard `index` of `count` of a merged run was itself incomplete, for
     /// its summary's `reasons`.
-    ShardIncomplete {
+    ShardPartial {
         index: u32,
         count: u32,
         reasons: Vec<String>,

@@ -791,7 +791,7 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
         Incomplete::ShardMissing { index, count } => {
             format!("shard {index} of {count} missing: no summary.json found")
         }
-        Incomplete::ShardIncomplete {
+        Incomplete::ShardPartial {
             index,
             count,
             reasons,

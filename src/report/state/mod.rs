@@ -165,7 +165,7 @@ pub(crate) enum IncompleteState {
         index: u32,
         count: u32,
     },
-    ShardIncomplete {
+    ShardPartial {
         index: u32,
         count: u32,
         reasons: Vec<String>,
@@ -497,11 +497,11 @@ impl IncompleteState {
             &Incomplete::ShardMissing { index, count } => {
                 IncompleteState::ShardMissing { index, count }
             }
-            Incomplete::ShardIncomplete {
+            Incomplete::ShardPartial {
                 index,
                 count,
                 reasons,
-            } => IncompleteState::ShardIncomplete {
+            } => IncompleteState::ShardPartial {
                 index: *index,
                 count: *count,
                 reasons: reasons.clone(),
@@ -536,11 +536,11 @@ impl IncompleteState {
             &IncompleteState::ShardMissing { index, count } => {
                 Incomplete::ShardMissing { index, count }
             }
-            IncompleteState::ShardIncomplete {
+            IncompleteState::ShardPartial {
                 index,
                 count,
                 reasons,
-            } => Incomplete::ShardIncomplete {
+            } => Incomplete::ShardPartial {
                 index: *index,
                 count: *count,
                 reasons: reasons.clone(),
