@@ -148,6 +148,8 @@ fn merged_percentiles_are_those_of_every_shard_s_events() {
     let out = root.join("merged");
     let s = json(&out.join("summary.json"));
     assert_eq!(s["complete"], true, "{}", s["incomplete_reasons"]);
+    crate::report::assert_valid(&s);
+    crate::report::assert_valid(&runs[0].1.summary());
     assert_eq!(u(&s["merged"]["shards"]), 3);
     assert_eq!(s["merged"]["aligned"], true);
     assert!(s.get("shard").is_none());
