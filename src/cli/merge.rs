@@ -70,6 +70,14 @@ pub(crate) fn run(args: MergeArgs) -> i32 {
         out!("{}", rendered.text);
     }
     errors.extend(rendered.write(&out_dir));
+    // MLPerf mode's config.yaml describes the run, as the first shard's does.
+    if merged.info.mlperf.is_some()
+        && let Some(yaml) = merged.dirs.first().map(|d| d.join("config.yaml"))
+        && yaml.is_file()
+        && let Err(e) = std::fs::copy(&yaml, out_dir.join("config.yaml"))
+    {
+        errors.push(format!("{}: {e}", out_dir.join("config.yaml").display()));
+    }
     outln!("results: {}", out_dir.display());
     for e in &errors {
         errln!("llmload merge: could not write {e}");

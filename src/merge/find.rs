@@ -98,8 +98,12 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
             .to_path_buf();
         let text =
             std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let doc = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not an llmload summary.json: not JSON: {e}", file.display()))?;
+        let doc = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not an llmload summary.json: not JSON: {e}",
+                file.display()
+            )
+        })?;
         let summary = Summary::from_value(doc)
             .map_err(|e| format!("{}: not an llmload summary.json: {e}", file.display()))?;
         if summary.merged.is_some() {

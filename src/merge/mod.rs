@@ -8,6 +8,7 @@
 //! lowest-index shard's.
 
 mod find;
+mod mlperf;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -36,7 +37,10 @@ pub(crate) struct Merged {
 /// an error says why the input is not one run's shards.
 pub(crate) fn load(dirs: &[PathBuf], out: Option<&Path>) -> Result<Merged, String> {
     let found = find::find(dirs, out)?;
-    Ok(merge(&found))
+    let mut merged = merge(&found);
+    let dirs: Vec<&Path> = merged.dirs.iter().map(PathBuf::as_path).collect();
+    merged.info.mlperf = mlperf::info(&dirs, &merged.run)?;
+    Ok(merged)
 }
 
 /// Whole seconds between `start` and `earliest` (wall ns), rounded.
@@ -85,9 +89,7 @@ fn merge(found: &Found) -> Merged {
             }),
     );
     reasons.sort_by_key(|r| match r {
-        Incomplete::ShardMissing { index, .. } | Incomplete::ShardPartial { index, .. } => {
-            *index
-        }
+        Incomplete::ShardMissing { index, .. } | Incomplete::ShardPartial { index, .. } => *index,
         _ => 0,
     });
     let mut merged_run = run::merge(&parts, reasons);

@@ -93,7 +93,18 @@ fn shard_run(mono0: u64, wall0: u64, values: &[u64]) -> RunResult {
 }
 
 fn write_shard(dir: &Path, run: &RunResult, index: u32, run_id: &str) {
+    write_shard_with(dir, run, index, run_id, None);
+}
+
+fn write_shard_with(
+    dir: &Path,
+    run: &RunResult,
+    index: u32,
+    run_id: &str,
+    mlperf: Option<crate::report::mlperf::MlperfInfo>,
+) {
     let mut info = crate::report::summary::tests::info();
+    info.mlperf = mlperf;
     info.shard = Some(ShardSummary {
         index,
         count: 3,
@@ -281,5 +292,56 @@ fn late_shards_buckets_move_by_whole_seconds() {
     assert_eq!(buckets[1].stage, Some(0));
     assert_eq!(m.run.timeline.in_flight, [4, 0, 2]);
     assert_eq!(m.info.merged.as_ref().unwrap().start_skew_ns, 2_200_000_000);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn mlperf_shards_merge_into_mlperf_files() {
+    use crate::report::mlperf::{MlperfInfo, RunConfig};
+    let root = tmp("mlperf");
+    for i in 1..=3u8 {
+        let run = shard_run(10, 1_000_000_000_000, &[5_000_000; 4]);
+        let m = MlperfInfo {
+            run_config: RunConfig {
+                scheduler_random_seed: 40 + u64::from(i),
+                dataloader_random_seed: 7,
+                ..RunConfig::default()
+            },
+            early_stopping: true,
+            sample_rows: vec![([i; 16], Some(u32::from(i))), ([i + 10; 16], None)],
+            performance: true,
+            ..MlperfInfo::default()
+        };
+        write_shard_with(
+            &root.join(format!("s{i}")),
+            &run,
+            u32::from(i),
+            "m",
+            Some(m),
+        );
+    }
+    let m = load(std::slice::from_ref(&root), None).unwrap();
+    let info = m.info.mlperf.as_ref().expect("MLPerf mode");
+    assert_eq!(info.sample_rows.len(), 6);
+    assert!(info.sample_rows.contains(&([2; 16], Some(2))));
+    assert!(info.sample_rows.contains(&([13; 16], None)));
+    assert_eq!(info.run_config.scheduler_random_seed, 41);
+    assert_eq!(info.run_config.load_pattern.target_concurrency, Some(6));
+    assert!(info.early_stopping);
+    let out = root.join("merged");
+    assert!(
+        crate::report::render(&m.run, &m.info)
+            .write(&out)
+            .is_empty()
+    );
+    let rs: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("performance/result_summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rs["n_samples_issued"], 12);
+    let map: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sample_idx_map.json")).unwrap())
+            .unwrap();
+    assert_eq!(map["performance"].as_object().unwrap().len(), 6);
     std::fs::remove_dir_all(&root).unwrap();
 }
