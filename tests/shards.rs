@@ -90,6 +90,7 @@ fn fleet(server: &Server, args: &[&str]) -> (Vec<ShardRun>, u64) {
         assert_eq!(u(&sh["start_at_unix_ns"]), at_ns, "{sh}");
         assert_eq!(sh["run_id"], runs[0].summary["shard"]["run_id"]);
         assert_eq!(r.summary["complete"], true);
+        crate::report::assert_valid(&r.summary);
     }
     (runs, at_ns)
 }
@@ -242,6 +243,15 @@ fn offline_shards_take_every_dataset_row_once() {
         }
     }
     assert_eq!(seen.len(), rows, "{seen:?}");
+    let ids: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| {
+            r.events
+                .iter()
+                .map(|e| e["conversation_id"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(ids.len(), rows, "conversation ids are unique across shards");
     assert!(seen.values().all(|&n| n == 1), "{seen:?}");
 }
 
@@ -266,6 +276,9 @@ fn bench_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     wait_run(child, out, LIMIT)
 }
 
+/// Extra flags, the variables set, and the (index, count, source) expected.
+type AutoCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], (u64, u64, &'a str));
+
 #[test]
 fn auto_reads_each_schedulers_variables() {
     let server = Server::start(&["--ttft", "0", "--tpot", "0"]);
@@ -286,7 +299,7 @@ fn auto_reads_each_schedulers_variables() {
         "--shard",
         "auto",
     ];
-    let cases: &[(&[&str], &[(&str, &str)], (u64, u64, &str))] = &[
+    let cases: &[AutoCase<'_>] = &[
         (
             &["--shards", "3"],
             &[("JOB_COMPLETION_INDEX", "1")],
@@ -355,6 +368,9 @@ fn auto_reads_each_schedulers_variables() {
 #[test]
 fn bad_shard_and_start_flags_are_named() {
     let (far, _) = start_in(48 * 3600 * 1000);
+    let two_rows = temp_dir("shard-two-rows").join("two.jsonl");
+    std::fs::write(&two_rows, "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n").unwrap();
+    let two_rows = two_rows.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--shard", "0/3"], "--shard"),
         (&["--shard", "4/3"], "--shard"),
@@ -364,6 +380,10 @@ fn bad_shard_and_start_flags_are_named() {
         (&["--start-at", "2026-13-01T00:00:00Z"], "--start-at"),
         (&["--start-at", far.as_str()], "24 h"),
         (&["--shard", "9/9", "--concurrency", "4"], "--shard"),
+        (
+            &["--shard", "1/3", "--dataset", two_rows],
+            "2 dataset row(s)",
+        ),
     ];
     for (args, named) in cases {
         let mut all = args.to_vec();

@@ -145,6 +145,14 @@ impl BenchConfig {
         Ok(())
     }
 
+    /// The connections this process opens: its shard's part of the run's.
+    pub(crate) fn own_connections(&self) -> usize {
+        match &self.shard {
+            Some(s) => s.share_at_least_1(self.connections as u64) as usize,
+            None => self.connections,
+        }
+    }
+
     /// The stages as they run: the first one sized by the run-length rule
     /// for content of `samples` distinct prompts, `rows` of which make one
     /// dataset pass (`None`: generated prompts, no passes); and why, for
@@ -233,6 +241,10 @@ impl BenchConfig {
             }
         }
         o.insert("out".into(), out.display().to_string().into());
+        // The instant, however it was written.
+        if let Some(ns) = self.start_at_ns {
+            o.insert("start_at".into(), crate::clock::format_rfc3339(ns).into());
+        }
         if o.contains_key("api_key") || self.api_key.is_some() {
             o.insert("api_key".into(), REDACTED.into());
         }

@@ -716,10 +716,16 @@ pub(crate) fn check_host(cfg: &BenchConfig, fd_limit: u64) -> Result<(), String>
     }
     if fd_limit > 0 {
         let sockets = fd_limit.saturating_sub(WORKER_OWN_FDS);
-        if cfg.connections.div_ceil(cfg.workers) as u64 > sockets {
+        let connections = cfg.own_connections();
+        if connections.div_ceil(cfg.workers) as u64 > sockets {
             return Err(format!(
-                "{} connections over {} worker(s) need more than {sockets} sockets per worker process; add --workers",
-                cfg.connections, cfg.workers
+                "{connections} connections over {} worker(s) need more than {sockets} sockets per worker process; add --workers{}",
+                cfg.workers,
+                if cfg.shard.is_some() {
+                    " or shards"
+                } else {
+                    ""
+                }
             ));
         }
     }

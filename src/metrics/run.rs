@@ -307,7 +307,8 @@ pub(crate) struct RunResult {
     pub complete: bool,
     /// Why not, in the order the report lists them.
     pub incomplete_reasons: Vec<Incomplete>,
-    /// Start of run to first request on the wire, ns.
+    /// Start of run to first request on the wire, ns (a `--start-at` wait
+    /// left out).
     pub startup_ns: u64,
     /// Each endpoint's share of the measured requests, in the order of
     /// `Plan::endpoints`.

@@ -26,7 +26,6 @@ use crate::config::mlperf as mlperf_config;
 use crate::config::mlperf::AuditBlock;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
-use crate::engine::conversation::TurnSource;
 use crate::engine::{Plan, supervisor};
 use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
@@ -300,8 +299,9 @@ fn configure_as(
     for w in &cfg.warnings {
         errln!("llmload bench: warning: {w}");
     }
-    check_host(&cfg, fd_limit)?;
+    // The shard first: the host needs room for its part of the run only.
     cfg.place_shard(given, &|name| std::env::var(name).ok())?;
+    check_host(&cfg, fd_limit)?;
     shard::check_start(&cfg, wall_ns())?;
     Ok(cfg)
 }
@@ -349,15 +349,17 @@ fn execute(
     // Sized for the whole run (a count rounded to whole passes over the
     // whole dataset), then split for a shard.
     let (mut stages, sized_why) = cfg.sized_stages(built.dataset_rows(), built.samples());
+    // A dataset file's rows (or conversations) must reach every shard;
+    // prompts made up or built in are shared whole when too few.
     let samples: Vec<(String, usize, bool)> = built
         .scenarios
         .iter()
         .map(|s| {
-            let conversations = s
-                .conversation
-                .as_ref()
-                .is_some_and(|c| matches!(c.turns, TurnSource::Conversations(_)));
-            (s.name.clone(), s.samples(), s.rows || conversations)
+            let file = built
+                .datasets
+                .iter()
+                .any(|d| d.scenario == s.name && matches!(d.source, build::Source::File { .. }));
+            (s.name.clone(), s.samples(), file)
         })
         .collect();
     // The run's count, the same in every shard's config.
@@ -408,7 +410,11 @@ fn execute(
     let mut scraped = None;
     let (mut result, sample_rows, mut events) = if cfg.phase.runs_perf() {
         errln!(
-            "llmload: {} against {} (Ctrl-C stops and reports)",
+            "llmload: {}{} against {} (Ctrl-C stops and reports)",
+            cfg.shard.as_ref().map_or(String::new(), |s| format!(
+                "shard {} of {}: ",
+                s.index, s.count
+            )),
             describe(cfg, &plan.stages),
             built.url
         );

@@ -62,7 +62,7 @@ pub(super) fn part(
         }
     }
     Ok(Part {
-        connections: shard.share_at_least_1(cfg.connections as u64) as usize,
+        connections: cfg.own_connections(),
         openloop_max_inflight: cfg.openloop_max_inflight.map(|m| shard.share_at_least_1(m)),
         warmup_requests: shard.share(cfg.warmup_requests),
         scheduler_seed: shard.seed(cfg.scheduler_seed),
@@ -100,7 +100,7 @@ pub(super) fn start_note(cfg: &BenchConfig, result: &RunResult) -> Vec<String> {
     let mut out = Vec::new();
     if late > LATE_NS {
         let text = format!(
-            "started {:.3} s after --start-at {}: the instant had passed when the workers were ready, so the schedule started at once",
+            "started {:.3} s after --start-at {}: late (the instant had passed when the workers were ready, or the host was too busy to start on time)",
             late as f64 / 1e9,
             format_rfc3339(at)
         );

@@ -563,3 +563,64 @@ fn config_block_is_the_profile_without_nulls_or_secrets() {
     cfg.api_key = Some("env".to_string());
     assert_eq!(cfg.to_json(out, "", "", true)["api_key"], "<redacted>");
 }
+
+#[test]
+fn shard_and_start_at_resolve_and_their_errors_name_the_field() {
+    let cfg = resolved(r#"{"shard": "2/3", "shards": 3, "start_at": "2026-12-02T12:00:00+01:00"}"#);
+    assert_eq!(
+        cfg.shard_spec,
+        Some(crate::shard::ShardSpec::Fixed { index: 2, count: 3 })
+    );
+    assert_eq!(cfg.start_at_ns, Some(1_796_209_200 * S));
+    let errors = |text: &str| {
+        let no_env = |_: &str| Err(VarError::NotPresent);
+        resolve(Profile::parse(text, "run.json", &no_env).unwrap())
+            .err()
+            .unwrap_or_default()
+            .join("\n")
+    };
+    let e = errors(r#"{"shard": "0/3"}"#);
+    assert!(e.starts_with("shard: '0/3'"), "{e}");
+    let e = errors(r#"{"shard": "1/3", "shards": 2}"#);
+    assert!(e.contains("shards: 2 disagrees"), "{e}");
+    assert!(errors(r#"{"shards": 2}"#).contains("without shard"));
+    assert!(errors(r#"{"start_at": "noon"}"#).starts_with("start_at: 'noon'"));
+}
+
+#[test]
+fn a_sharded_accuracy_phase_is_refused_and_auto_reads_the_env() {
+    let dir = std::env::temp_dir().join(format!("llmload-shard-acc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("acc.jsonl");
+    std::fs::write(&path, "{\"prompt\": \"q\", \"answer\": \"a\"}\n").unwrap();
+    let text = json!({"shard": "1/2", "phase": "both",
+                      "accuracy_datasets": [path.display().to_string()]})
+    .to_string();
+    let mut cfg = resolved(&text);
+    let e = cfg.place_shard("flag", &|_| None).unwrap_err();
+    assert!(e.contains("--phase both") && e.contains("2 shards"), "{e}");
+    let mut one = resolved(&text.replace("1/2", "1/1"));
+    assert!(one.place_shard("flag", &|_| None).is_ok());
+    let mut auto = resolved(r#"{"shard": "auto"}"#);
+    let env = |k: &str| match k {
+        "PMI_RANK" => Some("1".to_string()),
+        "PMI_SIZE" => Some("4".to_string()),
+        _ => None,
+    };
+    auto.place_shard("profile", &env).unwrap();
+    let shard = auto.shard.unwrap();
+    assert_eq!(
+        (shard.index, shard.count, shard.source.as_str()),
+        (2, 4, "PMI_RANK")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_shard_needs_descriptors_for_its_part_only() {
+    let mut cfg = resolved(r#"{"shard": "1/4", "connections": 4000, "workers": 1}"#);
+    assert!(check_host(&cfg, 3_000).is_err());
+    cfg.place_shard("flag", &|_| None).unwrap();
+    assert_eq!(cfg.own_connections(), 1_000);
+    assert!(check_host(&cfg, 3_000).is_ok());
+}

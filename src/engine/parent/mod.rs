@@ -194,6 +194,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     run_start: u64,
     /// The wall clock at `run_start`.
     run_start_wall: u64,
+    /// How long the run waited for `--start-at` (not part of its startup).
+    waited: u64,
     seq: u64,
     inflight: u64,
     inflight_by_scenario: Vec<u64>,
@@ -258,6 +260,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             warmup_left: plan.warmup_requests,
             run_start: 0,
             run_start_wall: 0,
+            waited: 0,
             seq: 0,
             inflight: 0,
             inflight_by_scenario: vec![0; n],
@@ -285,7 +288,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     /// SIGINT, SIGTERM and SIGHUP deliveries.
     pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
         if let Some(at) = self.plan.start_at_unix_ns {
+            let before = now_ns();
             start::wait_until(at, signals);
+            self.waited = now_ns() - before;
         }
         // Taken as a pair: a merge turns this run's monotonic times into
         // wall-clock ones through them.

@@ -102,7 +102,10 @@ impl Parent<'_, '_, '_> {
             interrupted: self.interrupted,
             complete: incomplete.is_empty(),
             incomplete_reasons: incomplete,
-            startup_ns: self.first_send.saturating_sub(started_ns),
+            startup_ns: self
+                .first_send
+                .saturating_sub(started_ns)
+                .saturating_sub(self.waited),
             run_start_ns: self.run_start,
             slo: self.plan.slo,
             endpoints: std::mem::take(&mut self.by_endpoint),
