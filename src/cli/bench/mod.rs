@@ -449,7 +449,7 @@ fn execute(
         let events = EventsStats::untouched(&out, cfg.events);
         (result, Vec::new(), events)
     };
-    let mut notes = notes(cfg, sized_why.clone());
+    let mut notes = notes(cfg, sized_why.clone(), plan.warmup_requests);
     if cfg.phase.runs_perf() {
         notes.extend(shard::start_note(cfg, &result));
     }
@@ -638,8 +638,9 @@ fn effective_token_source(cfg: &BenchConfig, has_tokenizer: bool) -> TokenPolicy
 }
 
 /// What the report must say for its numbers to be read right; `sized`
-/// says how the run's length was derived, when it was.
-fn notes(cfg: &BenchConfig, sized: Option<String>) -> Vec<String> {
+/// says how the run's length was derived, when it was; `warmup_requests`
+/// are this process's (a shard's part of the run's).
+fn notes(cfg: &BenchConfig, sized: Option<String>, warmup_requests: u64) -> Vec<String> {
     let mut out = Vec::new();
     if cfg.mlperf {
         out.push(format!(
@@ -656,10 +657,10 @@ fn notes(cfg: &BenchConfig, sized: Option<String>) -> Vec<String> {
         ));
     }
     out.extend(sized);
-    if cfg.warmup_requests > 0 {
+    if warmup_requests > 0 {
         out.push(format!(
             "warm-up: {} requests{} before measuring, excluded below",
-            cfg.warmup_requests,
+            warmup_requests,
             if cfg.warmup_ns > 0 {
                 format!(
                     " and {} (whichever ends later)",

@@ -371,9 +371,13 @@ pub(crate) struct Profile {
     /// (unset: `$LLMLOAD_SHARDS`).
     #[serde(skip_serializing_if = "unset")]
     pub shards: Option<u32>,
-    /// The instant the schedule starts, RFC 3339 or Unix seconds (a
-    /// string), as `--start-at`.
-    #[serde(skip_serializing_if = "unset")]
+    /// The instant the schedule starts, RFC 3339 or Unix seconds, as
+    /// `--start-at`.
+    #[serde(
+        default,
+        skip_serializing_if = "unset",
+        deserialize_with = "values::text_or_number"
+    )]
     pub start_at: Option<String>,
 
     #[serde(skip_serializing_if = "unset")]

@@ -161,3 +161,18 @@ pub(super) fn ser_num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::
         None => s.serialize_none(),
     }
 }
+
+/// A field that takes text or a bare number (`start_at`: RFC 3339 or Unix
+/// seconds), kept as text for the one parser to read.
+pub(super) fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(de::Error::custom(format!(
+                "expected a string or a number, found {other}"
+            )));
+        }
+    })
+}

@@ -585,6 +585,8 @@ fn shard_and_start_at_resolve_and_their_errors_name_the_field() {
     assert!(e.contains("shards: 2 disagrees"), "{e}");
     assert!(errors(r#"{"shards": 2}"#).contains("without shard"));
     assert!(errors(r#"{"start_at": "noon"}"#).starts_with("start_at: 'noon'"));
+    let numeric = resolved(r#"{"start_at": 1796209200.5}"#);
+    assert_eq!(numeric.start_at_ns, Some(1_796_209_200 * S + S / 2));
 }
 
 #[test]
