@@ -12,6 +12,7 @@ mod config;
 pub mod dataset;
 mod engine;
 pub mod http;
+mod merge;
 mod metrics;
 mod plan;
 pub mod protocol;

@@ -115,7 +115,8 @@ impl ArrivalKind {
 }
 
 /// Limits; `None` is not checked.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct Thresholds {
     pub ttft_p95_ms: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
@@ -201,7 +202,8 @@ impl TokenPolicy {
 
 /// `--slo`: the bounds a request must meet to count as *good* (goodput).
 /// A bound left unset is not checked; with none set there is no goodput.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct Slo {
     /// TTFT from the send, ns.
     pub ttft_ns: Option<u64>,

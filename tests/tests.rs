@@ -22,6 +22,7 @@ mod interrupt;
 mod io_matrix;
 mod live;
 mod memory;
+mod merge;
 mod mlperf_config;
 mod mlperf_files;
 mod mlperf_rules;

@@ -8,6 +8,7 @@ pub(crate) mod benchmark;
 pub(crate) mod compare;
 pub(crate) mod info;
 pub(crate) mod init;
+pub(crate) mod merge;
 pub(crate) mod models;
 pub(crate) mod probe;
 pub(crate) mod report;
@@ -78,6 +79,7 @@ enum Command {
     Benchmark(benchmark::BenchmarkArgs),
     Compare(compare::CompareArgs),
     Report(report::ReportArgs),
+    Merge(merge::MergeArgs),
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
@@ -103,6 +105,7 @@ pub fn run(top: Top) -> i32 {
         Command::Benchmark(args) => benchmark::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),

@@ -191,7 +191,8 @@ pub(crate) struct Block {
 }
 
 /// Counts of requests judged against `--slo` by `goodput::judge`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub(crate) struct GoodputCounts {
     /// Requests judged: every finished one, failures included.
     pub judged: u64,

@@ -138,6 +138,17 @@ impl ErrorClass {
         }
     }
 
+    /// The class and status a report key names (`reset`, `http_503`);
+    /// `None` for a key this version does not know.
+    pub(crate) fn from_key(key: &str) -> Option<(ErrorClass, u16)> {
+        if let Some(code) = key.strip_prefix("http_") {
+            let code: u16 = code.parse().ok()?;
+            return (usize::from(code) < STATUSES).then_some((ErrorClass::HttpStatus, code));
+        }
+        let class = ErrorClass::ALL.iter().find(|c| c.name() == key)?;
+        (*class != ErrorClass::HttpStatus).then_some((*class, 0))
+    }
+
     /// Where a report key sorts in `ErrorCounts::named` order: by class,
     /// `http_<code>` in place of `http_status` by code, and keys this
     /// version does not know after all of them.
@@ -190,6 +201,20 @@ impl ErrorCounts {
         for (a, b) in self.by_status.iter_mut().zip(other.by_status.iter()) {
             *a += b;
         }
+    }
+
+    /// The counts `named` lists; a key this version does not know is an
+    /// error naming it.
+    pub(crate) fn from_named<'a>(
+        named: impl IntoIterator<Item = (&'a str, u64)>,
+    ) -> Result<ErrorCounts, String> {
+        let mut e = ErrorCounts::default();
+        for (key, n) in named {
+            let (class, status) =
+                ErrorClass::from_key(key).ok_or_else(|| format!("unknown error key {key:?}"))?;
+            e.add(class, status, n);
+        }
+        Ok(e)
     }
 
     /// Zeroes every count in place (the live window, once per interval).
@@ -258,6 +283,25 @@ mod tests {
                 ("malformed_response".to_string(), 1),
             ]
         );
+    }
+
+    #[test]
+    fn named_counts_read_back() {
+        let mut e = ErrorCounts::default();
+        e.add(ErrorClass::HttpStatus, 503, 4);
+        e.add(ErrorClass::Reset, 0, 2);
+        e.add(ErrorClass::TlsError, 0, 1);
+        let named = e.named();
+        let back = ErrorCounts::from_named(named.iter().map(|(k, n)| (k.as_str(), *n))).unwrap();
+        assert_eq!(back.named(), named);
+        assert_eq!(back.get(ErrorClass::HttpStatus), 4);
+        assert!(
+            ErrorCounts::from_named([("nope", 1)])
+                .unwrap_err()
+                .contains("nope")
+        );
+        assert_eq!(ErrorClass::from_key("http_status"), None);
+        assert_eq!(ErrorClass::from_key("http_x"), None);
     }
 
     /// Keys sorted by name (as a JSON object holds them) and then by

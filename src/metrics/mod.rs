@@ -7,6 +7,7 @@ pub(crate) mod block;
 pub(crate) mod endpoints;
 pub(crate) mod errors;
 pub(crate) mod goodput;
+pub(crate) mod hdr;
 pub(crate) mod mlperf;
 pub(crate) mod observe;
 pub(crate) mod run;

@@ -176,6 +176,44 @@ pub(crate) struct ThresholdAbort {
     pub broken: Vec<&'static str>,
 }
 
+/// The total length of `intervals` once overlaps are counted once: how
+/// long a union of measured windows lasted, ns.
+pub(crate) fn union_ns(intervals: &[(u64, u64)]) -> u64 {
+    let mut v: Vec<(u64, u64)> = intervals.iter().filter(|(a, b)| b > a).copied().collect();
+    v.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(u64, u64)> = None;
+    for (a, b) in v {
+        match cur {
+            Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+            _ => {
+                total += cur.map_or(0, |(ca, cb)| cb - ca);
+                cur = Some((a, b));
+            }
+        }
+    }
+    total + cur.map_or(0, |(a, b)| b - a)
+}
+
+/// `intervals` as their union: disjoint and ascending; an empty interval
+/// (`from == to`) is kept only when nothing else is, so a window that
+/// measured nothing still says where it began.
+pub(crate) fn union(intervals: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = intervals.iter().filter(|(a, b)| b > a).copied().collect();
+    if v.is_empty() {
+        return intervals.iter().min().copied().into_iter().collect();
+    }
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
 /// Why a run is incomplete: something it was asked to measure was not.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Incomplete {
@@ -203,6 +241,15 @@ pub(crate) enum Incomplete {
     ThresholdAbort(ThresholdAbort),
     /// The accuracy phase could not run, and why.
     AccuracyPhase(String),
+    /// A merged run lacks shard `index` of `count`: no summary was found.
+    ShardMissing { index: u32, count: u32 },
+    /// Shard `index` of `count` of a merged run was itself incomplete, for
+    /// its summary's `reasons`.
+    ShardPartial {
+        index: u32,
+        count: u32,
+        reasons: Vec<String>,
+    },
 }
 
 /// A scenario's results within a stage (or the whole run).
@@ -220,8 +267,12 @@ pub(crate) struct StageResult {
     /// Every scenario together.
     pub block: Block,
     pub scenarios: Vec<ScenarioResult>,
-    /// Measured window of the stage, ns.
+    /// Measured window of the stage, ns: the length of `measured`.
     pub window_ns: u64,
+    /// The measured window itself, CLOCK_MONOTONIC ns `[from, to]`: the
+    /// stage's measured start to its last end; a merged run's is the union
+    /// of its shards' (disjoint, ascending).
+    pub measured: Vec<(u64, u64)>,
     pub thresholds: Vec<Verdict>,
 }
 
@@ -243,6 +294,11 @@ pub(crate) struct RunResult {
     /// Stopped early because a stage broke a threshold (`abort_on_fail`).
     pub aborted_on_threshold: Option<ThresholdAbort>,
     pub total_window_ns: u64,
+    /// The run's measured window, as `StageResult::measured`: the end of
+    /// warm-up to the last end.
+    pub measured: Vec<(u64, u64)>,
+    /// The limits each stage was judged by.
+    pub thresholds: crate::plan::Thresholds,
     pub warmup: Block,
     pub generator: GeneratorStats,
     pub connections: ConnectionStats,
@@ -292,6 +348,15 @@ mod tests {
         assert_eq!((r.min, r.max), (Some(0.99), Some(40.0)));
         assert_eq!(r.mean, Some(1.75));
         assert_eq!(r.p999, Some(40.0));
+    }
+
+    #[test]
+    fn windows_overlapping_count_once() {
+        assert_eq!(union_ns(&[]), 0);
+        assert_eq!(union_ns(&[(10, 20), (15, 30), (40, 45), (50, 50)]), 25);
+        assert_eq!(union(&[(40, 45), (10, 20), (15, 30)]), [(10, 30), (40, 45)]);
+        assert_eq!(union(&[(7, 7), (5, 5)]), [(5, 5)]);
+        assert_eq!(union(&[(20, 10)]), [(20, 10)]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use super::hdr::Bounds;
 use super::mlperf::{self, HdrOrder};
 
 /// The histogram's top: one hour in nanoseconds. Longer values are recorded
@@ -23,6 +24,13 @@ const HIGHEST_NS: u64 = 3_600_000_000_000;
 
 /// Significant decimal digits the histogram resolves (relative error < 0.1%).
 const SIGFIG: u8 = 3;
+
+/// Every series' histogram bounds (what a decoded one must have).
+pub(crate) const BOUNDS: Bounds = Bounds {
+    low: 1,
+    high: HIGHEST_NS,
+    sigfig: SIGFIG,
+};
 
 /// A recorded series of nanosecond values.
 #[derive(Clone)]
@@ -117,11 +125,9 @@ impl Default for Series {
 
 impl Series {
     pub(crate) fn new() -> Self {
-        let mut hist = Histogram::new_with_bounds(1, HIGHEST_NS, SIGFIG)
-            .expect("constant histogram bounds are valid");
-        // Off already for bounded histograms; said again because recording
-        // without allocation depends on it.
-        hist.auto(false);
+        // Auto-resize off (`Bounds::histogram`): recording without
+        // allocation depends on it.
+        let hist = BOUNDS.histogram();
         Self {
             hist,
             count: 0,
@@ -130,6 +136,43 @@ impl Series {
             min: u64::MAX,
             max: 0,
         }
+    }
+
+    /// A series from its parts, as `parts` gives them (a summary's state):
+    /// `hist` must have `BOUNDS` (`hdr::from_text` checks) and `count` must
+    /// be its total count.
+    pub(crate) fn from_parts(
+        hist: Histogram<u64>,
+        (count, sum, sum_sq): (u64, u128, u128),
+        (min, max): (u64, u64),
+    ) -> Result<Series, String> {
+        if hist.len() != count {
+            return Err(format!(
+                "count {count} but the histogram holds {}",
+                hist.len()
+            ));
+        }
+        let (min, max) = if count == 0 {
+            (u64::MAX, 0)
+        } else {
+            (min, max)
+        };
+        if min > max && count > 0 {
+            return Err(format!("min {min} above max {max}"));
+        }
+        Ok(Series {
+            hist,
+            count,
+            sum,
+            sum_sq,
+            min,
+            max,
+        })
+    }
+
+    /// The histogram itself (to encode it).
+    pub(crate) fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
     }
 
     /// Records one value in nanoseconds. Never allocates.

@@ -17,6 +17,17 @@ pub(crate) struct Verdict {
     pub pass: bool,
 }
 
+/// Every threshold's name, as `Verdict::name` spells it.
+pub(crate) const NAMES: [&str; 7] = [
+    "ttft_p95_ms",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "p95_ms",
+    "p99_ms",
+    "error_rate",
+    "min_rps",
+];
+
 impl Thresholds {
     /// Every limit set, evaluated on `b` over a window of `window_ns`.
     pub(crate) fn evaluate(&self, b: &Block, window_ns: u64) -> Vec<Verdict> {

@@ -5,6 +5,15 @@
 //! digits, about 1 %), good enough to plot and cheap enough to keep open.
 
 use super::errors::ErrorClass;
+use super::hdr::Bounds;
+
+/// The buckets' latency histograms: 1 µs to 1 hour at 2 significant digits
+/// (about 1 %, plenty for a curve), 13 KiB each with 32-bit counts.
+pub(crate) const BOUNDS: Bounds = Bounds {
+    low: 1_000,
+    high: 3_600_000_000_000,
+    sigfig: 2,
+};
 
 /// Bucket width: one second.
 pub(crate) const INTERVAL_NS: u64 = 1_000_000_000;
@@ -68,6 +77,11 @@ pub(crate) struct Bucket {
     pub ttft_p99_ns: Option<u64>,
     pub e2e_p50_ns: Option<u64>,
     pub e2e_p99_ns: Option<u64>,
+    /// The histograms those percentiles were read from (`BOUNDS`, 32-bit
+    /// counts), in `hdr::to_text`'s form, so merged buckets have exact
+    /// percentiles too; `None` when nothing was recorded in it.
+    pub ttft_hist: Option<String>,
+    pub e2e_hist: Option<String>,
 }
 
 impl Bucket {

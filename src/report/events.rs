@@ -529,6 +529,20 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
             None
         },
     );
+    // The same differences in whole ns, as `Block` records them: the
+    // `_ms` fields' µs cross the histograms' bucket edges, these do not.
+    w.opt_uint(
+        "latency_ns",
+        (s.t_sched != 0).then(|| s.t_end.saturating_sub(s.t_sched)),
+    );
+    w.opt_uint(
+        "service_latency_ns",
+        (s.t_send != 0).then(|| s.t_end.saturating_sub(s.t_send)),
+    );
+    w.opt_uint(
+        "ttft_ns",
+        (s.t_first_token != 0).then(|| s.t_first_token.saturating_sub(s.t_send)),
+    );
     w.opt_uint("status", (s.status != 0).then_some(s.status as u64));
     match s.error {
         Some(ErrorClass::HttpStatus) => {
@@ -701,6 +715,9 @@ mod tests {
         assert_eq!(v["latency_ms"], 50.234);
         assert_eq!(v["service_latency_ms"], 49.734);
         assert_eq!(v["ttft_ms"], 20.0);
+        assert_eq!(v["latency_ns"], 50_234_567);
+        assert_eq!(v["service_latency_ns"], 49_734_567);
+        assert_eq!(v["ttft_ns"], 20_000_000);
         assert_eq!(v["scheduled_ms"], 1_700_000_000_001.0);
         assert_eq!(v["status"], 503);
         assert_eq!(v["error"], "http_503");

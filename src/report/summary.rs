@@ -589,7 +589,7 @@ impl Summary {
             headline: definitions.map(|d| d.headline()),
             shard: info.shard.clone(),
             merged: info.merged.clone(),
-            state: None,
+            state: Some(super::state::RunState::of(run)),
         }
     }
 
@@ -788,6 +788,17 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
             format!("{lost} conversation(s) were never reported by a worker after the abort")
         }
         Incomplete::ThresholdAbort(abort) => threshold_abort(abort),
+        Incomplete::ShardMissing { index, count } => {
+            format!("shard {index} of {count} missing: no summary.json found")
+        }
+        Incomplete::ShardPartial {
+            index,
+            count,
+            reasons,
+        } => format!(
+            "shard {index} of {count} incomplete: {}",
+            reasons.join("; ")
+        ),
     }
 }
 
@@ -800,4 +811,4 @@ fn threshold_abort(a: &ThresholdAbort) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use super::definitions_text;
 use super::fmt::{Whole, num};
+use super::summary::shard::MergedSummary;
 use super::summary::{EndpointSummary, INSECURE_LINE, Load, Numbers, Scenario, Summary};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Rollup;
@@ -60,6 +61,9 @@ pub(crate) fn render(s: &Summary) -> String {
         format!("INCOMPLETE — {}", s.incomplete_reasons.join("; "))
     };
     let _ = writeln!(o, "status: {status}");
+    if let Some(m) = &s.merged {
+        let _ = writeln!(o, "{}", merged(m));
+    }
     if let Some(sh) = &s.shard {
         let _ = writeln!(o, "{}", shard_line(sh));
     }
@@ -152,6 +156,36 @@ pub(crate) fn render(s: &Summary) -> String {
     // Server-supplied strings (model ids, error messages) must not drive
     // the terminal this is printed on.
     printable(&o)
+}
+
+/// How a merged run was put together, and whether its shards' schedules
+/// lined up.
+pub(crate) fn merged(m: &MergedSummary) -> String {
+    let id: String = m.run_id.chars().take(8).collect();
+    let ellipsis = if m.run_id.chars().count() > 8 {
+        "…"
+    } else {
+        ""
+    };
+    let head = format!(
+        "merged from {} of {} shards (run {id}{ellipsis})",
+        m.merged.len(),
+        m.shards
+    );
+    if !m.aligned {
+        return format!(
+            "{head}: the shards started when launched: their schedules were not aligned"
+        );
+    }
+    let ms = |ns: u64| num(ns as f64 / 1e6, 3, Whole::Bare);
+    let clocks = match m.max_clock_error_ns {
+        Some(ns) => format!("clocks ±{} ms", ms(ns)),
+        None => "clock error unknown".to_string(),
+    };
+    format!(
+        "{head}: largest start skew {} ms ({clocks})",
+        ms(m.start_skew_ns)
+    )
 }
 
 fn block(o: &mut String, b: &Numbers) {
@@ -583,6 +617,31 @@ mod tests {
 
     use super::*;
     use crate::report::fixture;
+
+    #[test]
+    fn a_merged_run_says_how_its_shards_started() {
+        let mut m = MergedSummary {
+            run_id: "3f2a9c01deadbeef".into(),
+            shards: 3,
+            merged: vec![1, 2, 3],
+            aligned: true,
+            start_skew_ns: 420_000,
+            max_clock_error_ns: Some(1_200_000),
+            ..MergedSummary::default()
+        };
+        assert_eq!(
+            super::merged(&m),
+            "merged from 3 of 3 shards (run 3f2a9c01…): largest start skew 0.42 ms (clocks ±1.20 ms)"
+        );
+        m.max_clock_error_ns = None;
+        assert!(super::merged(&m).ends_with("(clock error unknown)"));
+        m.aligned = false;
+        m.merged = vec![1, 3];
+        assert_eq!(
+            super::merged(&m),
+            "merged from 2 of 3 shards (run 3f2a9c01…): the shards started when launched: their schedules were not aligned"
+        );
+    }
 
     fn with_connections(keep_alive: bool) -> Summary {
         let mut s = fixture::summary();

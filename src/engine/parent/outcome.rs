@@ -63,6 +63,7 @@ impl Parent<'_, '_, '_> {
                     .zip(blocks)
                     .map(|(name, block)| ScenarioResult { name, block })
                     .collect(),
+                measured: vec![(self.stage_starts[i], self.stage_starts[i] + window_ns)],
                 block,
                 window_ns,
                 thresholds,
@@ -93,6 +94,8 @@ impl Parent<'_, '_, '_> {
             thresholds_passed: passed,
             aborted_on_threshold: self.threshold_abort.take(),
             total_window_ns,
+            measured: vec![(self.measure_start, self.measure_start + total_window_ns)],
+            thresholds: self.plan.thresholds.clone(),
             warmup: std::mem::take(&mut self.warmup),
             generator,
             connections,

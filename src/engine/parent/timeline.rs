@@ -12,7 +12,8 @@
 //! its latency is lost (counted as a straggler). The trade-off: per request
 //! a few additions and two histogram records, no allocation (histograms
 //! come from a pool and are reset when their interval closes); per second
-//! one bucket per slice pushed to a `Vec`.
+//! one bucket per slice pushed to a `Vec`, with its histograms encoded as
+//! text (`hdr::to_text`) for summary.json's state.
 
 use hdrhistogram::Histogram;
 
@@ -20,8 +21,9 @@ use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::hdr;
 use crate::metrics::timeline::{
-    Bucket, INTERVAL_NS, MAX_SCENARIO_SERIES, RunTimeline, TimelineSlice,
+    BOUNDS, Bucket, INTERVAL_NS, MAX_SCENARIO_SERIES, RunTimeline, TimelineSlice,
 };
 
 /// Intervals open at once: the one under way, the one just ended, one in
@@ -30,12 +32,6 @@ const OPEN: u64 = 4;
 /// How long after its end an interval still takes late records with
 /// their latencies.
 const GRACE_NS: u64 = 2 * INTERVAL_NS;
-
-/// The latency histograms: 1 µs to 1 hour at 2 significant digits (about
-/// 1 %, plenty for a curve), 13 KiB each with 32-bit counts.
-const LOWEST_NS: u64 = 1_000;
-const HIGHEST_NS: u64 = 3_600_000_000_000;
-const SIGFIG: u8 = 2;
 
 /// `Cell::hist` of a cell without histograms.
 const NO_HIST: u32 = u32::MAX;
@@ -55,13 +51,9 @@ struct Hists {
 
 impl Hists {
     fn new() -> Hists {
-        let h = || {
-            Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
-                .expect("constant histogram bounds are valid")
-        };
         Hists {
-            ttft: h(),
-            e2e: h(),
+            ttft: BOUNDS.histogram(),
+            e2e: BOUNDS.histogram(),
         }
     }
 }
@@ -339,6 +331,8 @@ impl TimelineBuckets {
                     };
                     (b.ttft_p50_ns, b.ttft_p99_ns) = (q(&h.ttft, 0.5), q(&h.ttft, 0.99));
                     (b.e2e_p50_ns, b.e2e_p99_ns) = (q(&h.e2e, 0.5), q(&h.e2e, 0.99));
+                    let text = |h: &Histogram<u32>| (!h.is_empty()).then(|| hdr::to_text(h));
+                    (b.ttft_hist, b.e2e_hist) = (text(&h.ttft), text(&h.e2e));
                     h.ttft.reset();
                     h.e2e.reset();
                     self.pool.free.push(cell.hist);

@@ -132,6 +132,7 @@ fn run() -> RunResult {
             block: b.clone(),
             scenarios: Vec::new(),
             window_ns: 9_118_456_115,
+            measured: vec![(1_000_000_000, 10_118_456_115)],
             thresholds: Vec::new(),
         }],
         total: b,

@@ -10,7 +10,7 @@ use crate::sys::info::PortRange;
 /// A run with two stages (one closed, one a uniform ramp), two scenarios,
 /// failures of two classes, a broken threshold and every reason the run
 /// can be incomplete or generator-limited.
-fn run() -> RunResult {
+pub(crate) fn run() -> RunResult {
     let ok = |t: u64, ms: u64| RequestSample {
         t_sched: t,
         t_send: t + 20_000,
@@ -71,6 +71,7 @@ fn run() -> RunResult {
             block: stage.clone(),
             scenarios: scenarios.clone(),
             window_ns: 2_500_000_000,
+            measured: vec![(900, 2_500_000_900)],
             thresholds: vec![verdict("p99_ms", true)],
         },
         StageResult {
@@ -83,6 +84,7 @@ fn run() -> RunResult {
             block: stage.clone(),
             scenarios: scenarios.clone(),
             window_ns: 3_000_000_000,
+            measured: vec![(2_500_000_900, 5_500_000_900)],
             thresholds: vec![verdict("p99_ms", false), verdict("min_rps", true)],
         },
     ];
@@ -102,6 +104,7 @@ fn run() -> RunResult {
         thresholds_passed: false,
         aborted_on_threshold: Some(abort.clone()),
         total_window_ns: 5_500_000_000,
+        measured: vec![(900, 5_500_000_900)],
         warmup: Block::default(),
         endpoints: Vec::new(),
         slo: Default::default(),
@@ -163,7 +166,7 @@ fn run() -> RunResult {
     }
 }
 
-fn info() -> RunInfo {
+pub(crate) fn info() -> RunInfo {
     RunInfo {
         tls: None,
         mlperf: None,

@@ -262,3 +262,38 @@ fn a_record_far_ahead_of_the_ticks_closes_what_it_must() {
     assert_eq!(r.stragglers, 0);
     assert_eq!(r.in_flight.len(), 11);
 }
+
+/// A closed bucket keeps its histograms as text: decoded, they give the
+/// bucket's percentiles, and a bucket of failures only has none.
+#[test]
+fn closed_buckets_keep_their_histograms() {
+    let mut t = buckets(1, 1);
+    t.tick(T0, 1, 0);
+    for i in 1..=50 {
+        t.record(
+            &ok(100 * MS + i * MS, i * MS, i * 100_000, 3),
+            Some(0),
+            0,
+            false,
+        );
+    }
+    t.record(
+        &failed(S + 10 * MS, ErrorClass::Reset, 0),
+        Some(0),
+        0,
+        false,
+    );
+    let r = finish(&mut t, 2 * S + 100 * MS, 1);
+    let b = &r.slices[0].buckets;
+    let h = |text: &Option<String>| -> Histogram<u32> {
+        hdr::from_text(text.as_deref().expect("a histogram"), BOUNDS).unwrap()
+    };
+    let (ttft, e2e) = (h(&b[0].ttft_hist), h(&b[0].e2e_hist));
+    assert_eq!((ttft.len(), e2e.len()), (50, 50));
+    assert_eq!(Some(ttft.value_at_quantile(0.99)), b[0].ttft_p99_ns);
+    assert_eq!(Some(e2e.value_at_quantile(0.5)), b[0].e2e_p50_ns);
+    assert_eq!(
+        (b[1].failed, &b[1].ttft_hist, &b[1].e2e_hist),
+        (1, &None, &None)
+    );
+}

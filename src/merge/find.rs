@@ -1,0 +1,191 @@
+//! Finding a run's shards: every `summary.json` under the given
+//! directories (a tree the schedulers leave, one subdirectory per shard, or
+//! shard directories themselves), read and checked to be shards of one run
+//! before anything is merged. What is wrong is named with its file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::metrics::run::RunResult;
+use crate::report::summary::Summary;
+use crate::report::summary::shard::ShardSummary;
+
+/// One shard's results directory, read.
+pub(crate) struct Shard {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub shard: ShardSummary,
+    /// Its run, rebuilt from the summary's state.
+    pub run: RunResult,
+}
+
+/// The shards of one run, by index, and the indices missing.
+pub(crate) struct Found {
+    pub run_id: String,
+    pub count: u32,
+    /// Ascending by index.
+    pub shards: Vec<Shard>,
+    pub missing: Vec<u32>,
+}
+
+/// Directories are searched this deep at most (a scheduler's tree is two
+/// or three levels; a symlink loop must not hang the merge).
+const MAX_DEPTH: usize = 8;
+
+/// Every `summary.json` under `dirs`, sorted, leaving out `skip` (the
+/// merge's own output directory).
+fn summaries(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for d in dirs {
+        if d.is_file() {
+            out.push(d.clone());
+            continue;
+        }
+        if !d.is_dir() {
+            return Err(format!("{}: no such directory", d.display()));
+        }
+        walk(d, skip, 0, &mut out)?;
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(
+    dir: &Path,
+    skip: Option<&Path>,
+    depth: usize,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH || skip.is_some_and(|s| same(s, dir)) {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut subdirs = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = entry.path();
+        if path.is_dir() {
+            subdirs.push(path);
+        } else if entry.file_name() == "summary.json" {
+            out.push(path);
+        }
+    }
+    for d in subdirs {
+        walk(&d, skip, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+fn same(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// The shards under `dirs`, checked to be one run: each summary a shard's
+/// (merged outputs are passed over), one run id and count, each index once,
+/// each with its state.
+pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, String> {
+    let files = summaries(dirs, skip)?;
+    let mut shards: Vec<Shard> = Vec::new();
+    for file in files {
+        let dir = file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let doc = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not an llmload summary.json: not JSON: {e}",
+                file.display()
+            )
+        })?;
+        let summary = Summary::from_value(doc)
+            .map_err(|e| format!("{}: not an llmload summary.json: {e}", file.display()))?;
+        if summary.merged.is_some() {
+            continue;
+        }
+        let Some(shard) = summary.shard.clone() else {
+            return Err(format!(
+                "{}: not a shard (no \"shard\"; was it run with --shard?)",
+                file.display()
+            ));
+        };
+        let Some(state) = &summary.state else {
+            return Err(format!(
+                "{}: no \"state\" (written by an llmload older than merge); rerun the shard",
+                file.display()
+            ));
+        };
+        let run = state
+            .to_run()
+            .map_err(|e| format!("{}: state: {e}", file.display()))?;
+        shards.push(Shard {
+            dir,
+            summary,
+            shard,
+            run,
+        });
+    }
+    check(shards)
+}
+
+fn check(mut shards: Vec<Shard>) -> Result<Found, String> {
+    let Some(first) = shards.first() else {
+        return Err("no shard's summary.json found".into());
+    };
+    let mut runs: BTreeMap<(&str, u32), Vec<String>> = BTreeMap::new();
+    for s in &shards {
+        runs.entry((s.shard.run_id.as_str(), s.shard.count))
+            .or_default()
+            .push(s.dir.display().to_string());
+    }
+    if runs.len() > 1 {
+        let list: Vec<String> = runs
+            .iter()
+            .map(|((id, n), dirs)| format!("run {id} of {n} shards: {}", dirs.join(", ")))
+            .collect();
+        return Err(format!(
+            "the summaries are not of one run: {}",
+            list.join("; ")
+        ));
+    }
+    let (run_id, count) = (first.shard.run_id.clone(), first.shard.count);
+    if count == 0 {
+        return Err(format!("{}: shard count 0", first.dir.display()));
+    }
+    shards.sort_by_key(|s| s.shard.index);
+    for w in shards.windows(2) {
+        if w[0].shard.index == w[1].shard.index {
+            return Err(format!(
+                "shard {} of {count} appears twice: {} and {}",
+                w[0].shard.index,
+                w[0].dir.display(),
+                w[1].dir.display()
+            ));
+        }
+    }
+    if let Some(s) = shards
+        .iter()
+        .find(|s| s.shard.index == 0 || s.shard.index > count)
+    {
+        return Err(format!(
+            "{}: shard index {} is outside 1..={count}",
+            s.dir.display(),
+            s.shard.index
+        ));
+    }
+    let missing = (1..=count)
+        .filter(|i| !shards.iter().any(|s| s.shard.index == *i))
+        .collect();
+    Ok(Found {
+        run_id,
+        count,
+        shards,
+        missing,
+    })
+}
