@@ -3,8 +3,10 @@
 //! SLO thresholds. A leaf module: the profile resolves into these types, the
 //! engine runs them, metrics and the report read them back.
 
-/// How requests are released during a stage.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How requests are released during a stage. Written as `LoadMode`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(into = "LoadMode", from = "LoadMode")]
 pub(crate) enum Load {
     /// Closed loop: keep `concurrency` requests in flight, each released when
     /// a previous one finishes (t_sched = release time).
@@ -19,6 +21,77 @@ pub(crate) enum Load {
         rate_from: f64,
         rate_to: f64,
     },
+}
+
+/// A stage's load as summary.json writes it, `{"mode": …}` with the
+/// mode's parameters: an open loop is named by its arrival law.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub(crate) enum LoadMode {
+    Concurrency {
+        #[cfg_attr(test, schemars(range(min = 1)))]
+        concurrency: usize,
+    },
+    Offline,
+    Poisson {
+        rate_from: f64,
+        rate_to: f64,
+    },
+    Uniform {
+        rate_from: f64,
+        rate_to: f64,
+    },
+}
+
+impl LoadMode {
+    /// The mode's name, as written.
+    pub(crate) fn mode(&self) -> &'static str {
+        match self {
+            LoadMode::Concurrency { .. } => "concurrency",
+            LoadMode::Offline => "offline",
+            LoadMode::Poisson { .. } => "poisson",
+            LoadMode::Uniform { .. } => "uniform",
+        }
+    }
+}
+
+impl From<Load> for LoadMode {
+    fn from(l: Load) -> LoadMode {
+        match l {
+            Load::Closed { concurrency } => LoadMode::Concurrency { concurrency },
+            Load::Offline => LoadMode::Offline,
+            Load::Open {
+                kind: ArrivalKind::Poisson,
+                rate_from,
+                rate_to,
+            } => LoadMode::Poisson { rate_from, rate_to },
+            Load::Open {
+                kind: ArrivalKind::Uniform,
+                rate_from,
+                rate_to,
+            } => LoadMode::Uniform { rate_from, rate_to },
+        }
+    }
+}
+
+impl From<LoadMode> for Load {
+    fn from(l: LoadMode) -> Load {
+        match l {
+            LoadMode::Concurrency { concurrency } => Load::Closed { concurrency },
+            LoadMode::Offline => Load::Offline,
+            LoadMode::Poisson { rate_from, rate_to } => Load::Open {
+                kind: ArrivalKind::Poisson,
+                rate_from,
+                rate_to,
+            },
+            LoadMode::Uniform { rate_from, rate_to } => Load::Open {
+                kind: ArrivalKind::Uniform,
+                rate_from,
+                rate_to,
+            },
+        }
+    }
 }
 
 /// One stage of a run.
@@ -116,6 +189,7 @@ impl ArrivalKind {
 
 /// Limits; `None` is not checked.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Thresholds {
     pub ttft_p95_ms: Option<f64>,
@@ -203,6 +277,7 @@ impl TokenPolicy {
 /// `--slo`: the bounds a request must meet to count as *good* (goodput).
 /// A bound left unset is not checked; with none set there is no goodput.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Slo {
     /// TTFT from the send, ns.
@@ -282,7 +357,9 @@ impl ServerMetrics {
 }
 
 /// `--io`: which backend moves the workers' bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum IoChoice {
     /// io_uring when the kernel offers what the backend needs, else epoll.
     #[default]
@@ -311,7 +388,9 @@ impl IoChoice {
 }
 
 /// The backend a run's workers use (`--io` resolved against the kernel).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum IoBackend {
     #[default]
     Epoll,
@@ -325,6 +404,22 @@ impl IoBackend {
             IoBackend::Uring => "uring",
         }
     }
+}
+
+/// The backend `--io` chose on this kernel, and why, in words for the
+/// report (`engine::io::choose` decides).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(default)]
+pub(crate) struct IoChosen {
+    /// The backend that ran.
+    pub backend: IoBackend,
+    /// `--io` as asked.
+    pub requested: IoChoice,
+    /// Why this backend ran.
+    pub reason: String,
+    /// io_uring's kernel submission-queue thread was on (`--uring-sqpoll`).
+    pub sqpoll: bool,
 }
 
 /// `--events`: which requests get a line in events.jsonl.

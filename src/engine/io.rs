@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use crate::plan::{IoBackend, IoChoice};
+use crate::plan::{IoBackend, IoChoice, IoChosen};
 
 /// How the workers do their I/O.
 #[derive(Clone, Debug, Default)]
@@ -15,15 +15,6 @@ pub(crate) struct IoPlan {
     /// Local addresses new connections are bound to, round-robin per
     /// connection; empty: the kernel picks.
     pub source_addrs: Vec<IpAddr>,
-}
-
-/// The backend chosen, and why, in words for the report.
-#[derive(Clone, Debug)]
-pub(crate) struct IoChosen {
-    pub requested: IoChoice,
-    pub backend: IoBackend,
-    pub sqpoll: bool,
-    pub reason: String,
 }
 
 /// Resolves `--io` against the kernel: `auto` takes io_uring when

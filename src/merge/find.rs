@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::metrics::run::RunResult;
+use crate::report::state;
 use crate::report::summary::Summary;
 use crate::report::summary::shard::ShardSummary;
 
@@ -104,6 +105,7 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
                 file.display()
             )
         })?;
+        other_version(&doc).map_err(|e| format!("{}: {e}", file.display()))?;
         let summary = Summary::from_value(doc)
             .map_err(|e| format!("{}: not an llmload summary.json: {e}", file.display()))?;
         if summary.merged.is_some() {
@@ -132,6 +134,24 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
         });
     }
     check(shards)
+}
+
+/// Refuses a shard whose state another llmload wrote, before anything
+/// else is read of it: the types behind `state` may differ.
+fn other_version(doc: &serde_json::Value) -> Result<(), String> {
+    let Some(v) = doc["state"]["version"].as_u64() else {
+        return Ok(());
+    };
+    if v == state::VERSION {
+        return Ok(());
+    }
+    let by = doc["version"].as_str().unwrap_or("unknown");
+    Err(format!(
+        "written by llmload {by} (state version {v}); this llmload {} reads state version {}: \
+         merge shards with the llmload version that ran them",
+        env!("CARGO_PKG_VERSION"),
+        state::VERSION
+    ))
 }
 
 fn check(mut shards: Vec<Shard>) -> Result<Found, String> {

@@ -61,7 +61,6 @@ fn merge(found: &Found) -> Merged {
         .shards
         .iter()
         .map(|s| Part {
-            index: s.shard.index,
             run: &s.run,
             delta_ns: run::mono_to_wall(&s.run) - base,
             shift: shift_s(

@@ -7,13 +7,12 @@
 use crate::metrics::block::Block;
 use crate::metrics::endpoints::EndpointStats;
 use crate::metrics::run::{
-    ConnTimes, Incomplete, Limit, RunResult, ScenarioResult, StageResult, union, union_ns,
+    Incomplete, Limit, RunResult, ScenarioResult, StageResult, union, union_ns,
 };
 use crate::plan::Load;
 
 /// A shard's run and how it relates to the merged one.
 pub(crate) struct Part<'a> {
-    pub index: u32,
     pub run: &'a RunResult,
     /// Add to its monotonic times for the merged run's.
     pub delta_ns: i64,
@@ -97,26 +96,6 @@ fn add_load(a: Load, b: Load) -> Load {
     }
 }
 
-fn merge_conn(a: &mut ConnTimes, b: &ConnTimes) {
-    if b.count == 0 {
-        return;
-    }
-    if a.count == 0 {
-        *a = b.clone();
-        return;
-    }
-    a.count += b.count;
-    a.sum_ns += b.sum_ns;
-    a.min_ns = a.min_ns.min(b.min_ns);
-    a.max_ns = a.max_ns.max(b.max_ns);
-    for &(v, n) in &b.buckets {
-        match a.buckets.binary_search_by_key(&v, |&(x, _)| x) {
-            Ok(i) => a.buckets[i].1 += n,
-            Err(i) => a.buckets.insert(i, (v, n)),
-        }
-    }
-}
-
 /// The merged run of `parts` (ascending by index, the first being the
 /// earliest start: its clock is the merged run's), with `reasons` why it is
 /// incomplete (missing or incomplete shards).
@@ -131,10 +110,11 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
         run_start_ns: base.run_start_ns,
         thresholds: base.thresholds.clone(),
         slo: base.slo,
+        connections: parts[0].run.connections.clone(),
         ..RunResult::default()
     };
     let mut measured = Vec::new();
-    for p in parts {
+    for (i, p) in parts.iter().enumerate() {
         let r = p.run;
         let d = p.delta_ns;
         out.total.merge(&rebased(&r.total, d));
@@ -165,32 +145,10 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
             merge_scenarios(&mut st.scenarios, &s.scenarios, d);
             st.measured.extend(rebase_window(&s.measured, d));
         }
-        let (g, h) = (&mut out.generator, &r.generator);
-        g.workers += h.workers;
-        g.ring_full += h.ring_full;
-        g.held_back += h.held_back;
-        g.waited_for_connection += h.waited_for_connection;
-        g.completion_ring_full += h.completion_ring_full;
-        g.itl_truncated += h.itl_truncated;
-        g.connections_opened += h.connections_opened;
-        g.stale_retries += h.stale_retries;
-        g.worker_busy_max = g.worker_busy_max.max(h.worker_busy_max);
-        g.corrupt_records += h.corrupt_records;
-        g.max_inflight += h.max_inflight;
-        g.worker_max_rss_kib.extend(&h.worker_max_rss_kib);
-        let (c, e) = (&mut out.connections, &r.connections);
-        c.opened += e.opened;
-        c.resumed += e.resumed;
-        c.failed += e.failed;
-        c.opened_in_window += e.opened_in_window;
-        c.tls |= e.tls;
-        c.keep_alive = if p.index == parts[0].index {
-            e.keep_alive
-        } else {
-            c.keep_alive && e.keep_alive
-        };
-        merge_conn(&mut c.tcp_connect, &e.tcp_connect);
-        merge_conn(&mut c.tls_handshake, &e.tls_handshake);
+        out.generator.merge(&r.generator);
+        if i > 0 {
+            out.connections.merge(&r.connections);
+        }
         merge_endpoints(&mut out.endpoints, &r.endpoints);
         out.interrupted |= r.interrupted;
         out.startup_ns = out.startup_ns.max(r.startup_ns);
@@ -219,13 +177,7 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
 fn merge_endpoints(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {
     for e in from {
         match into.iter_mut().find(|x| x.url == e.url) {
-            Some(x) => {
-                x.completed += e.completed;
-                x.failed += e.failed;
-                x.errors.merge(&e.errors);
-                x.ttft.merge(&e.ttft);
-                x.e2e.merge(&e.e2e);
-            }
+            Some(x) => x.merge(e),
             None => into.push(e.clone()),
         }
     }

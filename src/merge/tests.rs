@@ -276,6 +276,42 @@ fn what_is_not_one_run_s_shards_is_named() {
     std::fs::remove_dir_all(&plain).unwrap();
 }
 
+/// A shard another llmload wrote is refused by file and version before
+/// anything of it is read; a state that does not decode says where.
+#[test]
+fn a_shard_of_another_version_or_a_broken_state_is_named() {
+    let root = tmp("version");
+    three(&root);
+    let file = root.join("shard-2/summary.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&original).unwrap();
+    doc["version"] = "0.0.1".into();
+    doc["state"]["version"] = 1.into();
+    // A layout this version cannot read, as another one's may be.
+    doc["state"]["total"] = serde_json::json!({"issued": "many"});
+    doc["requests"]["issued"] = "many".into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let e = load(std::slice::from_ref(&root), None).err().unwrap();
+    assert!(e.contains("shard-2/summary.json"), "{e}");
+    assert!(
+        e.contains("written by llmload 0.0.1 (state version 1)")
+            && e.contains(&format!(
+                "reads state version {}",
+                crate::report::state::VERSION
+            )),
+        "{e}"
+    );
+    let mut doc: serde_json::Value = serde_json::from_str(&original).unwrap();
+    doc["state"]["stages"][0]["block"]["e2e"]["count"] = 7.into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let e = load(std::slice::from_ref(&root), None).err().unwrap();
+    assert!(
+        e.contains("shard-2/summary.json: state: stages[0].block.e2e: count 7"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 #[test]
 fn late_shards_buckets_move_by_whole_seconds() {
     let root = tmp("shift");

@@ -83,15 +83,7 @@ pub(crate) fn merge(parts: &[Part<'_>]) -> RunTimeline {
                     ttft: None,
                     e2e: None,
                 });
-                let m = &mut cell.b;
-                m.completed += b.completed;
-                m.output_tokens += b.output_tokens;
-                m.input_tokens += b.input_tokens;
-                m.good += b.good;
-                m.failed += b.failed - b.errors.iter().map(|e| e.2).sum::<u64>().min(b.failed);
-                for &(class, status, n) in &b.errors {
-                    m.add_error(class, status, n);
-                }
+                cell.b.add_counts(b);
                 add(&mut cell.ttft, b.ttft_hist.as_deref());
                 add(&mut cell.e2e, b.e2e_hist.as_deref());
             }

@@ -3,6 +3,9 @@
 //! finished request and rolled up by merging. The definitions are those of
 //! DESIGN.md; this is the one place they are computed.
 
+use serde::{Deserialize, Serialize};
+
+use super::dec128;
 use super::errors::{ErrorClass, ErrorCounts};
 use super::goodput::Judged;
 use super::series::Series;
@@ -113,8 +116,10 @@ impl RequestSample {
     }
 }
 
-/// Results for one slice of a run.
-#[derive(Clone, Debug, Default)]
+/// Results for one slice of a run. Times are CLOCK_MONOTONIC ns (0: none
+/// seen).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct Block {
     pub issued: u64,
     pub completed: u64,
@@ -163,6 +168,8 @@ pub(crate) struct Block {
     pub input_sources: [u64; 5],
     /// Sum over requests with ≥ 2 output tokens of (last − first token) ns
     /// and of (tokens − 1): token-weighted TPOT is their ratio.
+    #[serde(with = "dec128")]
+    #[cfg_attr(test, schemars(schema_with = "dec128::schema"))]
     pub decode_ns: u128,
     pub decode_tokens: u64,
     pub text_bytes: u64,
@@ -191,7 +198,8 @@ pub(crate) struct Block {
 }
 
 /// Counts of requests judged against `--slo` by `goodput::judge`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct GoodputCounts {
     /// Requests judged: every finished one, failures included.

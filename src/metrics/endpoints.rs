@@ -5,12 +5,15 @@
 //! it a connection; the trade-off is two more HDR series per endpoint, not
 //! a whole `Block`.
 
+use serde::{Deserialize, Serialize};
+
 use super::block::{Block, RequestSample};
 use super::errors::ErrorCounts;
 use super::series::Series;
 
 /// One endpoint's measured requests (warmup excluded).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct EndpointStats {
     /// As echoed: query values masked.
     pub url: String,
@@ -54,6 +57,15 @@ impl EndpointStats {
         if s.t_first_token != 0 {
             self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
         }
+    }
+
+    /// Adds another run's share of the same endpoint (a shard's).
+    pub(crate) fn merge(&mut self, o: &EndpointStats) {
+        self.completed += o.completed;
+        self.failed += o.failed;
+        self.errors.merge(&o.errors);
+        self.ttft.merge(&o.ttft);
+        self.e2e.merge(&o.e2e);
     }
 
     /// The latencies of the only endpoint of a run: every success reached

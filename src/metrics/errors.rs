@@ -251,6 +251,39 @@ impl ErrorCounts {
     }
 }
 
+/// A map by report key (`reset`, `http_503`), only the keys that occurred,
+/// as every rendering names them; a key this version does not know is
+/// refused.
+impl serde::Serialize for ErrorCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.named())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ErrorCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ErrorCounts, D::Error> {
+        let named: std::collections::BTreeMap<String, u64> = serde::Deserialize::deserialize(d)?;
+        ErrorCounts::from_named(named.iter().map(|(k, n)| (k.as_str(), *n)))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+impl schemars::JsonSchema for ErrorCounts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorCounts".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut s = <std::collections::BTreeMap<String, u64>>::json_schema(g);
+        s.insert(
+            "description".into(),
+            "Failures by report key (`reset`, `http_503`, …); only keys that occurred.".into(),
+        );
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

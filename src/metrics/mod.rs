@@ -4,6 +4,7 @@
 //! text happens only in `report`.
 
 pub(crate) mod block;
+pub(crate) mod dec128;
 pub(crate) mod endpoints;
 pub(crate) mod errors;
 pub(crate) mod goodput;

@@ -3,18 +3,27 @@
 //! was complete. The engine fills it; `report` reads it. Why the generator
 //! limited a run and why a run is incomplete are enums carrying the raw
 //! facts, so the engine formats nothing and the English lives in `report`.
+//!
+//! Every type here is its own serde form: summary.json's `state` is a
+//! `RunResult` as serde writes it, which `llmload merge` reads back whole.
+//! Times are CLOCK_MONOTONIC ns of the run's host; `run_start_ns` and
+//! `started_wall_ns` are one instant, the anchor a merge rebases them by.
+
+use serde::{Deserialize, Serialize};
 
 use super::block::Block;
+use super::dec128;
 use super::endpoints::EndpointStats;
 use super::errors::ErrorClass;
 use super::series::Rollup;
-use super::thresholds::Verdict;
+use super::thresholds::{ThresholdName, Verdict};
 use super::timeline::RunTimeline;
 use crate::plan::Load;
 use crate::sys::process::Exit;
 
 /// Generator health: how the load generator itself coped.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct GeneratorStats {
     pub workers: usize,
     /// Requests that found their worker's issue ring full.
@@ -39,8 +48,29 @@ pub(crate) struct GeneratorStats {
     pub limits: Vec<Limit>,
 }
 
+impl GeneratorStats {
+    /// Adds another generator's counters (a shard's): counts add up, the
+    /// busiest worker is the busiest of both, workers are listed after
+    /// ours. `limits` are left for `Limit::find` on the merged run.
+    pub(crate) fn merge(&mut self, o: &GeneratorStats) {
+        self.workers += o.workers;
+        self.ring_full += o.ring_full;
+        self.held_back += o.held_back;
+        self.waited_for_connection += o.waited_for_connection;
+        self.completion_ring_full += o.completion_ring_full;
+        self.itl_truncated += o.itl_truncated;
+        self.connections_opened += o.connections_opened;
+        self.stale_retries += o.stale_retries;
+        self.worker_busy_max = self.worker_busy_max.max(o.worker_busy_max);
+        self.corrupt_records += o.corrupt_records;
+        self.max_inflight += o.max_inflight;
+        self.worker_max_rss_kib.extend(&o.worker_max_rss_kib);
+    }
+}
+
 /// How a run's connections were opened and how long opening took.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct ConnectionStats {
     /// Connections ready for requests (TCP connected and, for https, the
     /// TLS handshake done), warm-up connections included.
@@ -60,22 +90,61 @@ pub(crate) struct ConnectionStats {
     pub tls_handshake: ConnTimes,
 }
 
+impl ConnectionStats {
+    /// Adds another run's connections (a shard's): counts and times add
+    /// up; TLS if either had it, keep-alive only if both kept connections.
+    pub(crate) fn merge(&mut self, o: &ConnectionStats) {
+        self.opened += o.opened;
+        self.resumed += o.resumed;
+        self.failed += o.failed;
+        self.opened_in_window += o.opened_in_window;
+        self.tls |= o.tls;
+        self.keep_alive &= o.keep_alive;
+        self.tcp_connect.merge(&o.tcp_connect);
+        self.tls_handshake.merge(&o.tls_handshake);
+    }
+}
+
 /// Durations kept as bucket counts (the workers' fixed log-linear
 /// histograms, merged): each non-empty bucket's middle value and count,
 /// ascending, beside the exact count, sum, minimum and maximum. Percentiles
 /// are within a bucket's width (under 1.6 %) of the true ones; the exact
 /// fields are exact.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct ConnTimes {
     /// (value ns, count), ascending by value.
     pub buckets: Vec<(u64, u64)>,
     pub count: u64,
+    #[serde(with = "dec128")]
+    #[cfg_attr(test, schemars(schema_with = "dec128::schema"))]
     pub sum_ns: u128,
     pub min_ns: u64,
     pub max_ns: u64,
 }
 
 impl ConnTimes {
+    /// Adds `o`'s durations: the same fixed buckets, so exactly.
+    pub(crate) fn merge(&mut self, o: &ConnTimes) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.count += o.count;
+        self.sum_ns += o.sum_ns;
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+        for &(v, n) in &o.buckets {
+            match self.buckets.binary_search_by_key(&v, |&(x, _)| x) {
+                Ok(i) => self.buckets[i].1 += n,
+                Err(i) => self.buckets.insert(i, (v, n)),
+            }
+        }
+    }
+
     /// The `q` quantile (0..=1) in ns, the nearest-rank bucket's middle
     /// clamped into the exact `[min, max]`; `None` when empty.
     pub(crate) fn quantile_ns(&self, q: f64) -> Option<u64> {
@@ -111,18 +180,20 @@ impl ConnTimes {
 }
 
 /// One way the generator, not the endpoint, set the pace of a run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Limit {
     /// Requests that found their worker's issue ring full.
-    RingFull(u64),
+    RingFull { n: u64 },
     /// Requests that waited for a free connection.
-    WaitedForConnection(u64),
+    WaitedForConnection { n: u64 },
     /// Open-loop arrivals held back by `openloop_max_inflight`.
-    HeldBack(u64),
+    HeldBack { n: u64 },
     /// Times a worker's completion records waited for the parent.
-    CompletionRingFull(u64),
+    CompletionRingFull { n: u64 },
     /// The busiest worker's share of wall time handling events (0..1).
-    WorkerBusy(f64),
+    WorkerBusy { share: f64 },
     /// Requests left the generator late: the run's p99 send lateness.
     SendLateness { p99_ns: u64 },
     /// Connects that failed for lack of file descriptors or local ports.
@@ -139,20 +210,26 @@ impl Limit {
     pub(crate) fn find(g: &GeneratorStats, total: &Block) -> Vec<Limit> {
         let mut out = Vec::new();
         let counts = [
-            (g.ring_full, Limit::RingFull(g.ring_full)),
+            (g.ring_full, Limit::RingFull { n: g.ring_full }),
             (
                 g.waited_for_connection,
-                Limit::WaitedForConnection(g.waited_for_connection),
+                Limit::WaitedForConnection {
+                    n: g.waited_for_connection,
+                },
             ),
-            (g.held_back, Limit::HeldBack(g.held_back)),
+            (g.held_back, Limit::HeldBack { n: g.held_back }),
             (
                 g.completion_ring_full,
-                Limit::CompletionRingFull(g.completion_ring_full),
+                Limit::CompletionRingFull {
+                    n: g.completion_ring_full,
+                },
             ),
         ];
         out.extend(counts.into_iter().filter(|(n, _)| *n > 0).map(|(_, l)| l));
         if g.worker_busy_max > BUSY_SHARE {
-            out.push(Limit::WorkerBusy(g.worker_busy_max));
+            out.push(Limit::WorkerBusy {
+                share: g.worker_busy_max,
+            });
         }
         if let Some(p99_ns) = total.send_lateness.quantile_ns(0.99)
             && p99_ns > LATE_P99_NS
@@ -169,11 +246,12 @@ impl Limit {
 }
 
 /// A stage broke a threshold and `abort_on_fail` skipped the stages after it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct ThresholdAbort {
     pub stage: String,
-    /// The thresholds it broke, by name (`p99_ms`, …).
-    pub broken: Vec<&'static str>,
+    /// The thresholds it broke.
+    pub broken: Vec<ThresholdName>,
 }
 
 /// The total length of `intervals` once overlaps are counted once: how
@@ -215,7 +293,9 @@ pub(crate) fn union(intervals: &[(u64, u64)]) -> Vec<(u64, u64)> {
 }
 
 /// Why a run is incomplete: something it was asked to measure was not.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Incomplete {
     /// SIGINT, SIGTERM or SIGHUP stopped the run.
     Interrupted,
@@ -223,6 +303,7 @@ pub(crate) enum Incomplete {
     WorkerDied {
         worker: usize,
         pid: i32,
+        #[serde(rename = "exit")]
         how: Exit,
         /// Conversations in flight on it, counted as `worker_lost`.
         lost: u64,
@@ -240,7 +321,7 @@ pub(crate) enum Incomplete {
     /// The later stages were skipped.
     ThresholdAbort(ThresholdAbort),
     /// The accuracy phase could not run, and why.
-    AccuracyPhase(String),
+    AccuracyPhase { why: String },
     /// A merged run lacks shard `index` of `count`: no summary was found.
     ShardMissing { index: u32, count: u32 },
     /// Shard `index` of `count` of a merged run was itself incomplete, for
@@ -253,14 +334,16 @@ pub(crate) enum Incomplete {
 }
 
 /// A scenario's results within a stage (or the whole run).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct ScenarioResult {
     pub name: String,
     pub block: Block,
 }
 
 /// A stage's results.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct StageResult {
     pub name: String,
     pub load: Load,
@@ -277,7 +360,8 @@ pub(crate) struct StageResult {
 }
 
 /// What a run produced.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct RunResult {
     /// CLOCK_REALTIME ns at `run_start_ns`, read with it.
     pub started_wall_ns: u64,
@@ -306,6 +390,7 @@ pub(crate) struct RunResult {
     /// Every issued request was accounted for and no worker was lost.
     pub complete: bool,
     /// Why not, in the order the report lists them.
+    #[serde(rename = "incomplete")]
     pub incomplete_reasons: Vec<Incomplete>,
     /// Start of run to first request on the wire, ns (a `--start-at` wait
     /// left out).
@@ -388,10 +473,10 @@ mod tests {
         total.record(&no_fd, []);
         let limits = Limit::find(&g, &total);
         assert_eq!(limits.len(), 6, "{limits:?}");
-        assert_eq!(limits[0], Limit::RingFull(3));
-        assert_eq!(limits[1], Limit::HeldBack(2));
-        assert_eq!(limits[2], Limit::CompletionRingFull(1));
-        assert_eq!(limits[3], Limit::WorkerBusy(0.95));
+        assert_eq!(limits[0], Limit::RingFull { n: 3 });
+        assert_eq!(limits[1], Limit::HeldBack { n: 2 });
+        assert_eq!(limits[2], Limit::CompletionRingFull { n: 1 });
+        assert_eq!(limits[3], Limit::WorkerBusy { share: 0.95 });
         // One sample: its percentiles are the sample itself.
         assert_eq!(limits[4], Limit::SendLateness { p99_ns: 2_000_000 });
         assert_eq!(limits[5], Limit::Descriptors { fds: 2, ports: 0 });

@@ -12,9 +12,10 @@
 use std::fmt;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::hdr::Bounds;
+use super::dec128;
+use super::hdr::{self, Bounds};
 use super::mlperf::{self, HdrOrder};
 
 /// The histogram's top: one hour in nanoseconds. Longer values are recorded
@@ -52,6 +53,7 @@ pub(crate) struct Series {
 /// of squares is kept); a document that lacks a field reads as that empty
 /// rollup's field.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema), schemars(deny_unknown_fields))]
 #[serde(default)]
 pub(crate) struct Rollup {
     pub count: u64,
@@ -102,6 +104,93 @@ impl Rollup {
     }
 }
 
+/// A series as summary.json writes it: the exact count, sums and extremes,
+/// and the histogram in HdrHistogram's V2 encoding, so a reader (`llmload
+/// merge`) rebuilds the very same series and adds it to others exactly.
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename = "Series")]
+struct SeriesDoc {
+    count: u64,
+    /// Exact sum of the values, a decimal string.
+    #[serde(with = "dec128")]
+    #[cfg_attr(test, schemars(schema_with = "dec128::schema"))]
+    sum: u128,
+    /// Exact sum of their squares (saturating), a decimal string.
+    #[serde(with = "dec128")]
+    #[cfg_attr(test, schemars(schema_with = "dec128::schema"))]
+    sum_sq: u128,
+    /// Exact smallest and largest value (0 when empty).
+    min: u64,
+    max: u64,
+    /// The histogram (1 ns to 1 h, 3 significant digits), HdrHistogram V2
+    /// compressed and base64; empty when nothing was recorded.
+    hist: String,
+}
+
+impl Serialize for Series {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SeriesDoc {
+            count: self.count,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+            min: self.min_ns().unwrap_or(0),
+            max: self.max,
+            hist: if self.count > 0 {
+                hdr::to_text(&self.hist)
+            } else {
+                String::new()
+            },
+        }
+        .serialize(s)
+    }
+}
+
+/// Refuses what a hand-edited or foreign document could get wrong: a
+/// histogram of other bounds, a count the histogram does not hold, a min
+/// above the max.
+impl<'de> Deserialize<'de> for Series {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Series, D::Error> {
+        let doc = SeriesDoc::deserialize(d)?;
+        if doc.count == 0 {
+            return Ok(Series::new());
+        }
+        let hist = hdr::from_text(&doc.hist, BOUNDS).map_err(serde::de::Error::custom)?;
+        if hist.len() != doc.count {
+            return Err(serde::de::Error::custom(format!(
+                "count {} but the histogram holds {}",
+                doc.count,
+                hist.len()
+            )));
+        }
+        if doc.min > doc.max {
+            return Err(serde::de::Error::custom(format!(
+                "min {} above max {}",
+                doc.min, doc.max
+            )));
+        }
+        Ok(Series {
+            hist,
+            count: doc.count,
+            sum: doc.sum,
+            sum_sq: doc.sum_sq,
+            min: doc.min,
+            max: doc.max,
+        })
+    }
+}
+
+#[cfg(test)]
+impl schemars::JsonSchema for Series {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Series".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        SeriesDoc::json_schema(g)
+    }
+}
+
 /// The exact fields and a few percentiles: the derived form would print all
 /// 33 792 histogram counters.
 impl fmt::Debug for Series {
@@ -138,39 +227,7 @@ impl Series {
         }
     }
 
-    /// A series from its parts, as `parts` gives them (a summary's state):
-    /// `hist` must have `BOUNDS` (`hdr::from_text` checks) and `count` must
-    /// be its total count.
-    pub(crate) fn from_parts(
-        hist: Histogram<u64>,
-        (count, sum, sum_sq): (u64, u128, u128),
-        (min, max): (u64, u64),
-    ) -> Result<Series, String> {
-        if hist.len() != count {
-            return Err(format!(
-                "count {count} but the histogram holds {}",
-                hist.len()
-            ));
-        }
-        let (min, max) = if count == 0 {
-            (u64::MAX, 0)
-        } else {
-            (min, max)
-        };
-        if min > max && count > 0 {
-            return Err(format!("min {min} above max {max}"));
-        }
-        Ok(Series {
-            hist,
-            count,
-            sum,
-            sum_sq,
-            min,
-            max,
-        })
-    }
-
-    /// The histogram itself (to encode it).
+    #[cfg(test)]
     pub(crate) fn histogram(&self) -> &Histogram<u64> {
         &self.hist
     }
@@ -426,6 +483,73 @@ mod tests {
         let mut copy = Series::new();
         copy.merge(&whole);
         assert_eq!(copy.rollup(1e6), whole.rollup(1e6));
+    }
+
+    /// Shards' series, each through its JSON, merged: the same as one
+    /// series that recorded every value.
+    #[test]
+    fn series_through_json_merge_into_one_series_of_every_value() {
+        let mut rng = Rng::seeded(7);
+        let values = log_normal_ns(&mut rng, 30_000);
+        let mut whole = Series::new();
+        let mut parts = [Series::new(), Series::new(), Series::new(), Series::new()];
+        for (i, &v) in values.iter().enumerate() {
+            whole.record(v);
+            parts[i % 3].record(v);
+        }
+        // Past the histogram's top, and zero: exact fields keep them.
+        whole.record(5_000_000_000_000);
+        parts[1].record(5_000_000_000_000);
+        whole.record(0);
+        parts[2].record(0);
+        let mut merged = Series::new();
+        for p in &parts {
+            let json = serde_json::to_string(p).unwrap();
+            merged.merge(&serde_json::from_str::<Series>(&json).unwrap());
+        }
+        assert_eq!(merged.histogram(), whole.histogram());
+        assert_eq!(merged.rollup(1e6), whole.rollup(1e6));
+        assert_eq!(merged.sum_ns(), whole.sum_ns());
+        assert_eq!(merged.sum_sq(), whole.sum_sq());
+        for q in [0.0, 0.01, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+            assert_eq!(merged.quantile_ns(q), whole.quantile_ns(q), "q {q}");
+        }
+    }
+
+    #[test]
+    fn big_sums_are_decimal_strings_and_bad_series_are_refused() {
+        let mut s = Series::new();
+        s.record_n(3_000_000_000_000, 1 << 40);
+        let v = serde_json::to_value(&s).unwrap();
+        assert!(v["sum"].is_string() && v["sum_sq"].is_string(), "{v}");
+        let back: Series = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.sum_ns(), s.sum_ns());
+        assert_eq!(back.sum_sq(), s.sum_sq());
+        let refused = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut w = v.clone();
+            f(&mut w);
+            serde_json::from_value::<Series>(w).unwrap_err().to_string()
+        };
+        let e = refused(&|w| w["count"] = (1u64 << 40 | 1).into());
+        assert!(e.contains("count"), "{e}");
+        let e = refused(&|w| w["min"] = u64::MAX.into());
+        assert!(e.contains("above max"), "{e}");
+        let e = refused(&|w| w["sum"] = "1e3".into());
+        assert!(e.contains("not a decimal integer"), "{e}");
+        let other = super::super::hdr::to_text(
+            &Bounds {
+                sigfig: 2,
+                ..BOUNDS
+            }
+            .histogram::<u64>(),
+        );
+        let e = refused(&|w| w["hist"] = other.clone().into());
+        assert!(e.contains("at 2 digits"), "{e}");
+        // An empty series writes no histogram and reads back empty.
+        let empty: Series =
+            serde_json::from_value(serde_json::to_value(Series::new()).unwrap()).unwrap();
+        assert_eq!(empty.count(), 0);
+        assert_eq!(serde_json::to_value(Series::new()).unwrap()["hist"], "");
     }
 
     #[test]

@@ -3,30 +3,50 @@
 //! the measured value beside the limit. No data is a failure for a latency
 //! or throughput limit: a stage that completed nothing met no SLO.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::block::Block;
 use crate::plan::Thresholds;
 
+/// Which limit: the `plan::Thresholds` field it comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ThresholdName {
+    TtftP95Ms,
+    TtftP99Ms,
+    TpotP99Ms,
+    P95Ms,
+    P99Ms,
+    ErrorRate,
+    MinRps,
+}
+
+impl ThresholdName {
+    /// The name reports print, as serde writes it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ThresholdName::TtftP95Ms => "ttft_p95_ms",
+            ThresholdName::TtftP99Ms => "ttft_p99_ms",
+            ThresholdName::TpotP99Ms => "tpot_p99_ms",
+            ThresholdName::P95Ms => "p95_ms",
+            ThresholdName::P99Ms => "p99_ms",
+            ThresholdName::ErrorRate => "error_rate",
+            ThresholdName::MinRps => "min_rps",
+        }
+    }
+}
+
 /// One limit's outcome.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct Verdict {
-    pub name: &'static str,
+    pub name: ThresholdName,
     pub limit: f64,
+    /// `None` when the block had no data for it.
     pub value: Option<f64>,
     pub pass: bool,
 }
-
-/// Every threshold's name, as `Verdict::name` spells it.
-pub(crate) const NAMES: [&str; 7] = [
-    "ttft_p95_ms",
-    "ttft_p99_ms",
-    "tpot_p99_ms",
-    "p95_ms",
-    "p99_ms",
-    "error_rate",
-    "min_rps",
-];
 
 impl Thresholds {
     /// Every limit set, evaluated on `b` over a window of `window_ns`.
@@ -43,15 +63,16 @@ impl Thresholds {
                 });
             }
         };
-        upper("ttft_p95_ms", self.ttft_p95_ms, ms(0.95, &b.ttft));
-        upper("ttft_p99_ms", self.ttft_p99_ms, ms(0.99, &b.ttft));
-        upper("tpot_p99_ms", self.tpot_p99_ms, ms(0.99, &b.tpot));
-        upper("p95_ms", self.p95_ms, ms(0.95, &b.e2e));
-        upper("p99_ms", self.p99_ms, ms(0.99, &b.e2e));
+        use ThresholdName as N;
+        upper(N::TtftP95Ms, self.ttft_p95_ms, ms(0.95, &b.ttft));
+        upper(N::TtftP99Ms, self.ttft_p99_ms, ms(0.99, &b.ttft));
+        upper(N::TpotP99Ms, self.tpot_p99_ms, ms(0.99, &b.tpot));
+        upper(N::P95Ms, self.p95_ms, ms(0.95, &b.e2e));
+        upper(N::P99Ms, self.p99_ms, ms(0.99, &b.e2e));
         let rate = (b.issued > 0).then(|| b.failed as f64 / b.issued as f64);
         if let Some(limit) = self.error_rate {
             out.push(Verdict {
-                name: "error_rate",
+                name: N::ErrorRate,
                 limit,
                 value: Some(rate.unwrap_or(0.0)),
                 pass: rate.unwrap_or(0.0) <= limit,
@@ -60,7 +81,7 @@ impl Thresholds {
         if let Some(limit) = self.min_rps {
             let rps = (window_ns > 0).then(|| b.completed as f64 / (window_ns as f64 / 1e9));
             out.push(Verdict {
-                name: "min_rps",
+                name: N::MinRps,
                 limit,
                 value: rps,
                 pass: rps.is_some_and(|v| v >= limit),
@@ -75,6 +96,26 @@ mod tests {
     use super::*;
     use crate::metrics::block::RequestSample;
     use crate::metrics::errors::ErrorClass;
+
+    #[test]
+    fn names_are_those_serde_writes() {
+        use ThresholdName as N;
+        for n in [
+            N::TtftP95Ms,
+            N::TtftP99Ms,
+            N::TpotP99Ms,
+            N::P95Ms,
+            N::P99Ms,
+            N::ErrorRate,
+            N::MinRps,
+        ] {
+            assert_eq!(serde_json::to_value(n).unwrap(), n.name());
+            let back: ThresholdName = serde_json::from_value(n.name().into()).unwrap();
+            assert_eq!(back, n);
+        }
+        let e = serde_json::from_value::<ThresholdName>("p42_ms".into()).unwrap_err();
+        assert!(e.to_string().contains("p42_ms"), "{e}");
+    }
 
     #[test]
     fn limits_pass_and_fail() {
@@ -105,7 +146,7 @@ mod tests {
             ..Thresholds::default()
         };
         let v = t.evaluate(&b, 2_000_000_000);
-        let get = |n: &str| v.iter().find(|x| x.name == n).unwrap().clone();
+        let get = |n: &str| v.iter().find(|x| x.name.name() == n).unwrap().clone();
         assert!(!get("p99_ms").pass);
         assert!(get("p95_ms").pass);
         assert!(get("ttft_p95_ms").pass);
@@ -149,7 +190,7 @@ mod tests {
             ttft_p99_ms: Some(20.0),
             ..Thresholds::default()
         });
-        assert_eq!(below.name, "ttft_p99_ms");
+        assert_eq!(below.name, ThresholdName::TtftP99Ms);
         assert!(!below.pass);
         assert!(below.value.unwrap() > 35.0, "{below:?}");
         assert!(
@@ -163,7 +204,7 @@ mod tests {
             tpot_p99_ms: Some(5.0),
             ..Thresholds::default()
         });
-        assert_eq!(below.name, "tpot_p99_ms");
+        assert_eq!(below.name, ThresholdName::TpotP99Ms);
         assert!(!below.pass);
         assert!((below.value.unwrap() - 9.0).abs() < 0.5, "{below:?}");
         assert!(

@@ -4,6 +4,8 @@
 //! percentiles come from small per-bucket histograms (2 significant
 //! digits, about 1 %), good enough to plot and cheap enough to keep open.
 
+use serde::{Deserialize, Serialize};
+
 use super::errors::ErrorClass;
 use super::hdr::Bounds;
 
@@ -24,7 +26,8 @@ pub(crate) const INTERVAL_NS: u64 = 1_000_000_000;
 pub(crate) const MAX_SCENARIO_SERIES: usize = 16;
 
 /// Every interval of a run, per slice.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct RunTimeline {
     /// Bucket width, ns.
     pub interval_ns: u64,
@@ -48,7 +51,8 @@ pub(crate) struct RunTimeline {
 /// bucket (an idle one has zero counts and the stage running at its
 /// start); an interval in which requests of two stages (or of warm-up and
 /// the first stage) ended has one bucket per stage, in stage order.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct TimelineSlice {
     /// `None` for the whole run.
     pub scenario: Option<String>,
@@ -56,7 +60,8 @@ pub(crate) struct TimelineSlice {
 }
 
 /// What ended in one interval, of one stage (or warm-up).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct Bucket {
     /// Index of the interval from the run's start.
     pub interval: u32,
@@ -65,7 +70,10 @@ pub(crate) struct Bucket {
     pub completed: u64,
     pub failed: u64,
     /// Failures as (class, HTTP status for `HttpStatus` else 0, count),
-    /// one entry per key; `ErrorClass::key` names them.
+    /// one entry per key; `ErrorClass::key` names them, and the written
+    /// form is `[key, count]` in this order.
+    #[serde(with = "keyed")]
+    #[cfg_attr(test, schemars(with = "Vec<(String, u64)>"))]
     pub errors: Vec<(ErrorClass, u16, u64)>,
     /// Of the successful requests, as `Block` counts them.
     pub output_tokens: u64,
@@ -80,11 +88,56 @@ pub(crate) struct Bucket {
     /// The histograms those percentiles were read from (`BOUNDS`, 32-bit
     /// counts), in `hdr::to_text`'s form, so merged buckets have exact
     /// percentiles too; `None` when nothing was recorded in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_hist: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_hist: Option<String>,
 }
 
+/// A bucket's errors as `[key, count]` pairs.
+mod keyed {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::ErrorClass;
+
+    pub(super) fn serialize<S: Serializer>(
+        v: &[(ErrorClass, u16, u64)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|&(class, status, n)| (class.key(status), n)))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(ErrorClass, u16, u64)>, D::Error> {
+        let pairs: Vec<(String, u64)> = Vec::deserialize(d)?;
+        pairs
+            .into_iter()
+            .map(|(key, n)| {
+                let (class, status) = ErrorClass::from_key(&key).ok_or_else(|| {
+                    serde::de::Error::custom(format!("unknown error key {key:?}"))
+                })?;
+                Ok((class, status, n))
+            })
+            .collect()
+    }
+}
+
 impl Bucket {
+    /// Adds `o`'s counts (not its percentiles or histograms: they merge
+    /// as histograms, `merge::timeline`).
+    pub(crate) fn add_counts(&mut self, o: &Bucket) {
+        self.completed += o.completed;
+        self.output_tokens += o.output_tokens;
+        self.input_tokens += o.input_tokens;
+        self.good += o.good;
+        // Failures not itemized by key, then each key's.
+        self.failed += o.failed - o.errors.iter().map(|e| e.2).sum::<u64>().min(o.failed);
+        for &(class, status, n) in &o.errors {
+            self.add_error(class, status, n);
+        }
+    }
+
     /// Nothing ended in it.
     pub(crate) fn is_empty(&self) -> bool {
         self.completed == 0 && self.failed == 0

@@ -124,10 +124,12 @@ impl Gate {
 
 /// What the events log ended up holding: the summary's `events`.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct EventsStats {
     /// Which requests got a line (`--events`): `all`, `errors` or `none`
     /// (then `path` is empty: no file was written).
+    #[cfg_attr(test, schemars(extend("enum" = ["all", "errors", "none"])))]
     pub mode: String,
     pub path: String,
     pub written: u64,

@@ -62,7 +62,7 @@ pub(crate) struct RunInfo {
     /// `--metrics-preset`: whose definitions the headline numbers use.
     pub metrics_preset: crate::plan::MetricsPreset,
     /// The I/O backend the workers ran, and why.
-    pub io: summary::IoSummary,
+    pub io: Option<crate::plan::IoChosen>,
     /// This run is one shard of a larger one.
     pub shard: Option<summary::shard::ShardSummary>,
     /// This run was merged from shards.

@@ -15,6 +15,8 @@
 pub(crate) mod definitions;
 pub(crate) mod distributions;
 pub(crate) mod goodput;
+#[cfg(test)]
+mod schema;
 pub(crate) mod server;
 pub(crate) mod shard;
 pub(crate) mod timeline;
@@ -32,19 +34,25 @@ use crate::metrics::endpoints::EndpointStats;
 use crate::metrics::run::{ConnectionStats, Incomplete, Limit, RunResult, ThresholdAbort};
 use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
-use crate::plan::{self, ArrivalKind};
+pub(crate) use crate::plan::LoadMode as Load;
+use crate::plan::{self, IoChosen};
 use crate::protocol::Finish;
 use crate::sys::info::HostInfo;
-use crate::sys::process::Exit;
 
 const MS: f64 = 1e6;
 const US: f64 = 1e3;
 
-/// The whole summary document.
+/// The machine-readable result of one `llmload bench` run (or of `llmload
+/// merge`). Times are milliseconds (floats) unless a field name says
+/// otherwise (`_us`, `_s`, `_ns`); rates are per second. Fields may be
+/// added; none is removed or renamed without a version change.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(test, schemars(transform = schema::require("info")))]
 #[serde(default)]
 pub(crate) struct Summary {
     /// Always `llmload`.
+    #[cfg_attr(test, schemars(extend("const" = "llmload")))]
     pub tool: String,
     pub version: String,
     /// Every issued request was accounted for, no worker was lost and the
@@ -55,15 +63,21 @@ pub(crate) struct Summary {
     pub interrupted: bool,
     pub incomplete_reasons: Vec<String>,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    #[cfg_attr(
+        test,
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$"))
+    )]
     pub started_at: String,
     /// What was measured: URL, API and model.
     pub target: String,
     /// The resolved configuration, secrets redacted: free-form, its shape is
     /// the profile's.
+    #[cfg_attr(test, schemars(schema_with = "schema::config"))]
     pub config: Value,
     /// Where the prompts came from (`source`, `samples`, `skipped`,
     /// `skip_examples`, per scenario when several): free-form, its shape is
     /// the dataset loader's.
+    #[cfg_attr(test, schemars(schema_with = "schema::dataset"))]
     pub dataset: Value,
     /// The whole run's numbers (warmup excluded).
     #[serde(flatten)]
@@ -73,12 +87,14 @@ pub(crate) struct Summary {
     /// The machine the run ran on (what `llmload info --json` prints), read
     /// once at the start; absent from summaries older than it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(required))]
     pub info: Option<HostInfo>,
     /// How connections were opened and what opening them cost.
     pub connections: Connections,
     /// How the https endpoints were reached; absent when none was https.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
+    #[cfg_attr(test, schemars(length(min = 1)))]
     pub stages: Vec<Stage>,
     /// Each scenario over the whole run.
     pub scenarios: Vec<Scenario>,
@@ -95,10 +111,12 @@ pub(crate) struct Summary {
     /// Counters of the built-in endpoint, when the run started one:
     /// free-form, its shape is the server's.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(schema_with = "schema::object"))]
     pub builtin_endpoint: Option<Value>,
     /// The accuracy phase: each dataset's score, samples and failures
     /// (`accuracy::AccuracyReport::summary_json`); absent when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(schema_with = "schema::object"))]
     pub accuracy: Option<Value>,
     /// The run second by second; absent from older summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,12 +150,16 @@ fn yes() -> bool {
 
 /// The numbers every slice of a run has: the whole run, a stage, a scenario.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Numbers {
     pub requests: Requests,
-    /// Up to three distinct messages per failure key (`http_503`, …).
+    /// Up to three distinct messages per failure key (`http_503`,
+    /// `inband_error`, …): what the endpoint said when it failed.
+    #[cfg_attr(test, schemars(schema_with = "schema::error_messages"))]
     pub error_messages: BTreeMap<String, Vec<String>>,
     /// The measured window, s.
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub window_s: f64,
     pub throughput: Throughput,
     pub tokens: Tokens,
@@ -151,12 +173,14 @@ pub(crate) struct Numbers {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Requests {
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
     /// Failures by key (`reset`, `http_503`, …); only keys that occurred.
+    #[cfg_attr(test, schemars(schema_with = "schema::errors"))]
     pub errors: BTreeMap<String, u64>,
 }
 
@@ -169,30 +193,40 @@ impl Requests {
 
 /// Per second over the slice's window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Throughput {
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub requests_per_s: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub output_tokens_per_s: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub input_tokens_per_s: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub total_tokens_per_s: f64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Tokens {
     pub output_total: u64,
     pub input_total: u64,
     /// Where output counts came from: usage, tokenizer, events, mixed,
     /// unknown or none.
+    #[cfg_attr(test, schemars(extend("enum" = ["usage", "tokenizer", "events", "mixed", "unknown", "none"])))]
     pub output_source: String,
-    /// Where input counts came from: input_ids, tokenizer, usage, mixed,
-    /// unknown or none.
+    /// Where input counts came from: input_ids, tokenizer, chat_template,
+    /// usage, mixed, unknown or none.
+    #[cfg_attr(test, schemars(extend("enum" = ["input_ids", "tokenizer", "chat_template", "usage", "mixed", "unknown", "none"])))]
     pub input_source: String,
     /// Successful requests per output count source.
     pub output_source_requests: BTreeMap<String, u64>,
     /// Successful requests per input count source.
     pub input_source_requests: BTreeMap<String, u64>,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub output_per_request_mean: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub input_per_request_mean: f64,
     /// Input tokens per successful request.
     pub isl: Rollup,
@@ -210,6 +244,7 @@ pub(crate) struct Tokens {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Latency {
     pub e2e: Rollup,
@@ -227,6 +262,7 @@ pub(crate) struct Latency {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Warmup {
     pub issued: u64,
@@ -236,6 +272,7 @@ pub(crate) struct Warmup {
 
 /// How the load generator itself coped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Generator {
     pub send_lateness_us: Rollup,
@@ -246,7 +283,10 @@ pub(crate) struct Generator {
     pub itl_truncated: u64,
     pub connections_opened: u64,
     pub stale_connection_retries: u64,
+    #[cfg_attr(test, schemars(range(min = 1)))]
     pub workers: usize,
+    /// The busiest worker's share of wall time spent handling events.
+    #[cfg_attr(test, schemars(range(min = 0, max = 1)))]
     pub worker_busy_max: f64,
     /// Completion records that could not be read; each stopped its worker
     /// and made the run incomplete.
@@ -256,43 +296,24 @@ pub(crate) struct Generator {
     /// Each worker's peak resident set, KiB, in worker order (0: unknown).
     pub worker_max_rss_kib: Vec<u64>,
     pub fd_limit: u64,
+    /// Start of the run to the first request on the wire (a `--start-at`
+    /// wait left out).
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub startup_ms: f64,
     pub limited_by_generator: bool,
     /// Why the generator, not the endpoint, limited the run.
     pub limits: Vec<String>,
-    /// The I/O backend the workers ran.
-    pub io: IoSummary,
-}
-
-/// `--io` as asked and as run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub(crate) struct IoSummary {
-    /// `epoll` or `uring`.
-    pub backend: String,
-    /// `auto`, `epoll` or `uring`.
-    pub requested: String,
-    /// Why this backend ran.
-    pub reason: String,
-    /// io_uring's kernel submission thread was on.
-    pub sqpoll: bool,
-}
-
-impl IoSummary {
-    pub(crate) fn of(c: &crate::engine::io::IoChosen) -> IoSummary {
-        IoSummary {
-            backend: c.backend.name().to_string(),
-            requested: c.requested.name().to_string(),
-            reason: c.reason.clone(),
-            sqpoll: c.sqpoll,
-        }
-    }
+    /// The I/O backend the workers ran (`--io`), and why; absent from
+    /// older summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<IoChosen>,
 }
 
 /// The run's connections: how many were opened, resumed a TLS session or
 /// failed, and how long the TCP connect and the TLS handshake took, each
 /// measured per connection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Connections {
     /// Ready for requests (TCP connected and, for https, the TLS handshake
@@ -303,6 +324,7 @@ pub(crate) struct Connections {
     /// Attempts that ended without a usable connection.
     pub failed: u64,
     /// Connections opened during the measured window, per second of it.
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub connects_per_s: f64,
     /// Connections were reused; false when some endpoint's carried one
     /// request each (`--keep-alive false`).
@@ -356,6 +378,7 @@ impl Connections {
 
 /// How the run's https endpoints were reached.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct TlsSummary {
     /// Some endpoint's certificate was not verified (`--insecure`).
@@ -365,6 +388,7 @@ pub(crate) struct TlsSummary {
 
 /// One https endpoint and its settings (file paths only).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct TlsEndpoint {
     /// As echoed: query values masked.
@@ -373,8 +397,10 @@ pub(crate) struct TlsEndpoint {
     pub server_name: String,
     /// The certificate was verified (false with `--insecure`).
     pub verify: bool,
+    /// The `--ca-cert` file trusted beside the system store.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_cert: Option<String>,
+    /// The `--client-cert` file presented (mTLS).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cert: Option<String>,
 }
@@ -384,11 +410,14 @@ pub(crate) const INSECURE_LINE: &str = "TLS verification OFF (--insecure): the s
 
 /// One stage: its load, its numbers, its scenarios and thresholds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[cfg_attr(test, schemars(transform = schema::require("load")))]
 #[serde(default)]
 pub(crate) struct Stage {
     pub name: String,
     /// Always written; `None` only for a read document that lacks it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, schemars(required))]
     pub load: Option<Load>,
     #[serde(flatten)]
     pub numbers: Numbers,
@@ -402,6 +431,7 @@ pub(crate) struct Stage {
 
 /// One scenario of a stage or of the whole run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Scenario {
     pub name: String,
@@ -414,14 +444,17 @@ pub(crate) struct Scenario {
 /// reached it or tried to; a request that never got a connection (aborted,
 /// lost with its worker) is on none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema), schemars(deny_unknown_fields))]
 #[serde(default)]
 pub(crate) struct EndpointSummary {
     /// As echoed: query values masked.
     pub url: String,
+    /// Requests that reached the endpoint or tried to: completed + failed.
     pub issued: u64,
     pub completed: u64,
     pub failed: u64,
     /// Failures by key, as `requests.errors`.
+    #[cfg_attr(test, schemars(schema_with = "schema::errors"))]
     pub errors: BTreeMap<String, u64>,
     /// As `latency_ms.ttft` and `latency_ms.e2e`, for this endpoint.
     pub ttft_ms: Rollup,
@@ -442,54 +475,15 @@ impl EndpointSummary {
     }
 }
 
-/// A stage's load, as `{"mode": …}` with the mode's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "lowercase")]
-pub(crate) enum Load {
-    Concurrency { concurrency: usize },
-    Offline,
-    Poisson { rate_from: f64, rate_to: f64 },
-    Uniform { rate_from: f64, rate_to: f64 },
-}
-
-impl Load {
-    /// The schema's name of the mode.
-    pub(crate) fn mode(&self) -> &'static str {
-        match self {
-            Load::Concurrency { .. } => "concurrency",
-            Load::Offline => "offline",
-            Load::Poisson { .. } => "poisson",
-            Load::Uniform { .. } => "uniform",
-        }
-    }
-}
-
-impl From<&plan::Load> for Load {
-    fn from(l: &plan::Load) -> Load {
-        match *l {
-            plan::Load::Closed { concurrency } => Load::Concurrency { concurrency },
-            plan::Load::Offline => Load::Offline,
-            plan::Load::Open {
-                kind: ArrivalKind::Poisson,
-                rate_from,
-                rate_to,
-            } => Load::Poisson { rate_from, rate_to },
-            plan::Load::Open {
-                kind: ArrivalKind::Uniform,
-                rate_from,
-                rate_to,
-            } => Load::Uniform { rate_from, rate_to },
-        }
-    }
-}
-
 /// One threshold's outcome. The name stays a string so a summary naming a
 /// threshold this version does not know still reads.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Threshold {
     /// `ttft_p95_ms`, `ttft_p99_ms`, `tpot_p99_ms`, `p95_ms`, `p99_ms`,
     /// `error_rate` or `min_rps`.
+    #[cfg_attr(test, schemars(with = "crate::metrics::thresholds::ThresholdName"))]
     pub name: String,
     pub limit: f64,
     /// `None` when the stage had no data for it.
@@ -500,7 +494,7 @@ pub(crate) struct Threshold {
 impl From<&Verdict> for Threshold {
     fn from(v: &Verdict) -> Threshold {
         Threshold {
-            name: v.name.to_string(),
+            name: v.name.name().to_string(),
             limit: v.limit,
             value: v.value,
             pass: v.pass,
@@ -559,7 +553,7 @@ impl Summary {
                 .iter()
                 .map(|s| Stage {
                     name: s.name.clone(),
-                    load: Some(Load::from(&s.load)),
+                    load: Some(s.load.into()),
                     numbers: Numbers::of(&s.block, s.window_ns, &run.slo),
                     send_lateness_us: s.block.send_lateness.rollup(US),
                     scenarios: s
@@ -725,19 +719,19 @@ fn notes(info: &RunInfo, endpoints: &[EndpointStats]) -> Vec<String> {
 /// Why the generator limited the run, for a person.
 fn limit(l: &Limit) -> String {
     match *l {
-        Limit::RingFull(n) => format!(
+        Limit::RingFull { n } => format!(
             "{n} request(s) found their worker's issue ring full (workers could not keep up)"
         ),
-        Limit::WaitedForConnection(n) => {
+        Limit::WaitedForConnection { n } => {
             format!("{n} request(s) waited for a free connection (raise --connections)")
         }
-        Limit::HeldBack(n) => format!(
+        Limit::HeldBack { n } => format!(
             "{n} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)"
         ),
-        Limit::CompletionRingFull(n) => {
+        Limit::CompletionRingFull { n } => {
             format!("completion records waited {n} time(s) for the parent to read them")
         }
-        Limit::WorkerBusy(share) => format!(
+        Limit::WorkerBusy { share } => format!(
             "a worker was busy {:.0}% of the time (add --workers or cores)",
             share * 100.0
         ),
@@ -770,20 +764,13 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
             pid,
             how,
             lost,
-        } => {
-            let how = match how {
-                Exit::Signal(n) => format!("was killed by signal {n}"),
-                Exit::Status(n) => format!("exited with status {n}"),
-                Exit::Lost => "ended (reaped elsewhere)".to_string(),
-            };
-            format!(
-                "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"
-            )
-        }
+        } => format!(
+            "worker {worker} (pid {pid}) {how}; {lost} conversation(s) in flight on it were lost"
+        ),
         Incomplete::CorruptRecord { worker, pid, lost } => format!(
             "worker {worker} (pid {pid}) wrote a completion record that could not be read and was stopped; {lost} conversation(s) in flight on it were lost"
         ),
-        Incomplete::AccuracyPhase(why) => format!("the accuracy phase could not run: {why}"),
+        Incomplete::AccuracyPhase { why } => format!("the accuracy phase could not run: {why}"),
         Incomplete::NeverReported { lost } => {
             format!("{lost} conversation(s) were never reported by a worker after the abort")
         }
@@ -806,7 +793,11 @@ fn threshold_abort(a: &ThresholdAbort) -> String {
     format!(
         "stage '{}' broke {}; later stages were skipped (abort_on_fail)",
         a.stage,
-        a.broken.join(", ")
+        a.broken
+            .iter()
+            .map(|b| b.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 

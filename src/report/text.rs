@@ -547,9 +547,9 @@ fn generator(o: &mut String, s: &Summary) {
         "  largest worker peak memory {rss}  most in flight {}  corrupt records {}",
         g.max_inflight, g.corrupt_records
     );
-    if !g.io.backend.is_empty() {
-        let sqpoll = if g.io.sqpoll { " with SQPOLL" } else { "" };
-        let _ = writeln!(o, "  io {}{sqpoll} ({})", g.io.backend, g.io.reason);
+    if let Some(io) = &g.io {
+        let sqpoll = if io.sqpoll { " with SQPOLL" } else { "" };
+        let _ = writeln!(o, "  io {}{sqpoll} ({})", io.backend.name(), io.reason);
     }
     match s.events.mode.as_str() {
         "errors" => {

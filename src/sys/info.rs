@@ -15,9 +15,11 @@ use serde::{Deserialize, Serialize};
 
 /// The host block. Every field but `tool` and `version` may be unknown.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct HostInfo {
     /// Always `llmload`.
+    #[cfg_attr(test, schemars(extend("const" = "llmload")))]
     pub tool: String,
     pub version: String,
     /// `PRETTY_NAME` from os-release.
@@ -44,6 +46,7 @@ pub(crate) struct HostInfo {
 
 /// Whether this process can set up an io_uring.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct IoUring {
     /// `io_uring_setup` succeeded; `None` if it was not tried.
@@ -57,6 +60,7 @@ pub(crate) struct IoUring {
 
 /// `RLIMIT_NOFILE` at the time of reading.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct FdLimit {
     pub soft: Option<u64>,
@@ -65,6 +69,7 @@ pub(crate) struct FdLimit {
 
 /// The local ports `connect` picks from, inclusive.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub(crate) struct PortRange {
     pub low: u16,
     pub high: u16,

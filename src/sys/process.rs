@@ -117,8 +117,10 @@ fn close_range(lo: u32, hi: u32) {
     }
 }
 
-/// How a child ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a child ended; written `{"status": n}`, `{"signal": n}` or `"lost"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum Exit {
     /// It exited with this status.
     Status(i32),

@@ -470,7 +470,9 @@ fn execute(
             Err(e) => {
                 errln!("llmload bench: accuracy phase: {e}");
                 result.complete = false;
-                result.incomplete_reasons.push(Incomplete::AccuracyPhase(e));
+                result
+                    .incomplete_reasons
+                    .push(Incomplete::AccuracyPhase { why: e });
                 None
             }
         }
@@ -532,7 +534,7 @@ fn execute(
             .as_ref()
             .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
-        io: crate::report::summary::IoSummary::of(&io_chosen),
+        io: Some(io_chosen),
         shard,
         merged: None,
     };
@@ -575,7 +577,7 @@ fn execute(
 /// The I/O backend `--io` resolves to on this kernel, and why.
 pub(super) fn io_plan(
     cfg: &BenchConfig,
-) -> Result<(crate::engine::io::IoPlan, crate::engine::io::IoChosen), String> {
+) -> Result<(crate::engine::io::IoPlan, crate::plan::IoChosen), String> {
     let chosen = crate::engine::io::choose(cfg.io, cfg.uring_sqpoll)?;
     // An address the host does not have would fail every connect as if the
     // ports had run out.

@@ -578,7 +578,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             b.merge(sb);
         }
         let window = now_ns().saturating_sub(self.stage_starts[si]);
-        let broken: Vec<&'static str> = self
+        let broken: Vec<_> = self
             .plan
             .thresholds
             .evaluate(&b, window)

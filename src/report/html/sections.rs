@@ -444,11 +444,11 @@ pub(super) fn generator(o: &mut String, s: &Summary) {
     let lat = &g.send_lateness_us;
     let rss = g.worker_max_rss_kib.iter().max().copied().unwrap_or(0);
     let mut rows = vec![("workers", g.workers.to_string())];
-    if !g.io.backend.is_empty() {
-        let sqpoll = if g.io.sqpoll { " with SQPOLL" } else { "" };
+    if let Some(io) = &g.io {
+        let sqpoll = if io.sqpoll { " with SQPOLL" } else { "" };
         rows.push((
             "I/O backend",
-            esc(&format!("{}{sqpoll} ({})", g.io.backend, g.io.reason)),
+            esc(&format!("{}{sqpoll} ({})", io.backend.name(), io.reason)),
         ));
     }
     rows.extend([

@@ -448,12 +448,12 @@ fn strings_from_the_summary_are_escaped() {
 fn generator_health_names_the_io_backend_and_why() {
     let mut s = sample();
     assert!(!render(&s).contains("I/O backend"));
-    s.generator.io = crate::report::summary::IoSummary {
-        backend: "uring".into(),
-        requested: "auto".into(),
+    s.generator.io = Some(crate::plan::IoChosen {
+        backend: crate::plan::IoBackend::Uring,
+        requested: crate::plan::IoChoice::Auto,
         reason: "auto: <probed>".into(),
         sqpoll: true,
-    };
+    });
     let page = render(&s);
     assert!(
         page.contains("<th>I/O backend</th><td>uring with SQPOLL (auto: &lt;probed&gt;)</td>"),

@@ -1,8 +1,10 @@
 use hdrhistogram::Histogram;
 
 use super::*;
+use crate::metrics::errors::ErrorClass;
 use crate::metrics::hdr;
 use crate::metrics::timeline::{self, Bucket, RunTimeline, TimelineSlice};
+use crate::plan;
 use crate::report::summary::Summary;
 use crate::report::summary::tests::{info, run};
 
@@ -49,8 +51,6 @@ fn full_run() -> RunResult {
     r
 }
 
-use crate::metrics::errors::ErrorClass;
-
 /// The summary a rebuilt run renders, state and all, is the one the run
 /// itself rendered.
 #[test]
@@ -81,20 +81,58 @@ fn a_run_through_its_summary_json_renders_the_same_summary() {
     assert_eq!(rebuilt.total.e2e.histogram(), run.total.e2e.histogram());
 }
 
+/// The written form keeps the names a reader of `state` relies on.
+#[test]
+fn state_is_the_run_as_serde_writes_it_with_a_version() {
+    let s = RunState::of(&full_run()).0;
+    assert_eq!(s["version"], VERSION);
+    assert_eq!(s["stages"][1]["load"]["mode"], "uniform");
+    assert_eq!(s["stages"][1]["thresholds"][0]["name"], "p99_ms");
+    assert_eq!(s["aborted_on_threshold"]["broken"][1], "error_rate");
+    assert_eq!(s["total"]["errors"]["http_503"], 2);
+    assert!(s["total"]["e2e"]["sum"].is_string());
+    assert!(s["total"]["decode_ns"].is_string());
+    assert_eq!(s["generator"]["limits"][0]["kind"], "ring_full");
+    assert_eq!(
+        s["timeline"]["slices"][0]["buckets"][2]["errors"][0][0],
+        "http_503"
+    );
+    let kinds: Vec<&str> = s["incomplete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"worker_died"), "{kinds:?}");
+}
+
 #[test]
 fn a_state_this_version_cannot_read_says_why() {
-    let mut s = RunState::of(&full_run());
-    s.version = 9;
-    assert!(s.to_run().unwrap_err().contains("version 9"));
-    let mut s = RunState::of(&full_run());
-    s.stages[1].thresholds[0].name = "p42_ms".into();
-    let e = s.to_run().unwrap_err();
-    assert!(e.contains("ramp") && e.contains("p42_ms"), "{e}");
-    let mut s = RunState::of(&full_run());
-    s.timeline.slices[0].buckets[2].errors[0].0 = "http_oops".into();
-    let e = s.to_run().unwrap_err();
-    assert!(e.starts_with("timeline: slices[0].buckets[2]"), "{e}");
-    let mut s = RunState::of(&full_run());
-    s.total.e2e.hist = "AAAA".into();
-    assert!(s.to_run().unwrap_err().starts_with("total: e2e: "));
+    let edited = |f: &dyn Fn(&mut Value)| {
+        let mut s = RunState::of(&full_run());
+        f(&mut s.0);
+        s.to_run().unwrap_err()
+    };
+    let e = edited(&|s| s["version"] = 9.into());
+    assert!(e.contains("version 9") && e.contains("reads 2"), "{e}");
+    let e = edited(&|s| s["stages"][1]["thresholds"][0]["name"] = "p42_ms".into());
+    assert!(
+        e.starts_with("stages[1].thresholds[0].name") && e.contains("p42_ms"),
+        "{e}"
+    );
+    let e =
+        edited(&|s| s["timeline"]["slices"][0]["buckets"][2]["errors"][0][0] = "http_oops".into());
+    assert!(e.starts_with("timeline.slices[0].buckets[2].errors"), "{e}");
+    assert!(e.contains("http_oops"), "{e}");
+    let e = edited(&|s| s["total"]["e2e"]["hist"] = "AAAA".into());
+    assert!(e.starts_with("total.e2e: "), "{e}");
+    let e = edited(&|s| s["total"]["ttft"]["count"] = 1.into());
+    assert!(
+        e.starts_with("total.ttft: ") && e.contains("count 1"),
+        "{e}"
+    );
+    let e = edited(&|s| s["total"]["errors"]["nope"] = 1.into());
+    assert!(e.starts_with("total.errors: ") && e.contains("nope"), "{e}");
+    let e = edited(&|s| s["total"]["e2e"]["sum"] = "1e3".into());
+    assert!(e.starts_with("total.e2e.sum: "), "{e}");
 }

@@ -15,9 +15,11 @@ const MS: f64 = 1e6;
 
 /// The table; columns are tools, in `tools` order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Definitions {
     /// The preset the headline numbers use (`--metrics-preset`).
+    #[cfg_attr(test, schemars(extend("enum" = ["llmload", "vllm", "guidellm", "aiperf", "mlperf"])))]
     pub preset: String,
     /// `llmload`, `vllm`, `guidellm`, `aiperf`, `mlperf`.
     pub tools: Vec<String>,
@@ -26,6 +28,7 @@ pub(crate) struct Definitions {
 
 /// One metric under every tool's definition.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct DefinitionRow {
     /// Stable key, e.g. `ttft_mean_ms`, `tpot_p99_ms`, `output_tokens_per_s`.
@@ -44,6 +47,7 @@ pub(crate) struct DefinitionRow {
 /// preset's column of the table, beside (never instead of) `latency_ms`
 /// and `throughput`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Headline {
     pub preset: String,
@@ -57,6 +61,7 @@ pub(crate) struct Headline {
 
 /// Mean, median and p99 of one headline metric, ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Stat {
     pub mean: Option<f64>,

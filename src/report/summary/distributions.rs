@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A slice's distributions; empty series have no points.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Distributions {
     /// CDFs, as `[value_ms, fraction ≤ value]` points with increasing value
@@ -16,7 +17,9 @@ pub(crate) struct Distributions {
     pub e2e_ms: Vec<[f64; 2]>,
     /// Histograms of input and output lengths (tokens) as
     /// `[bin_low, bin_high, count]`, bins contiguous.
+    #[cfg_attr(test, schemars(inner(inner(range(min = 0)))))]
     pub isl: Vec<[f64; 3]>,
+    #[cfg_attr(test, schemars(inner(inner(range(min = 0)))))]
     pub osl: Vec<[f64; 3]>,
 }
 

@@ -8,6 +8,7 @@ use crate::plan::Slo;
 
 /// A slice's goodput; absent without `--slo`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Goodput {
     /// The bounds, ms; a bound not given is `None`.
@@ -18,9 +19,12 @@ pub(crate) struct Goodput {
     pub good: u64,
     /// good / issued × 100 (failures count against it); `None` when
     /// nothing was issued.
+    #[cfg_attr(test, schemars(range(min = 0, max = 100)))]
     pub attainment_pct: Option<f64>,
     /// Good requests and their output tokens per second of the window.
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub requests_per_s: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub output_tokens_per_s: f64,
     /// Successful requests that missed each bound (a request may miss
     /// several).

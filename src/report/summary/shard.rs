@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 
 /// One shard of a run (`--shard I/N` or `--shard auto`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct ShardSummary {
     /// This shard's index, 1..=`count`.
+    #[cfg_attr(test, schemars(range(min = 1)))]
     pub index: u32,
     /// Shards in the run.
+    #[cfg_attr(test, schemars(range(min = 1)))]
     pub count: u32,
     /// Where index and count came from: `flag`, `profile`, or the
     /// scheduler variable `--shard auto` read (`JOB_COMPLETION_INDEX`,
@@ -45,10 +48,12 @@ pub(crate) struct ShardSummary {
 
 /// A run merged from its shards' summaries (`llmload merge`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct MergedSummary {
     pub run_id: String,
     /// Shards the run was split into.
+    #[cfg_attr(test, schemars(range(min = 1)))]
     pub shards: u32,
     /// Indices whose summary was found and merged, ascending.
     pub merged: Vec<u32>,
@@ -71,6 +76,7 @@ pub(crate) struct MergedSummary {
 
 /// One merged shard.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct MergedSource {
     pub index: u32,

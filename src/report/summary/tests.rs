@@ -4,8 +4,11 @@ use super::*;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::{ConnTimes, GeneratorStats, ScenarioResult, StageResult};
+use crate::metrics::thresholds::ThresholdName;
+use crate::plan::ArrivalKind;
 use crate::report::fixture;
 use crate::sys::info::PortRange;
+use crate::sys::process::Exit;
 
 /// A run with two stages (one closed, one a uniform ramp), two scenarios,
 /// failures of two classes, a broken threshold and every reason the run
@@ -72,7 +75,7 @@ pub(crate) fn run() -> RunResult {
             scenarios: scenarios.clone(),
             window_ns: 2_500_000_000,
             measured: vec![(900, 2_500_000_900)],
-            thresholds: vec![verdict("p99_ms", true)],
+            thresholds: vec![verdict(ThresholdName::P99Ms, true)],
         },
         StageResult {
             name: "ramp".into(),
@@ -85,7 +88,10 @@ pub(crate) fn run() -> RunResult {
             scenarios: scenarios.clone(),
             window_ns: 3_000_000_000,
             measured: vec![(2_500_000_900, 5_500_000_900)],
-            thresholds: vec![verdict("p99_ms", false), verdict("min_rps", true)],
+            thresholds: vec![
+                verdict(ThresholdName::P99Ms, false),
+                verdict(ThresholdName::MinRps, true),
+            ],
         },
     ];
     let mut total = Block::default();
@@ -93,7 +99,7 @@ pub(crate) fn run() -> RunResult {
     total.merge(&stage);
     let abort = ThresholdAbort {
         stage: "ramp".into(),
-        broken: vec!["p99_ms", "error_rate"],
+        broken: vec![ThresholdName::P99Ms, ThresholdName::ErrorRate],
     };
     RunResult {
         started_wall_ns: 1_700_000_000_000_000_000,
@@ -113,8 +119,8 @@ pub(crate) fn run() -> RunResult {
             ring_full: 7,
             worker_busy_max: 0.937,
             limits: vec![
-                Limit::RingFull(7),
-                Limit::WorkerBusy(0.937),
+                Limit::RingFull { n: 7 },
+                Limit::WorkerBusy { share: 0.937 },
                 Limit::SendLateness { p99_ns: 1_234_567 },
                 Limit::Descriptors { fds: 2, ports: 3 },
             ],
@@ -251,15 +257,15 @@ fn reasons_in_english() {
     );
     let more = [
         (
-            Limit::WaitedForConnection(4),
+            Limit::WaitedForConnection { n: 4 },
             "4 request(s) waited for a free connection (raise --connections)",
         ),
         (
-            Limit::HeldBack(5),
+            Limit::HeldBack { n: 5 },
             "5 arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)",
         ),
         (
-            Limit::CompletionRingFull(6),
+            Limit::CompletionRingFull { n: 6 },
             "completion records waited 6 time(s) for the parent to read them",
         ),
     ];

@@ -10,9 +10,11 @@ use crate::metrics::timeline::RunTimeline;
 
 /// Every interval of the run, from its start (warm-up included, marked).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct Timeline {
     /// Bucket width, s (1 unless the run said otherwise).
+    #[cfg_attr(test, schemars(extend("exclusiveMinimum" = 0)))]
     pub interval_s: f64,
     /// The whole run first (`scenario: None`), then each scenario when
     /// there are several (at most 16).
@@ -32,18 +34,23 @@ pub(crate) struct Timeline {
 /// stage order, with the same `t_s`: the run's total in that second is
 /// their sum.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct TimelineSeries {
     /// `None` for the whole run.
     pub scenario: Option<String>,
+    /// In time order, none skipped; a second in which requests of two
+    /// stages ended has a point for each, same `t_s`.
     pub points: Vec<TimelinePoint>,
 }
 
 /// What ended in one interval `[t_s, t_s + interval_s)`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(default)]
 pub(crate) struct TimelinePoint {
     /// Start of the interval, s since the run started.
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub t_s: f64,
     /// The stage the interval's requests were measured in (a request's
     /// stage, as in `stages`), or `warmup`; an idle interval's is the stage
@@ -65,7 +72,9 @@ pub(crate) struct TimelinePoint {
     /// scenarios' series leave it 0).
     pub in_flight: u64,
     /// completed / interval_s, output_tokens / interval_s.
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub requests_per_s: f64,
+    #[cfg_attr(test, schemars(range(min = 0)))]
     pub output_tokens_per_s: f64,
     /// Of the requests completed in the interval, ms; `None` when none.
     pub ttft_p50_ms: Option<f64>,
