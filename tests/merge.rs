@@ -271,5 +271,21 @@ fn what_is_not_one_run_s_shards_is_refused() {
     let m = merge(&[&a1, &plain.out]);
     assert_eq!(m.status.code(), Some(2), "{}", m.stderr);
     assert!(m.stderr.contains("not a shard"), "{}", m.stderr);
+    // A shard another llmload wrote: refused by file and version, not read.
+    let file = a1.join("summary.json");
+    let mut doc = json(&file);
+    doc["version"] = "0.0.1".into();
+    doc["state"]["version"] = 1.into();
+    doc["state"]["total"] = serde_json::json!({"issued": "many"});
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let m = merge(&[&a1]);
+    assert_eq!(m.status.code(), Some(2), "{}", m.stderr);
+    assert!(
+        m.stderr.contains(&file.display().to_string())
+            && m.stderr
+                .contains("written by llmload 0.0.1 (state version 1)"),
+        "{}",
+        m.stderr
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

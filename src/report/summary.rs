@@ -415,7 +415,8 @@ pub(crate) const INSECURE_LINE: &str = "TLS verification OFF (--insecure): the s
 #[serde(default)]
 pub(crate) struct Stage {
     pub name: String,
-    /// Always written; `None` only for a read document that lacks it.
+    /// How the stage released its requests: `mode` and its parameters.
+    /// Always written (absent only from a document read that lacks it).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(test, schemars(required))]
     pub load: Option<Load>,
