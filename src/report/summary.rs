@@ -3,9 +3,11 @@
 //! `metrics.prom`, `compare`) reads, so a field one of them needs and the
 //! summary lacks is a compile error. Field names and units follow DESIGN.md
 //! (times in milliseconds as floats, lateness in microseconds, rates per
-//! second); `docs/summary.schema.json` is the contract and a test validates
-//! real output against it. The engine's reasons (limits, incomplete runs,
-//! a threshold abort) become English here and nowhere else.
+//! second); `docs/summary.schema.json`, generated from these types and
+//! their doc comments (`schema.rs`), is the contract, and the integration
+//! tests validate real output against it. The engine's reasons (limits,
+//! incomplete runs, a threshold abort) become English here and nowhere
+//! else.
 //!
 //! Reading is lenient so `compare` can read any llmload's summary: beyond
 //! `tool` and `stages`, a field a document lacks (one added after it was
