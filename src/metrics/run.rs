@@ -436,6 +436,65 @@ mod tests {
     }
 
     #[test]
+    fn generators_and_connections_add_up() {
+        let mut g = GeneratorStats {
+            workers: 2,
+            ring_full: 1,
+            worker_busy_max: 0.4,
+            worker_max_rss_kib: vec![10, 11],
+            limits: vec![Limit::RingFull { n: 1 }],
+            ..Default::default()
+        };
+        g.merge(&GeneratorStats {
+            workers: 1,
+            ring_full: 2,
+            stale_retries: 3,
+            worker_busy_max: 0.7,
+            worker_max_rss_kib: vec![12],
+            ..Default::default()
+        });
+        assert_eq!((g.workers, g.ring_full, g.stale_retries), (3, 3, 3));
+        assert_eq!(g.worker_busy_max, 0.7);
+        assert_eq!(g.worker_max_rss_kib, [10, 11, 12]);
+        assert_eq!(
+            g.limits,
+            [Limit::RingFull { n: 1 }],
+            "found again, not added"
+        );
+        let times = |v: u64, n: u64| ConnTimes {
+            buckets: vec![(v, n)],
+            count: n,
+            sum_ns: u128::from(v * n),
+            min_ns: v,
+            max_ns: v,
+        };
+        let mut c = ConnectionStats {
+            opened: 4,
+            keep_alive: true,
+            tcp_connect: times(1_000, 4),
+            ..Default::default()
+        };
+        let other = ConnectionStats {
+            opened: 2,
+            failed: 1,
+            tls: true,
+            keep_alive: false,
+            tcp_connect: times(3_000, 2),
+            tls_handshake: times(9_000, 2),
+            ..Default::default()
+        };
+        c.merge(&other);
+        assert_eq!(
+            (c.opened, c.failed, c.tls, c.keep_alive),
+            (6, 1, true, false)
+        );
+        assert_eq!(c.tcp_connect.buckets, [(1_000, 4), (3_000, 2)]);
+        assert_eq!((c.tcp_connect.count, c.tcp_connect.sum_ns), (6, 10_000));
+        assert_eq!((c.tcp_connect.min_ns, c.tcp_connect.max_ns), (1_000, 3_000));
+        assert_eq!(c.tls_handshake, other.tls_handshake);
+    }
+
+    #[test]
     fn windows_overlapping_count_once() {
         assert_eq!(union_ns(&[]), 0);
         assert_eq!(union_ns(&[(10, 20), (15, 30), (40, 45), (50, 50)]), 25);
