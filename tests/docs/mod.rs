@@ -1,4 +1,6 @@
-//! The documents tell the truth: DESIGN.md's dependency list is the code's
+//! The documents tell the truth: every command in the README and the guides
+//! runs (`commands`), and DESIGN.md's dependency list is the code's
 //! (`deps`).
 
+mod commands;
 mod deps;
