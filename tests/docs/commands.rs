@@ -514,35 +514,27 @@ impl DocRun<'_> {
 
     /// The words of `text` as bash splits and expands them.
     fn expand(&self, text: &str, env: &[(String, String)]) -> Result<Vec<String>, String> {
-        let mut c = Command::new("bash");
-        environment(&mut c, self.dir, &self.vars, env);
-        let out = c
-            .arg("-c")
-            .arg(format!("printf '%s\\0' {text}"))
-            .output()
-            .map_err(|e| format!("bash: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "bash could not expand it: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        let s = String::from_utf8(out.stdout).map_err(|e| e.to_string())?;
-        Ok(s.split_terminator('\0').map(str::to_string).collect())
+        let out = self.bash(&format!("printf '%s\\0' {text}"), env)?;
+        Ok(out.split_terminator('\0').map(str::to_string).collect())
     }
 
     /// The value bash gives `NAME=value`.
     fn shell_value(&self, name: &str, value: &str) -> Result<String, String> {
+        self.bash(&format!("{name}={value}; printf %s \"${name}\""), &[])
+    }
+
+    /// What `script` prints, run by bash in the document's environment.
+    fn bash(&self, script: &str, env: &[(String, String)]) -> Result<String, String> {
         let mut c = Command::new("bash");
-        environment(&mut c, self.dir, &self.vars, &[]);
+        environment(&mut c, self.dir, &self.vars, env);
         let out = c
             .arg("-c")
-            .arg(format!("{name}={value}; printf %s \"${name}\""))
+            .arg(script)
             .output()
             .map_err(|e| format!("bash: {e}"))?;
         if !out.status.success() {
             return Err(format!(
-                "bash could not evaluate {name}: {}",
+                "bash could not run `{script}`: {}",
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
