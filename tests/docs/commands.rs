@@ -37,7 +37,9 @@
 //!     counts at 20, concurrency at 64; the durations of a JSON profile
 //!     a command reads (`--profile FILE.json`) likewise, in place.
 //!   - `bench`, `benchmark offline` and `benchmark online` without a run
-//!     length get `--duration 1s` (their defaults are 10 s and 600 s).
+//!     length get `--duration 1s` (their defaults are 10 s and 600 s); a
+//!     `bench` with `--profile`, `--config` or `--phase acc` keeps the
+//!     length those give.
 //!
 //! So a document shows commands as a user would run them, at a user's
 //! lengths, and the whole module stays within about a minute and a half.
@@ -489,6 +491,7 @@ impl DocRun<'_> {
             run.elapsed.as_secs_f64()
         );
         check_status(code, &parsed.expect, &run.stdout, &run.stderr)
+            .map_err(|e| format!("ran: llmload {shown}{notes}\n  {e}"))
     }
 
     /// Waits for the background commands, recording each one's failure.
