@@ -52,6 +52,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::pki::Pki;
+use crate::shards::SCHEDULER_VARS;
 use crate::util::{Server, bin, parse_first_line, signal, temp_dir, wait_run};
 
 /// More opt-outs than this fail the test: examples that do not run rot.
@@ -667,20 +668,13 @@ fn environment(
         .env("OPENAI_API_KEY", API_KEY);
     // The fixture tokenizer is found through HOME's cache, and shards are
     // given on the command line, not by a scheduler around the test.
-    for k in [
+    let caches = [
         "HF_HUB_CACHE",
         "HUGGINGFACE_HUB_CACHE",
         "HF_HOME",
         "XDG_CACHE_HOME",
-        "LLMLOAD_SHARDS",
-        "JOB_COMPLETION_INDEX",
-        "SLURM_PROCID",
-        "SLURM_NTASKS",
-        "OMPI_COMM_WORLD_RANK",
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_RANK",
-        "PMI_SIZE",
-    ] {
+    ];
+    for k in caches.iter().chain(SCHEDULER_VARS) {
         c.env_remove(k);
     }
     c.envs(vars).envs(env.iter().map(|(k, v)| (k, v)));
