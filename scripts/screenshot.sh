@@ -3,16 +3,16 @@
 # rate ramp over two scenarios against the built-in endpoint, with --slo,
 # fifteen seconds long, run with the release binary into a temporary directory;
 # headless Chromium draws the top 2,400 px of the page at 1280 px wide into
-# docs/report.png (or the path given).
+# docs/img/report.png (or the path given).
 #
-#   scripts/screenshot.sh                  # docs/report.png
+#   scripts/screenshot.sh                  # docs/img/report.png
 #   scripts/screenshot.sh /tmp/report.png
 #
 # Needs a headless Chromium (Debian: chromium-headless-shell) and a font
 # (Debian: fonts-dejavu-core); builds the release binary when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-png="$(realpath -m "${1:-docs/report.png}")"
+png="$(realpath -m "${1:-docs/img/report.png}")"
 
 browser=""
 for b in chromium-headless-shell chromium chromium-browser google-chrome google-chrome-stable; do
@@ -49,6 +49,7 @@ target/release/llmload bench --profile "$dir/sample.json" --slo 'ttft=50ms,e2e=2
     --out "$dir/run" --quiet --live-interval 0 >/dev/null
 mkdir -p "$(dirname "$png")"
 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
     --user-data-dir="$dir/profile" --window-size=1280,2400 --virtual-time-budget=3000 \
     --screenshot="$png" "file://$dir/run/report.html" 2>/dev/null
 echo "$png"

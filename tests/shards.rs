@@ -19,7 +19,7 @@ const LIMIT: Duration = Duration::from_secs(40);
 
 /// Every variable `--shard auto` reads, removed from the shard's
 /// environment unless a test sets it.
-const SCHEDULER_VARS: &[&str] = &[
+pub(crate) const SCHEDULER_VARS: &[&str] = &[
     "JOB_COMPLETION_INDEX",
     "LLMLOAD_SHARDS",
     "SLURM_PROCID",

@@ -12,6 +12,7 @@ mod browser;
 mod compare;
 mod crash;
 mod datasets;
+mod docs;
 mod endpoints;
 mod events;
 mod failures;
