@@ -6,13 +6,14 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::util::{Server, assert_accounted, bench_at, bin, read, temp_dir, u, wait_run};
+use crate::util::{
+    Server, assert_accounted, bench_at, read, spawn_bench, temp_dir, u, wait_run_watching,
+};
 
 /// Peak RSS a worker may reach here: its own few MiB, the kept text cap
 /// (4 MiB by default), a record's copy and the completion ring it touches.
@@ -114,31 +115,6 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
     }
 }
 
-/// `VmHWM` of `pid` in KiB, if it is still there.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// The children of `pid` (every thread's list).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for t in tasks.flatten() {
-        let list = read(&t.path().join("children"));
-        out.extend(
-            list.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    out
-}
-
 /// Runs bench with `args` against `server`, sampling the peak RSS of its
 /// children (the workers) while it runs. Returns the run and the largest
 /// `VmHWM` seen, in KiB.
@@ -147,41 +123,12 @@ fn bench_watching_workers(
     args: &[&str],
     limit: Duration,
 ) -> (crate::util::Run, u64) {
-    let out = temp_dir("memory");
     let url = server.url();
-    let child = Command::new(bin())
-        .arg("bench")
-        .args(["--endpoint", &url, "--model", "m", "--workers", "1"])
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    let pid = child.id();
-    let done = Arc::new(AtomicBool::new(false));
-    let watching = Arc::clone(&done);
-    let watcher = std::thread::spawn(move || {
-        let mut peak = 0;
-        let mut seen_worker = false;
-        while !watching.load(Ordering::Relaxed) {
-            for c in children(pid) {
-                if let Some(kib) = vm_hwm_kib(c) {
-                    seen_worker = true;
-                    peak = peak.max(kib);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        (peak, seen_worker)
-    });
-    let run = wait_run(child, out, limit);
-    done.store(true, Ordering::Relaxed);
-    let (peak, seen_worker) = watcher.join().unwrap();
-    assert!(seen_worker, "no worker process was seen");
-    (run, peak)
+    let mut all = vec!["--endpoint", &url, "--model", "m", "--workers", "1"];
+    all.extend_from_slice(args);
+    let (child, out) = spawn_bench(&all);
+    let (run, peak) = wait_run_watching(child, out, limit);
+    (run, peak.expect("no worker process was seen"))
 }
 
 #[test]
