@@ -4,7 +4,6 @@
 //! submission needs, and MLPerf's command line and YAML run the same.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,17 +11,6 @@ use serde_json::Value;
 use crate::util::*;
 
 const LIMIT: Duration = Duration::from_secs(40);
-
-/// `llmload ARGS` (quietly), its results in `out`.
-fn llmload(args: &[&str], out: &Path) -> Run {
-    let child = Command::new(bin())
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload");
-    wait_run(child, out.to_path_buf(), LIMIT)
-}
 
 fn json(p: &Path) -> Value {
     serde_json::from_str(&read(p)).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -273,29 +261,29 @@ fn mlperf_command_line_and_config_run_the_accuracy_phase() {
         "acc:{data},accuracy_config.eval_method=string_match,accuracy_config.ground_truth=answer"
     );
     let out = dir.join("cli");
-    let run = llmload(
-        &[
-            "benchmark",
-            "offline",
-            "--report-dir",
-            out.to_str().unwrap(),
-            "--endpoints",
-            &url,
-            "--model",
-            "m",
-            "--dataset",
-            &data,
-            "--dataset",
-            &acc,
-            "--num-samples",
-            "10",
-            "--mode",
-            "both",
-            "--max-output-tokens",
-            "8",
-        ],
-        &out,
-    );
+    let run = llmload(&[
+        "benchmark",
+        "offline",
+        "--report-dir",
+        out.to_str().unwrap(),
+        "--endpoints",
+        &url,
+        "--model",
+        "m",
+        "--dataset",
+        &data,
+        "--dataset",
+        &acc,
+        "--num-samples",
+        "10",
+        "--mode",
+        "both",
+        "--max-output-tokens",
+        "8",
+    ])
+    .out(&out)
+    .limit(LIMIT)
+    .run();
     run.assert_success();
     let results = json(&run.out.join("accuracy/accuracy_results.json"));
     assert_eq!(results["accuracy_scores"][0]["score"], 0.6, "{results}");
@@ -311,7 +299,10 @@ fn mlperf_command_line_and_config_run_the_accuracy_phase() {
         dir.join("yaml").display()
     );
     let cfg = write(&dir, "submission.yaml", &yaml);
-    let run = llmload(&["benchmark", "from-config", "-c", &cfg], &dir.join("yaml"));
+    let run = llmload(&["benchmark", "from-config", "-c", &cfg])
+        .out(&dir.join("yaml"))
+        .limit(LIMIT)
+        .run();
     run.assert_success();
     let results = json(&run.out.join("accuracy/accuracy_results.json"));
     let e = &results["accuracy_scores"][0];

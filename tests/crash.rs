@@ -9,39 +9,11 @@ use std::time::{Duration, Instant};
 
 use crate::util::*;
 
-/// A process's state letter and parent, from `/proc/<pid>/stat`; `None`
-/// once it is gone.
-fn stat(pid: i32) -> Option<(char, i32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The name in parentheses may hold spaces: fields follow the last ')'.
-    let mut rest = s[s.rfind(')')? + 1..].split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some((state, ppid))
-}
-
 fn comm(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .unwrap_or_default()
         .trim()
         .to_string()
-}
-
-/// Live (not zombie) children of `parent`.
-fn children(parent: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        if let Some((state, ppid)) = stat(pid)
-            && ppid == parent
-            && state != 'Z'
-        {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 /// The bench's engine workers (named `llmload-worker`), once `n` are up.
@@ -50,7 +22,7 @@ fn workers_of(bench: &Child, n: usize) -> Vec<i32> {
     loop {
         let found: Vec<i32> = children(bench.id() as i32)
             .into_iter()
-            .filter(|&p| comm(p) == "llmload-worker")
+            .filter(|&p| alive(p) && comm(p) == "llmload-worker")
             .collect();
         if found.len() == n {
             return found;
@@ -60,30 +32,13 @@ fn workers_of(bench: &Child, n: usize) -> Vec<i32> {
     }
 }
 
-fn sigkill(pid: i32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill a process this test found");
-}
-
 /// `llmload bench ARGS --out <fresh dir>` with live lines every 100 ms
 /// (not `--quiet`, which silences them too).
-fn spawn_bench(args: &[&str], env: &[(&str, &str)]) -> (Child, std::path::PathBuf) {
-    let out = temp_dir("crash");
-    let child = Command::new(bin())
-        .arg("bench")
+fn bench_live(args: &[&str]) -> Llmload {
+    llmload(&["bench"])
         .args(args)
         .args(["--live-interval", "100ms"])
-        .arg("--out")
-        .arg(&out)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    (child, out)
+        .fresh_out("crash")
 }
 
 /// The in-flight counts of every live line.
@@ -113,7 +68,7 @@ fn kill_a_worker(server: &Server, load: &[&str]) -> Run {
     args.extend_from_slice(&["--duration", "3s", "--warmup", "0s"]);
     args.extend_from_slice(&["--max-tokens", "8"]);
     args.extend_from_slice(load);
-    let (child, out) = spawn_bench(&args, &[]);
+    let (child, out) = bench_live(&args).spawn();
     let workers = workers_of(&child, 2);
     std::thread::sleep(Duration::from_millis(1000));
     sigkill(workers[0]);
@@ -180,20 +135,19 @@ fn a_killed_worker_in_an_open_loop_loses_only_its_own_requests() {
 
 #[test]
 fn a_corrupt_completion_record_stops_its_worker_not_the_run() {
-    let (child, out) = spawn_bench(
-        &[
-            "--workers",
-            "2",
-            "--concurrency",
-            "8",
-            "--duration",
-            "2s",
-            "--max-tokens",
-            "16",
-        ],
-        // Worker 0 scribbles on its ring when it takes its fifth request.
-        &[("LLMLOAD_TEST_CORRUPT_RECORD", "0:4")],
-    );
+    let (child, out) = bench_live(&[
+        "--workers",
+        "2",
+        "--concurrency",
+        "8",
+        "--duration",
+        "2s",
+        "--max-tokens",
+        "16",
+    ])
+    // Worker 0 scribbles on its ring when it takes its fifth request.
+    .env("LLMLOAD_TEST_CORRUPT_RECORD", "0:4")
+    .spawn();
     let run = wait_run(child, out, Duration::from_secs(60));
     assert_eq!(run.status.code(), Some(3), "{}", run.stderr);
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
@@ -217,9 +171,12 @@ fn a_corrupt_completion_record_stops_its_worker_not_the_run() {
 #[test]
 fn a_killed_bench_leaves_no_worker_or_builtin_server_behind() {
     // No --endpoint: the built-in endpoint's workers are children too.
-    let (mut child, _out) = spawn_bench(&["--workers", "2", "--duration", "60s"], &[]);
+    let (mut child, _out) = bench_live(&["--workers", "2", "--duration", "60s"]).spawn();
     let workers = workers_of(&child, 2);
-    let all = children(child.id() as i32);
+    let all: Vec<i32> = children(child.id() as i32)
+        .into_iter()
+        .filter(|&p| alive(p))
+        .collect();
     let servers: Vec<i32> = all
         .iter()
         .copied()
@@ -231,9 +188,8 @@ fn a_killed_bench_leaves_no_worker_or_builtin_server_behind() {
     let killed = Instant::now();
     child.wait().unwrap();
     // Zombies (waiting for init to reap them) count as gone.
-    let alive = |pid: &i32| stat(*pid).is_some_and(|(state, _)| state != 'Z');
     loop {
-        let left: Vec<i32> = all.iter().copied().filter(alive).collect();
+        let left: Vec<i32> = all.iter().copied().filter(|&p| alive(p)).collect();
         if left.is_empty() {
             break;
         }

@@ -467,13 +467,15 @@ fn token_source_tokenizer_without_a_tokenizer_is_an_error_naming_it() {
 /// a load that stops at its cap from one that reads the input whole.
 fn run_measured(args: &[&str]) -> (i32, String, u64, Duration) {
     use std::io::Read;
-    let start = std::time::Instant::now();
     let mut child = std::process::Command::new(bin())
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // From the spawn: the test may have waited for the lock (`serial`) in
+    // `bin()`.
+    let start = std::time::Instant::now();
     let mut se = child.stderr.take().unwrap();
     let stderr = std::thread::spawn(move || {
         let mut s = String::new();

@@ -8,8 +8,6 @@
 //! and, where memory is the point, the workers' peak RSS.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -74,27 +72,8 @@ fn bench_watched(server: &str, args: &[&str], limit: Duration) -> (Run, u64) {
     let mut all = vec!["--endpoint", server, "--model", "m"];
     all.extend_from_slice(args);
     let (child, out) = spawn_bench(&all);
-    let pid = child.id() as i32;
-    let done = Arc::new(AtomicBool::new(false));
-    let peak = Arc::new(AtomicU64::new(0));
-    let sampler = {
-        let (done, peak) = (done.clone(), peak.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                for c in children(pid) {
-                    if let Some(kib) = vm_hwm_kib(c) {
-                        peak.fetch_max(kib, Ordering::Relaxed);
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-    };
-    let run = wait_run(child, out, limit);
-    done.store(true, Ordering::Relaxed);
-    sampler.join().unwrap();
-    let sampled = peak.load(Ordering::Relaxed);
-    (run, sampled)
+    let (run, peak) = wait_run_watching(child, out, limit);
+    (run, peak.unwrap_or(0))
 }
 
 /// The workers' peak RSS in KiB: the summary's `generator.worker_max_rss_kib`
@@ -418,14 +397,6 @@ fn started_bench(
         std::thread::sleep(Duration::from_millis(10));
     };
     (child, out, kids)
-}
-
-fn sigkill(pid: i32) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("SIGKILL a process this test started");
 }
 
 /// The live lines' in-flight counts printed at or after `from_s` seconds.

@@ -86,19 +86,9 @@ fn piped_runs_print_plain_lines_with_tokens_per_second_and_quiet_silences_them()
     }
 }
 
-/// Whether util-linux `script` is here to give a run a terminal.
-fn have_script() -> bool {
-    Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn on_a_terminal_one_block_is_redrawn_in_place_and_erased_before_the_report() {
-    if !have_script() {
+    if !have("script") {
         eprintln!("skipped: util-linux `script` is not installed, so no pty to draw on");
         return;
     }

@@ -6,13 +6,14 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::{Server, assert_accounted, bench_at, bin, read, temp_dir, u, wait_run};
+use crate::util::{
+    Server, assert_accounted, bench_at, read, spawn_bench, temp_dir, u, wait_run_watching,
+};
 
 /// Peak RSS a worker may reach here: its own few MiB, the kept text cap
 /// (4 MiB by default), a record's copy and the completion ring it touches.
@@ -114,31 +115,6 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
     }
 }
 
-/// `VmHWM` of `pid` in KiB, if it is still there.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// The children of `pid` (every thread's list).
-fn children(pid: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for t in tasks.flatten() {
-        let list = read(&t.path().join("children"));
-        out.extend(
-            list.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok()),
-        );
-    }
-    out
-}
-
 /// Runs bench with `args` against `server`, sampling the peak RSS of its
 /// children (the workers) while it runs. Returns the run and the largest
 /// `VmHWM` seen, in KiB.
@@ -147,47 +123,17 @@ fn bench_watching_workers(
     args: &[&str],
     limit: Duration,
 ) -> (crate::util::Run, u64) {
-    let out = temp_dir("memory");
     let url = server.url();
-    let child = Command::new(bin())
-        .arg("bench")
-        .args(["--endpoint", &url, "--model", "m", "--workers", "1"])
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    let pid = child.id();
-    let done = Arc::new(AtomicBool::new(false));
-    let watching = Arc::clone(&done);
-    let watcher = std::thread::spawn(move || {
-        let mut peak = 0;
-        let mut seen_worker = false;
-        while !watching.load(Ordering::Relaxed) {
-            for c in children(pid) {
-                if let Some(kib) = vm_hwm_kib(c) {
-                    seen_worker = true;
-                    peak = peak.max(kib);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        (peak, seen_worker)
-    });
-    let run = wait_run(child, out, limit);
-    done.store(true, Ordering::Relaxed);
-    let (peak, seen_worker) = watcher.join().unwrap();
-    assert!(seen_worker, "no worker process was seen");
-    (run, peak)
+    let mut all = vec!["--endpoint", &url, "--model", "m", "--workers", "1"];
+    all.extend_from_slice(args);
+    let (child, out) = spawn_bench(&all);
+    let (run, peak) = wait_run_watching(child, out, limit);
+    (run, peak.expect("no worker process was seen"))
 }
 
 #[test]
 fn an_endless_stream_times_out_with_bounded_memory() {
     let server = Endless::start();
-    let started = Instant::now();
     let (run, peak_kib) = bench_watching_workers(
         &server,
         &[
@@ -201,7 +147,7 @@ fn an_endless_stream_times_out_with_bounded_memory() {
         ],
         Duration::from_secs(30),
     );
-    let took = started.elapsed();
+    let took = run.elapsed;
     let s = run.summary();
     assert_accounted(&s["requests"]);
     assert_eq!(u(&s["requests"]["failed"]), 1, "{s}");
@@ -239,7 +185,6 @@ fn an_endless_reply_fails_its_turn_without_growing_the_history() {
         r#"{"scenarios": [{"name": "chat", "turns": 2}], "max_output_text": "1MiB"}"#,
     )
     .unwrap();
-    let started = Instant::now();
     let (run, peak_kib) = bench_watching_workers(
         &server,
         &[
@@ -261,11 +206,7 @@ fn an_endless_reply_fails_its_turn_without_growing_the_history() {
     assert_eq!(u(&s["requests"]["issued"]), 3, "{s}");
     assert_eq!(u(&s["requests"]["errors"]["output_over_cap"]), 3, "{s}");
     assert_eq!(u(&s["tokens"]["output_truncated"]), 3, "{s}");
-    assert!(
-        started.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(run.elapsed < Duration::from_secs(8), "{:?}", run.elapsed);
     assert!(
         peak_kib < WORKER_HWM_LIMIT_KIB,
         "worker peak RSS {peak_kib} KiB"

@@ -6,8 +6,7 @@
 //! refused with the files named.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde_json::Value;
@@ -16,27 +15,7 @@ use crate::util::*;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Unix seconds `ms` from now, as `--start-at` takes them.
-fn start_in(ms: u64) -> String {
-    let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_millis(ms);
-    format!("{}.{:09}", at.as_secs(), at.subsec_nanos())
-}
-
-/// Starts shard `i`/`n` of the run `args` describe, writing into `out`.
-fn spawn_shard(server: &Server, i: u32, n: u32, out: &Path, args: &[&str]) -> Child {
-    Command::new(bin())
-        .args(["bench", "--endpoint", &server.url(), "--model", "m"])
-        .args(["--workers", "1", "--quiet", "--shard", &format!("{i}/{n}")])
-        .arg("--out")
-        .arg(out)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench")
-}
-
-/// Runs shards 1..=n of one run into `root/shard-I`; `signal_shard`: the
+/// Runs shards 1..=n of one run into `root/shard-I`; `interrupt`: the
 /// index to interrupt (SIGINT) once it has run `after`.
 fn fleet(
     server: &Server,
@@ -45,12 +24,7 @@ fn fleet(
     args: &[&str],
     interrupt: Option<(u32, Duration)>,
 ) -> Vec<(PathBuf, Run)> {
-    let children: Vec<(PathBuf, Child)> = (1..=n)
-        .map(|i| {
-            let dir = root.join(format!("shard-{i}"));
-            (dir.clone(), spawn_shard(server, i, n, &dir, args))
-        })
-        .collect();
+    let children = spawn_shards(server, n, root, args);
     if let Some((i, after)) = interrupt {
         std::thread::sleep(after);
         signal(&children[i as usize - 1].1, libc::SIGINT);
@@ -66,14 +40,7 @@ fn fleet(
 
 /// `llmload merge ARGS`.
 fn merge(args: &[&Path]) -> Run {
-    let mut cmd = Command::new(bin());
-    cmd.args(["merge", "--quiet"]).args(args);
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload merge");
-    wait_run(child, PathBuf::new(), LIMIT)
+    llmload(&["merge", "--quiet"]).args(args).limit(LIMIT).run()
 }
 
 fn json(p: &Path) -> Value {
@@ -126,7 +93,7 @@ fn values(dirs: &[PathBuf], field: &str) -> Vec<u64> {
 fn merged_percentiles_are_those_of_every_shard_s_events() {
     let server = Server::start(&["--ttft", "0", "--tpot", "0"]);
     let root = temp_dir("merge-exact");
-    let at = start_in(800);
+    let (at, _) = start_in(800);
     let args = [
         "--rate",
         "120",

@@ -1,12 +1,9 @@
 //! MLPerf's configs and command lines (`llmload benchmark …`, `bench
 //! --config`, `validate`, `init --mlperf`) against `llmload serve`.
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::util::{Server, bin, temp_dir, u, wait_run};
+use crate::util::{Server, llmload, temp_dir, u};
 
 const ONLINE_TEMPLATE: &str = include_str!("fixtures/mlperf/online_template.yaml");
 
@@ -18,18 +15,6 @@ fn dataset(dir: &std::path::Path) -> String {
         .collect();
     std::fs::write(&p, rows).unwrap();
     p.display().to_string()
-}
-
-/// Runs `llmload ARGS` (with `env` set), killed after 30 s.
-fn llmload(args: &[&str], env: &[(&str, &str)], out: &std::path::Path) -> crate::util::Run {
-    let child = Command::new(bin())
-        .args(args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload");
-    wait_run(child, out.to_path_buf(), Duration::from_secs(30))
 }
 
 fn yaml(path: &std::path::Path) -> Yaml {
@@ -60,22 +45,21 @@ fn online_template_runs_from_config_with_dotted_overrides() {
     std::fs::write(&path, config).unwrap();
     let out = dir.join("report");
     let url = server.url();
-    let run = llmload(
-        &[
-            "benchmark",
-            "from-config",
-            "-c",
-            path.to_str().unwrap(),
-            "--runtime.n-samples-to-issue",
-            "40",
-            "--settings.load-pattern.target-qps",
-            "50",
-            "--report-dir",
-            out.to_str().unwrap(),
-        ],
-        &[("LLMLOAD_IT_ENDPOINT", url.as_str())],
-        &out,
-    );
+    let run = llmload(&[
+        "benchmark",
+        "from-config",
+        "-c",
+        path.to_str().unwrap(),
+        "--runtime.n-samples-to-issue",
+        "40",
+        "--settings.load-pattern.target-qps",
+        "50",
+        "--report-dir",
+        out.to_str().unwrap(),
+    ])
+    .env("LLMLOAD_IT_ENDPOINT", &url)
+    .out(&out)
+    .run();
     run.assert_success();
     let s = run.summary();
     assert_eq!(u(&s["requests"]["issued"]), 40, "{s}");
@@ -113,30 +97,28 @@ fn benchmark_offline_command_line_runs() {
     let out = dir.join("report");
     let url = server.url();
     let key = "sk-mlperf-secret";
-    let run = llmload(
-        &[
-            "benchmark",
-            "offline",
-            "--endpoints",
-            &url,
-            "--model",
-            "m",
-            "--api-key",
-            key,
-            "--dataset",
-            &format!("perf:{data},parser.prompt=text_input"),
-            "--num-samples",
-            "12",
-            "--max-output-tokens",
-            "4",
-            "--workers",
-            "1",
-            "--report-dir",
-            out.to_str().unwrap(),
-        ],
-        &[],
-        &out,
-    );
+    let run = llmload(&[
+        "benchmark",
+        "offline",
+        "--endpoints",
+        &url,
+        "--model",
+        "m",
+        "--api-key",
+        key,
+        "--dataset",
+        &format!("perf:{data},parser.prompt=text_input"),
+        "--num-samples",
+        "12",
+        "--max-output-tokens",
+        "4",
+        "--workers",
+        "1",
+        "--report-dir",
+        out.to_str().unwrap(),
+    ])
+    .out(&out)
+    .run();
     run.assert_success();
     let s = run.summary();
     assert_eq!(u(&s["requests"]["completed"]), 12, "{s}");
@@ -211,7 +193,7 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
         ),
     ];
     for (args, says) in cases {
-        let run = llmload(args, &[], &dir);
+        let run = llmload(args).out(&dir).run();
         assert_eq!(run.status.code(), Some(1), "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
     }
@@ -228,20 +210,22 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
         "{}: settings.client.log_level: 'DEBUG' is not supported",
         bad.display()
     );
-    let run = llmload(&["validate", bad.to_str().unwrap()], &[], &dir);
+    let run = llmload(&["validate", bad.to_str().unwrap()])
+        .out(&dir)
+        .run();
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(run.stderr.contains(&want), "{}", run.stderr);
-    let run = llmload(&["bench", "--config", bad.to_str().unwrap()], &[], &dir);
+    let run = llmload(&["bench", "--config", bad.to_str().unwrap()])
+        .out(&dir)
+        .run();
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(run.stderr.contains(&want), "{}", run.stderr);
 
     // init --mlperf writes a template the reader takes.
     let t = dir.join("c.yaml");
-    let run = llmload(
-        &["init", "--mlperf", "concurrency", t.to_str().unwrap()],
-        &[],
-        &dir,
-    );
+    let run = llmload(&["init", "--mlperf", "concurrency", t.to_str().unwrap()])
+        .out(&dir)
+        .run();
     run.assert_success();
     let c = yaml(&t);
     assert_eq!(
@@ -281,20 +265,18 @@ fn offline_and_concurrency_templates_run_unchanged() {
         let path = dir.join(format!("{name}.yaml"));
         std::fs::write(&path, config).unwrap();
         let out = dir.join(name);
-        let run = llmload(
-            &[
-                "benchmark",
-                "from-config",
-                "-c",
-                path.to_str().unwrap(),
-                "--duration",
-                "1s",
-                "--report-dir",
-                out.to_str().unwrap(),
-            ],
-            &[],
-            &out,
-        );
+        let run = llmload(&[
+            "benchmark",
+            "from-config",
+            "-c",
+            path.to_str().unwrap(),
+            "--duration",
+            "1s",
+            "--report-dir",
+            out.to_str().unwrap(),
+        ])
+        .out(&out)
+        .run();
         run.assert_success();
         let r: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(out.join("performance/result_summary.json")).unwrap(),

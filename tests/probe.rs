@@ -479,21 +479,6 @@ fn bytes_that_are_not_http_are_malformed() {
     );
 }
 
-/// A `serve --tls-cert CERT --tls-key KEY [EXTRA]` and its https URL (by
-/// address: the test certificates name 127.0.0.1).
-fn tls_server(cert: &Path, key: &Path, extra: &[&str]) -> (Server, String) {
-    let mut args = vec![
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let server = Server::start(&args);
-    let url = format!("https://127.0.0.1:{}", server.addr.port());
-    (server, url)
-}
-
 /// No trust store of this machine takes part: the "system" store is a CA
 /// that signed none of the servers' certificates, and an empty directory.
 fn no_system_trust(pki: &Pki, empty: &Path) -> [(&'static str, PathBuf); 2] {
@@ -515,7 +500,8 @@ fn assert_failed(run: &Run, want: &[&str]) {
 fn https_with_ca_cert_reports_the_handshake_and_the_certificate() {
     let dir = temp_dir("probe-tls");
     let pki = Pki::new(&dir);
-    let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
+    let server = tls_server(&pki.cert, &pki.key, &[]);
+    let url = server.url();
     let ca = pki.ca.to_str().unwrap();
     let env = no_system_trust(&pki, &dir.join("empty"));
     let run = probe_env(&["--endpoint", &url, "--ca-cert", ca], &env);
@@ -583,7 +569,8 @@ fn https_verification_failures_say_why_and_what_to_try() {
     let pki = Pki::new(&dir);
     let env = no_system_trust(&pki, &dir.join("empty"));
     let ca = pki.ca.to_str().unwrap();
-    let (_server, url) = tls_server(&pki.cert, &pki.key, &[]);
+    let server = tls_server(&pki.cert, &pki.key, &[]);
+    let url = server.url();
     let addr = url.trim_start_matches("https://");
 
     let run = probe_env(&["--endpoint", &url], &env);
@@ -639,7 +626,8 @@ fn https_verification_failures_say_why_and_what_to_try() {
         (&true.into(), &false.into())
     );
 
-    let (_expired, expired_url) = tls_server(&pki.expired_cert, &pki.expired_key, &[]);
+    let expired = tls_server(&pki.expired_cert, &pki.expired_key, &[]);
+    let expired_url = expired.url();
     let run = probe_env(&["--endpoint", &expired_url, "--ca-cert", ca], &env);
     assert_failed(
         &run,
@@ -662,7 +650,7 @@ fn https_verification_failures_say_why_and_what_to_try() {
 fn the_wrong_scheme_is_named_both_ways() {
     let dir = temp_dir("probe-tls-scheme");
     let pki = Pki::new(&dir);
-    let (tls, _) = tls_server(&pki.cert, &pki.key, &[]);
+    let tls = tls_server(&pki.cert, &pki.key, &[]);
     let run = probe(&["--endpoint", &format!("http://{}", tls.addr)]);
     assert_failed(
         &run,
@@ -695,7 +683,8 @@ fn mtls_needs_the_client_certificate_and_never_prints_its_key() {
     let pki = Pki::new(&dir);
     let env = no_system_trust(&pki, &dir.join("empty"));
     let ca = pki.ca.to_str().unwrap();
-    let (_server, url) = tls_server(&pki.cert, &pki.key, &["--tls-client-ca", ca]);
+    let server = tls_server(&pki.cert, &pki.key, &["--tls-client-ca", ca]);
+    let url = server.url();
 
     let run = probe_env(&["--endpoint", &url, "--ca-cert", ca], &env);
     assert_failed(

@@ -7,13 +7,13 @@ use std::process::{Command, Output};
 
 use crate::util::{bin, read, temp_dir};
 
+/// `llmload ARGS` in `cwd`, without `$PROFILE_TEST_KEY` (which some of
+/// the profiles here name).
 fn llmload(args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin())
-        .args(args)
+    crate::util::llmload(args)
         .current_dir(cwd)
         .env_remove("PROFILE_TEST_KEY")
         .output()
-        .expect("run llmload")
 }
 
 fn text(b: &[u8]) -> String {

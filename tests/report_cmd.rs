@@ -3,17 +3,9 @@
 //! page; bad directories and files exit 2 naming them.
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
 use crate::util::*;
-
-fn llmload(args: &[&str]) -> Output {
-    std::process::Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run llmload")
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -46,7 +38,7 @@ fn report_redraws_a_run_from_its_summary_and_compare_writes_html() {
     std::fs::remove_file(dir.join("report.txt")).unwrap();
 
     // In place: the same pages the run wrote, and report.txt printed.
-    let out = llmload(&["report", &s(dir)]);
+    let out = llmload(&["report", &s(dir)]).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(read(&dir.join("report.html")), html);
     assert_eq!(read(&dir.join("report.txt")), txt);
@@ -60,7 +52,8 @@ fn report_redraws_a_run_from_its_summary_and_compare_writes_html() {
         "--out",
         &s(&other),
         "--quiet",
-    ]);
+    ])
+    .output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "");
     assert_eq!(read(&other.join("report.html")), html);
@@ -68,7 +61,7 @@ fn report_redraws_a_run_from_its_summary_and_compare_writes_html() {
 
     // compare --html: the page is written and the verdict is unchanged.
     let page = other.join("compare.html");
-    let out = llmload(&["compare", &s(dir), &s(dir), "--html", &s(&page)]);
+    let out = llmload(&["compare", &s(dir), &s(dir), "--html", &s(&page)]).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let written = read(&page);
     assert!(
@@ -77,7 +70,7 @@ fn report_redraws_a_run_from_its_summary_and_compare_writes_html() {
     );
     assert!(text(&out.stdout).contains("== stage main =="));
     let nowhere = other.join("no/such/dir/c.html");
-    let out = llmload(&["compare", &s(dir), &s(dir), "--html", &s(&nowhere)]);
+    let out = llmload(&["compare", &s(dir), &s(dir), "--html", &s(&nowhere)]).output();
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("--html") && err.contains("c.html"), "{err}");
@@ -87,13 +80,13 @@ fn report_redraws_a_run_from_its_summary_and_compare_writes_html() {
 fn report_names_a_missing_directory_or_a_file_that_is_not_a_summary() {
     let dir = temp_dir("report-bad");
     let missing = dir.join("nope");
-    let out = llmload(&["report", &s(&missing)]);
+    let out = llmload(&["report", &s(&missing)]).output();
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains(&s(&missing)), "{err}");
 
     // A directory without a summary names the file it looked for.
-    let out = llmload(&["report", &s(&dir)]);
+    let out = llmload(&["report", &s(&dir)]).output();
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains(&s(&dir.join("summary.json"))), "{err}");
@@ -103,7 +96,7 @@ fn report_names_a_missing_directory_or_a_file_that_is_not_a_summary() {
         (r#"{"tool": "other", "stages": []}"#, "\"tool\""),
     ] {
         std::fs::write(dir.join("summary.json"), body).unwrap();
-        let out = llmload(&["report", &s(&dir)]);
+        let out = llmload(&["report", &s(&dir)]).output();
         assert_eq!(out.status.code(), Some(2));
         let err = text(&out.stderr);
         assert!(

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::util::{Server, children, have_prlimit, spawn_bench, u, wait_run};
+use crate::util::{Server, children, have, spawn_bench, u, wait_run};
 
 const REPLY: &str = r#"{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
 
@@ -122,7 +122,7 @@ fn a_source_address_the_host_does_not_have_is_refused_before_the_run() {
 
 #[test]
 fn a_worker_out_of_descriptors_is_a_generator_limit_not_an_endpoint_error() {
-    if !have_prlimit() {
+    if !have("prlimit") {
         eprintln!("skipped: the prlimit binary (util-linux) is not available");
         return;
     }

@@ -3,91 +3,28 @@
 //! with the run's credentials, the clear-text warning, and control
 //! characters from a server kept off the terminal.
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::probe::{Fake, probe};
 use crate::util::*;
 
 /// Runs `llmload ARGS` (any subcommand), killed after 30 s.
-fn llmload(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let child = Command::new(bin())
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload");
-    let run = wait_run(child, PathBuf::new(), Duration::from_secs(30));
-    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
-    run
+fn cli(args: &[&str], env: &[(&str, &str)]) -> Run {
+    keyless(llmload(args), env)
 }
 
-/// `llmload bench ARGS --out <fresh dir>`, report printed, no
-/// `$OPENAI_API_KEY` unless `env` gives one.
+/// `llmload bench ARGS --out <fresh dir>`, report printed.
 fn bench_loud(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = temp_dir("secrets");
-    let child = Command::new(bin())
-        .arg("bench")
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .env_remove("OPENAI_API_KEY")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    let run = wait_run(child, out, Duration::from_secs(60));
+    let cmd = llmload(&["bench"]).args(args).fresh_out("secrets");
+    keyless(cmd.limit(Duration::from_secs(60)), env)
+}
+
+/// Runs `cmd` with no `$OPENAI_API_KEY` unless `env` gives one; a panic
+/// fails the test.
+fn keyless(cmd: Llmload, env: &[(&str, &str)]) -> Run {
+    let run = cmd.env_remove("OPENAI_API_KEY").envs(env).run();
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     run
-}
-
-/// `llmload serve ARGS` whose final statistics line (printed when it stops)
-/// is read back.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    rest: std::thread::JoinHandle<String>,
-}
-
-impl Serve {
-    fn start(args: &[&str]) -> Serve {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn llmload serve");
-        let mut r = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        r.read_line(&mut line).unwrap();
-        let addr = line.trim().trim_start_matches("http://").parse().unwrap();
-        let rest = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = r.read_to_string(&mut s);
-            s
-        });
-        Serve { child, addr, rest }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops the server; its counters.
-    fn stop(mut self) -> serde_json::Value {
-        signal(&self.child, libc::SIGTERM);
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "serve exited {status:?}");
-        let out = self.rest.join().unwrap();
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("stats line ({e}): {out}"))
-    }
 }
 
 #[test]
@@ -117,10 +54,10 @@ fn url_credentials_are_refused_and_never_echoed() {
             "scenarios": [{"name": "a", "endpoint": "http://127.0.0.1:9/x?key=Q-SECRET"}]}"#,
     )
     .unwrap();
-    let v_bad = llmload(&["validate", bad.to_str().unwrap()], &[]);
+    let v_bad = cli(&["validate", bad.to_str().unwrap()], &[]);
     assert_eq!(v_bad.status.code(), Some(1));
     assert!(v_bad.stderr.contains("endpoint: '"), "{}", v_bad.stderr);
-    let v_good = llmload(&["validate", good.to_str().unwrap()], &[]);
+    let v_good = cli(&["validate", good.to_str().unwrap()], &[]);
     assert_eq!(v_good.status.code(), Some(0), "{}", v_good.stderr);
     assert!(
         v_good.stdout.contains("?key=<redacted>"),
@@ -151,7 +88,7 @@ fn a_header_typo_never_echoes_the_value() {
         for typo in ["Authorization Bearer sk-SECRET", "sk-SECRET"] {
             let mut a = args.to_vec();
             a.extend(["--header", typo]);
-            let run = llmload(&a, &[]);
+            let run = cli(&a, &[]);
             assert_eq!(run.status.code(), Some(1), "{a:?}: {}", run.stderr);
             assert!(
                 run.stderr.contains("expected 'Name: value'"),
@@ -167,7 +104,7 @@ fn a_header_typo_never_echoes_the_value() {
 #[test]
 fn model_discovery_sends_the_credentials() {
     const KEY: &str = "sk-discovery-SECRET-31";
-    let server = Serve::start(&["--api-key", KEY]);
+    let server = ServeProcess::start(&[], &["--api-key", KEY]);
     let url = server.url();
     let key_file = temp_dir("key").join("key");
     // The editor's trailing newline is dropped.
@@ -242,14 +179,14 @@ fn a_key_file_is_read_or_named_in_the_error() {
         (&missing, "No such file"),
     ] {
         let p = path.to_str().unwrap();
-        let run = llmload(&["bench", "--model", "m", "--api-key-file", p], &[]);
+        let run = cli(&["bench", "--model", "m", "--api-key-file", p], &[]);
         assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
         let want = format!("--api-key-file: {p}: ");
         assert!(run.stderr.contains(&want), "{want} in {}", run.stderr);
         assert!(run.stderr.contains(why), "{}", run.stderr);
         assert!(!run.stderr.contains("SECRET"), "{}", run.stderr);
     }
-    let run = llmload(&["bench", "--api-key", "k", "--api-key-file", "/x"], &[]);
+    let run = cli(&["bench", "--api-key", "k", "--api-key-file", "/x"], &[]);
     assert_eq!(run.status.code(), Some(1));
     assert!(run.stderr.contains("alternatives"), "{}", run.stderr);
 }
@@ -288,7 +225,7 @@ fn credentials_to_another_host_are_warned_about_once() {
     );
     // probe sends nothing to a host that does not resolve: an address that
     // does, off this machine (TEST-NET-1, unrouted).
-    let p = llmload(
+    let p = cli(
         &[
             "probe",
             "--endpoint",

@@ -7,8 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -30,16 +29,6 @@ pub(crate) const SCHEDULER_VARS: &[&str] = &[
     "PMI_SIZE",
 ];
 
-/// Unix seconds `ms` from now, as `--start-at` takes them.
-fn start_in(ms: u64) -> (String, u64) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let at = now + Duration::from_millis(ms);
-    (
-        format!("{}.{:09}", at.as_secs(), at.subsec_nanos()),
-        at.as_nanos() as u64,
-    )
-}
-
 /// One shard of the run: its summary and its events.jsonl's lines.
 struct ShardRun {
     summary: Value,
@@ -50,30 +39,12 @@ struct ShardRun {
 /// given one `--start-at` 1.5 s ahead; each is checked to have completed
 /// as its shard, with the run id the others have.
 fn fleet(server: &Server, args: &[&str]) -> (Vec<ShardRun>, u64) {
-    let url = server.url();
     let (at, at_ns) = start_in(1_500);
-    let spawned: Vec<_> = (1..=SHARDS)
-        .map(|i| {
-            let shard = format!("{i}/{SHARDS}");
-            let mut all = vec![
-                "--endpoint",
-                url.as_str(),
-                "--model",
-                "m",
-                "--workers",
-                "1",
-                "--shard",
-                shard.as_str(),
-                "--start-at",
-                at.as_str(),
-            ];
-            all.extend_from_slice(args);
-            spawn_bench(&all)
-        })
-        .collect();
-    let runs: Vec<ShardRun> = spawned
+    let mut all = vec!["--start-at", at.as_str()];
+    all.extend_from_slice(args);
+    let runs: Vec<ShardRun> = spawn_shards(server, SHARDS, &temp_dir("shards"), &all)
         .into_iter()
-        .map(|(child, out)| {
+        .map(|(out, child)| {
             let run = wait_run(child, out, LIMIT);
             run.assert_success();
             ShardRun {
@@ -257,23 +228,14 @@ fn offline_shards_take_every_dataset_row_once() {
 
 /// `llmload bench ARGS` with the scheduler variables `env` (and no other).
 fn bench_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = temp_dir("shard-auto");
-    let mut cmd = Command::new(bin());
-    cmd.arg("bench")
+    let mut cmd = llmload(&["bench"])
         .args(args)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet");
+        .fresh_out("shard-auto")
+        .args(["--quiet"]);
     for v in SCHEDULER_VARS {
-        cmd.env_remove(v);
+        cmd = cmd.env_remove(v);
     }
-    cmd.envs(env.iter().copied());
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    wait_run(child, out, LIMIT)
+    cmd.envs(env).limit(LIMIT).run()
 }
 
 /// Extra flags, the variables set, and the (index, count, source) expected.

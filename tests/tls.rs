@@ -5,7 +5,7 @@
 //! `--ca-cert` or nowhere.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::pki::Pki;
@@ -19,13 +19,6 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 temp path")
 }
 
-/// `llmload serve` over TLS with `cert` and `key`, plus `extra` flags.
-fn tls_server(cert: &Path, key: &Path, extra: &[&str]) -> Server {
-    let mut args = vec!["--tls-cert", s(cert), "--tls-key", s(key), "--ttft", "1ms"];
-    args.extend_from_slice(extra);
-    Server::start(&args)
-}
-
 /// The server's https URL by the name its certificate carries.
 fn https(server: &Server) -> String {
     format!("https://localhost:{}", server.addr.port())
@@ -34,21 +27,15 @@ fn https(server: &Server) -> String {
 /// `llmload bench ARGS --out <fresh> --quiet` with a system trust store
 /// that trusts nothing of ours.
 fn run(pki: &Pki, args: &[&str]) -> Run {
-    let out = temp_dir("tls-bench");
-    let child = Command::new(bin())
-        .arg("bench")
+    llmload(&["bench"])
         .args(args)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
+        .fresh_out("tls-bench")
+        .args(["--quiet"])
         .env("SSL_CERT_FILE", &pki.other_ca)
         .env_remove("SSL_CERT_DIR")
         .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload bench");
-    wait_run(child, out, LIMIT)
+        .limit(LIMIT)
+        .run()
 }
 
 fn test_pki() -> Pki {

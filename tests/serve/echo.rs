@@ -4,12 +4,10 @@
 //! and with and without streaming.
 
 use std::path::Path;
-use std::sync::MutexGuard;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::SERIAL;
 use crate::util::{ServeProcess, bench, read, temp_dir, u};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -24,10 +22,6 @@ const PROMPTS: [&str; 6] = [
     "line one\r\nline two\n\nline four",
     "control \u{1} and \u{1f} bytes / slash",
 ];
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A JSONL dataset of `prompts`, one `prompt` column each.
 fn dataset(dir: &Path, prompts: &[&str]) -> String {
@@ -80,7 +74,6 @@ fn run_rows(url: &str, data: &str, rows: usize, args: &[&str]) -> Vec<Value> {
 
 #[test]
 fn echo_answers_every_api_with_the_prompt_byte_for_byte() {
-    let _serial = serial();
     let dir = temp_dir("echo");
     let data = dataset(&dir, &PROMPTS);
     let server = ServeProcess::start(&[], &["--echo", "--ttft", "1ms", "--tpot", "200us"]);
@@ -106,7 +99,6 @@ fn echo_answers_every_api_with_the_prompt_byte_for_byte() {
 
 #[test]
 fn answers_give_mapped_replies_and_the_rest_generated_text() {
-    let _serial = serial();
     let dir = temp_dir("answers");
     let data = dataset(&dir, &PROMPTS);
     let answers = dir.join("answers.jsonl");

@@ -14,22 +14,7 @@ use llmload::server::ServerConfig;
 
 use super::client::Client;
 use super::{Fixture, cfg, chat, chat_body, ms, post};
-use crate::util::{ServeProcess, have_prlimit, raise_nofile};
-
-/// Reads until the server closes; true for FIN, false for RST, with what
-/// came before.
-fn read_to_close(s: &mut TcpStream) -> (bool, Vec<u8>) {
-    let mut got = Vec::new();
-    let mut tmp = [0u8; 65536];
-    loop {
-        match s.read(&mut tmp) {
-            Ok(0) => return (true, got),
-            Ok(n) => got.extend_from_slice(&tmp[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (false, got),
-            Err(e) => panic!("waiting for the close: {e}"),
-        }
-    }
-}
+use crate::util::{ServeProcess, have, raise_nofile, read_to_close};
 
 #[test]
 fn a_70_kib_head_gets_431_then_a_clean_close() {
@@ -330,11 +315,10 @@ fn non_streamed_replies_are_capped_streams_are_not() {
 
 #[test]
 fn queued_connections_are_accepted_once_descriptors_free() {
-    if !have_prlimit() {
+    if !have("prlimit") {
         eprintln!("skipped: the prlimit binary (util-linux) is not available");
         return;
     }
-    let _serial = super::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 64 descriptors: a few for the worker itself, the rest for clients.
     let server = ServeProcess::start(&["prlimit", "--nofile=64:64"], &["--workers", "1"]);
     let hogs: Vec<TcpStream> = (0..100)

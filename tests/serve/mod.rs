@@ -18,7 +18,6 @@ mod timing;
 mod tls;
 
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -28,21 +27,17 @@ use llmload::server::{ServerConfig, ServerHandle, ServerStats, spawn};
 
 use client::Client;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// A server for one test, and the lock that keeps the others waiting.
+/// A server for one test, which runs alone (`util::serial`).
 struct Fixture {
     server: Option<ServerHandle>,
-    _serial: MutexGuard<'static, ()>,
 }
 
 impl Fixture {
     fn new(cfg: ServerConfig) -> Self {
-        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        crate::util::serial();
         let server = spawn(&cfg).expect("spawn");
         Fixture {
             server: Some(server),
-            _serial: serial,
         }
     }
 

@@ -115,7 +115,6 @@ fn cache_repeats_answers_a_seen_body_at_once() {
     const TTFT: u64 = 100_000_000;
     const TPOT: u64 = 5_000_000;
     const TOKENS: usize = 8;
-    let _serial = super::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = ServeProcess::start(
         &[],
         &["--ttft", "100ms", "--tpot", "5ms", "--cache-repeats"],

@@ -25,7 +25,7 @@ use super::{
     get, post, stream_frame,
 };
 use crate::pki::Pki;
-use crate::util::{ServeProcess, temp_dir, wait_run};
+use crate::util::{ServeProcess, read_to_close, temp_dir, wait_run};
 
 type Tls = StreamOwned<ClientConnection, TcpStream>;
 
@@ -122,20 +122,6 @@ fn client(addr: SocketAddr, config: &Arc<ClientConfig>) -> Client<Tls> {
 /// The rustls error inside an I/O error, if that is what it is.
 fn tls_error(e: &io::Error) -> Option<&rustls::Error> {
     e.get_ref()?.downcast_ref::<rustls::Error>()
-}
-
-/// Reads until the server closes; what it sent.
-fn read_to_close(s: &mut impl Read) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return got,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return got,
-            Err(e) => panic!("reading to the server's close: {e} (have {got:?})"),
-        }
-    }
 }
 
 #[test]
@@ -340,7 +326,7 @@ fn a_plain_http_request_gets_a_tls_alert() {
         let mut s = TcpStream::connect(server.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(&req).unwrap();
-        let got = read_to_close(&mut s);
+        let (_, got) = read_to_close(&mut s);
         // A TLS record of content type alert (21), version 3.x, fatal.
         assert!(got.len() >= 7, "{got:?}");
         assert_eq!(got[..2], [0x15, 0x03], "{got:?}");
@@ -411,7 +397,8 @@ fn faults_go_through_tls() {
             "Connection: close\r\n",
         ))
         .unwrap();
-        let got = read_to_close_tls(&mut s);
+        let (closed, got) = read_to_close(&mut s);
+        assert!(closed, "reset, not closed, after {got:?}");
         if got.starts_with(llmload::server::MALFORMED) {
             malformed += 1;
         } else {
@@ -463,20 +450,6 @@ fn faults_go_through_tls() {
     assert_eq!(server.stop()["completed"], 1);
 }
 
-/// Reads a TLS stream to the server's close_notify (or its TCP end).
-fn read_to_close_tls(s: &mut Tls) -> Vec<u8> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return got,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return got,
-            Err(e) => panic!("reading to the server's close: {e} (have {got:?})"),
-        }
-    }
-}
-
 #[test]
 fn the_connection_cap_is_answered_over_tls() {
     let pki = pki();
@@ -485,7 +458,8 @@ fn the_connection_cap_is_answered_over_tls() {
     let mut first = client(server.addr, &config);
     assert_eq!(first.roundtrip(&get("/v1/models")).status, 200);
     let mut second = client(server.addr, &config);
-    let got = read_to_close_tls(&mut second.s);
+    let (closed, got) = read_to_close(&mut second.s);
+    assert!(closed, "reset, not closed, after {got:?}");
     assert!(
         got.starts_with(b"HTTP/1.1 503"),
         "{:?}",
