@@ -138,9 +138,6 @@ pub(crate) mod defaults {
     }
 }
 
-/// The `mode` values, as `bench --mode` takes them.
-pub(crate) const MODES: &[&str] = &["offline", "poisson", "uniform", "concurrency"];
-
 /// A run profile, as written in the file. `None` everywhere means "not set":
 /// the default applies, and [`Profile::overlay`] can tell a flag that was
 /// given from one that was not.

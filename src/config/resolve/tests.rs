@@ -3,6 +3,7 @@ use std::env::VarError;
 use serde_json::json;
 
 use super::*;
+use crate::config::profile::CacheMode;
 use crate::plan::ArrivalKind;
 
 const S: u64 = 1_000_000_000;
