@@ -10,6 +10,7 @@
 
 /// A closed set of named values.
 pub(crate) trait Choice: Copy + 'static {
+    fn name(self) -> &'static str;
     fn parse(s: &str) -> Result<Self, String>;
 }
 
@@ -69,6 +70,9 @@ macro_rules! choices {
         }
 
         impl $crate::choice::Choice for $name {
+            fn name(self) -> &'static str {
+                $name::name(self)
+            }
             fn parse(s: &str) -> Result<$name, String> {
                 $name::parse(s)
             }

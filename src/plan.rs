@@ -214,6 +214,15 @@ pub(crate) enum ServerMetrics {
 }
 
 impl ServerMetrics {
+    /// As `--server-metrics` spells it.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            ServerMetrics::Auto => "auto",
+            ServerMetrics::Off => "off",
+            ServerMetrics::Url(url) => url,
+        }
+    }
+
     pub(crate) fn parse(s: &str) -> Result<ServerMetrics, String> {
         match s {
             "auto" => Ok(ServerMetrics::Auto),

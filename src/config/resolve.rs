@@ -22,9 +22,7 @@ use crate::choice::Choice;
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
-use crate::plan::{
-    Checks, EventsMode, IoChoice, Limits, Load, ServerMetrics, Slo, Thresholds, TokenPolicy,
-};
+use crate::plan::{Checks, EventsMode, Limits, Load, ServerMetrics, Slo, Thresholds, TokenPolicy};
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
 
@@ -162,29 +160,20 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     let server_metrics = parsed(
         &mut errs,
         "server_metrics",
-        Some(
-            p.server_metrics
-                .as_deref()
-                .unwrap_or(defaults::SERVER_METRICS),
-        ),
-        ServerMetrics::Off,
+        p.server_metrics.as_deref(),
+        defaults::SERVER_METRICS,
         ServerMetrics::parse,
     );
     // The flag or profile field, else $LLMLOAD_IO, else the default: the
     // environment lets a whole test suite run under one backend.
     let io = match p.io.as_deref() {
-        Some(t) => choice(&mut errs, "io", Some(t), IoChoice::Auto),
+        Some(t) => choice(&mut errs, "io", Some(t), defaults::IO),
         None => {
             let env = std::env::var("LLMLOAD_IO").ok().filter(|v| !v.is_empty());
-            choice(
-                &mut errs,
-                "io ($LLMLOAD_IO)",
-                env.as_deref(),
-                IoChoice::Auto,
-            )
+            choice(&mut errs, "io ($LLMLOAD_IO)", env.as_deref(), defaults::IO)
         }
     };
-    let events = choice(&mut errs, "events", p.events.as_deref(), EventsMode::All);
+    let events = choice(&mut errs, "events", p.events.as_deref(), defaults::EVENTS);
     let source_addrs = parsed(
         &mut errs,
         "source_addrs",
@@ -274,7 +263,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("correlation.header", "not a valid header name");
     }
-    let max_output_text = p.max_output_text.map_or(defaults::MAX_OUTPUT_TEXT, |b| b.0);
+    let max_output_text = p.max_output_text.unwrap_or(defaults::MAX_OUTPUT_TEXT).0;
     if !(1..=MAX_OUTPUT_TEXT).contains(&max_output_text) {
         errs.at(
             "max_output_text",
@@ -453,7 +442,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             top_p: p.top_p,
             seed: p.seed,
             stop: p.stop.clone().unwrap_or_default(),
-            ignore_eos: p.ignore_eos.unwrap_or(false),
+            ignore_eos: p.ignore_eos.unwrap_or(defaults::IGNORE_EOS),
             min_tokens: p.min_tokens,
         },
         extra_body: p.extra_body.clone(),
@@ -497,18 +486,18 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             defaults::SERVER_METRICS_INTERVAL,
         )),
         io,
-        uring_sqpoll: p.uring_sqpoll.unwrap_or(false),
+        uring_sqpoll: p.uring_sqpoll.unwrap_or(defaults::URING_SQPOLL),
         events,
         source_addrs,
-        record_output: p.record_output.unwrap_or(false),
+        record_output: p.record_output.unwrap_or(defaults::RECORD_OUTPUT),
         workers: p.workers.unwrap_or_else(|| {
             crate::sys::process::available_cpus()
                 .saturating_sub(1)
                 .max(1)
         }),
-        pin: p.pin.unwrap_or(false),
+        pin: p.pin.unwrap_or(defaults::PIN),
         out: p.out.clone(),
-        quiet: p.quiet.unwrap_or(false),
+        quiet: p.quiet.unwrap_or(defaults::QUIET),
         phase,
         accuracy,
         warnings,

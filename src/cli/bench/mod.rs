@@ -11,8 +11,11 @@ mod mlperf;
 mod server_metrics;
 mod shard;
 
+#[cfg(test)]
+pub(crate) use build::builtin::NAMES as BUILTIN_NAMES;
+pub(crate) use build::builtin::shown as builtin_shown;
 pub(crate) use flags::BenchArgs;
-pub use help::with_defaults as help_with_defaults;
+pub(crate) use help::options as help_options;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
