@@ -14,16 +14,15 @@ use crate::config::BenchConfig;
 use crate::config::profile::{Correlation, HumanDuration};
 use crate::config::resolve::resolve;
 use crate::dataset::{self, DatasetSpec};
-use crate::engine::{Plan, supervisor};
+use crate::engine::supervisor;
 use crate::metrics::observe::{Finished, Interval, Observer};
 use crate::metrics::run::RunResult;
-use crate::plan::{Limits, TokenPolicy};
 use crate::protocol::json::unescape;
 use crate::report::events::{EventsPhase, EventsStats, RunObserver, SampleRow, Verdict};
 use crate::server::ServerHandle;
-use crate::shm::run::MAX_GAPS;
 
 use super::build;
+use super::plan::Planned;
 
 /// Every accuracy dataset's phase, run.
 pub(super) struct Accuracy {
@@ -126,35 +125,12 @@ fn run_one(
     let mut data = spec.dataset.clone();
     data.columns.expected = Some(expected.column.clone());
     acfg.dataset = Some(data);
-    let built = build::build(&acfg, server, None)?;
-    let (live, live_interval_ns) = super::live_view(&acfg);
-    let plan = Plan {
-        endpoints: built.endpoints,
-        scenarios: built.scenarios,
-        stages: acfg.stages.clone(),
-        warmup_ns: 0,
-        warmup_requests: 0,
-        workers: 1,
-        pin: acfg.pin,
-        connections: 1,
-        openloop_max_inflight: None,
-        limits: Limits {
-            max_gaps: acfg.limits.max_gaps.min(MAX_GAPS),
-            ..acfg.limits
-        },
-        scheduler_seed: acfg.scheduler_seed,
-        dataloader_seed: acfg.dataloader_seed,
-        keep_text: true,
-        tokenizer: None,
-        token_source: TokenPolicy::Usage,
-        thresholds: acfg.thresholds.clone(),
-        live_interval_ns,
-        slo: crate::plan::Slo::default(),
-        io: super::io_plan(&acfg)?.0,
-        start_at_unix_ns: None,
-        uniform_phase: 0.0,
-        partition: None,
-    };
+    let mut built = build::build(&acfg, server, None)?;
+    // No shard splits this phase (a sharded run may not have one), and its
+    // configuration already says one worker, one connection, kept text.
+    let mut stages = acfg.stages.clone();
+    let part = super::shard::part(&acfg, &mut stages, &[])?;
+    let Planned { plan, live, .. } = super::plan::plan(&acfg, &mut built, stages, part, None)?;
     crate::cli::errln!(
         "llmload: accuracy {}: {} rows × {} repeat(s), one request at a time ({}, {})",
         spec.name,
