@@ -19,8 +19,8 @@
 //! `fn(&mut Option<T>, &Option<T>)` (default: the flag replaces);
 //! `joint` a tag shared by settings that are one in an overlay (a flag
 //! setting any clears all); `full` the `init --full` value (default: the
-//! default, else `null`); `config` a `ConfigEntry` (default: as given,
-//! else the default, else `null`).
+//! default, else `null`); `config` a `ConfigEntry`, a function or a
+//! closure (default: as given, else the default, else `null`).
 
 /// The first of its parenthesized alternatives that is not empty:
 /// `first!(() or (b) or (c))` is `b`.
@@ -49,7 +49,7 @@ macro_rules! settings {
             $(overlay $overlay:ident)?
             $(joint $joint:ident)?
             $(full $full:tt)?
-            $(config $config:ident)? ;
+            $(config $config:expr)? ;
         )*
         only_fields:
         $(
@@ -214,7 +214,7 @@ macro_rules! settings {
                     given,
                     stringify!($field),
                     &defaults,
-                    first!(($( Some($config as ConfigEntry) )?) or (None)),
+                    first!(($( Some({ let rule: ConfigEntry = $config; rule }) )?) or (None)),
                     (cfg, ctx),
                 );
             )*
@@ -240,7 +240,7 @@ macro_rules! flag_struct {
             $(overlay $overlay:ident)?
             $(joint $joint:ident)?
             $(full $full:tt)?
-            $(config $config:ident)? ;
+            $(config $config:expr)? ;
         )*
     ) => {
         $(#[$($sattr)*])*

@@ -12,12 +12,18 @@ use std::time::Duration;
 use argh::FromArgs;
 use serde_json::{Map, Value};
 
+use super::entries::*;
+use super::flags::*;
 use super::macros::{first, settings};
 use super::*;
+use crate::config::BenchConfig;
 use crate::config::bytes::bytes_flag;
 use crate::config::duration::duration_flag;
 use crate::config::profile::values::{ser_num, text_or_number};
-use crate::config::profile::{ScenarioSpec, StageSpec, ThresholdsSpec, templates};
+use crate::config::profile::{
+    Correlation, HumanBytes, HumanDuration, ScenarioSpec, StageSpec, ThresholdsSpec, defaults,
+    templates,
+};
 
 /// The settings `bench` and `probe` share: request headers, the API key and
 /// how an https endpoint is trusted and trusts us. Rows of the table,
@@ -116,8 +122,9 @@ with_auth_settings! { settings! {
     /// same as a comma list in --endpoint): each worker spreads its
     /// connections over them in turn; only the URLs differ, every other
     /// setting is shared
+    // The summary leaves the list out: `endpoint` shows it, comma-separated.
     endpoints: Vec<String> = endpoints: Option<String> [option] in Endpoint
-        via endpoint_list joint endpoint config left_out;
+        via endpoint_list joint endpoint config |_, _, _| None;
     /// run rules and settings of MLPerf Inference Endpoint: mlperf (prompts
     /// untouched, order {MLPERF_ORDER}, scheduler and dataloader seeds
     /// {MLPERF_SEED}, max tokens {MLPERF_MAX_TOKENS}, streaming off offline
@@ -129,11 +136,11 @@ with_auth_settings! { settings! {
     /// wire format: openai-chat, openai-completions, sglang or anthropic
     /// (default {API})
     api: String = api: Option<String> [option] in Endpoint
-        default API config shown_api;
+        default API config |c, _, _| Some(c.protocol.name().into());
     /// model name (default: the first model the endpoint lists at
     /// /v1/models)
     model: String = model: Option<String> [option] in Endpoint
-        config shown_model;
+        config |_, x, _| Some(x.model.into());
 
     /// load shape: offline, poisson, uniform or concurrency (default:
     /// poisson when --rate is given, else concurrency)
@@ -165,7 +172,7 @@ with_auth_settings! { settings! {
     /// before measuring, excluded from statistics (with --warmup, measuring
     /// starts when both are done)
     warmup_requests: u64 = warmup_requests: Option<u64> [option] in Load
-        config shown_warmup_requests;
+        config |c, _, _| Some(c.warmup_requests.into());
     /// issue until at least this long is measured (with --min-requests:
     /// until both hold); with --preset mlperf it sizes the request count
     min_duration: HumanDuration
@@ -186,7 +193,7 @@ with_auth_settings! { settings! {
     /// open-loop modes (default {CONNECTIONS}; concurrency mode uses
     /// --concurrency)
     connections: usize = connections: Option<usize> [option] in Load
-        default CONNECTIONS config shown_connections;
+        default CONNECTIONS config |c, _, _| Some(c.connections.into());
     /// open loop: at most this many requests in flight; later arrivals
     /// wait, charged from their scheduled time (default: --connections)
     openloop_max_inflight: u64 = openloop_max_inflight: Option<u64> [option] in Load;
@@ -194,11 +201,11 @@ with_auth_settings! { settings! {
     /// output tokens to request per response (default {MAX_TOKENS}; with
     /// --preset mlperf {MLPERF_MAX_TOKENS})
     max_tokens: u32 = max_tokens: Option<u32> [option] in Requests
-        default MAX_TOKENS config shown_max_tokens;
+        default MAX_TOKENS config |c, _, _| Some(c.max_tokens.into());
     /// stream responses (default {STREAM}; with --preset mlperf off in
     /// offline mode)
     stream: bool = stream: bool [switch] in Requests
-        default STREAM via stream_pair config shown_stream;
+        default STREAM via stream_pair config |c, _, _| Some(c.stream.into());
     /// system prompt sent with every request
     system: String = system: Option<String> [option] in Requests;
     /// dataset PATH[,key=value...]: JSONL, JSON array or CSV (by extension
@@ -214,7 +221,7 @@ with_auth_settings! { settings! {
     /// (always row I, from 0) (default {ORDER}; with --preset mlperf
     /// {MLPERF_ORDER})
     order: String = order: Option<String> [option] in Data
-        default ORDER config shown_order;
+        default ORDER config |c, _, _| Some(c.order.to_string().into());
     /// a HuggingFace tokenizer.json, a model directory, or a model id
     /// (org/name) in the local Hugging Face cache, for exact token counts
     /// (message prompts through the model's chat template, as MLPerf)
@@ -251,7 +258,7 @@ with_auth_settings! { settings! {
     /// user message) or natural (prompts untouched); default {CACHE_MODE}
     /// (with --preset mlperf {MLPERF_CACHE_MODE})
     cache_mode: String = cache_mode: Option<String> [option] in Requests
-        default CACHE_MODE config shown_cache_mode;
+        default CACHE_MODE config |c, _, _| Some(c.cache_mode.name().into());
     /// header carrying each conversation's id (default
     /// {CORRELATION_HEADER}; '' for none); in a profile, `correlation`
     /// also says whether the id goes in front of the first user message
@@ -288,22 +295,22 @@ with_auth_settings! { settings! {
     /// seed of the arrival schedule alone (default: --seed; with --preset
     /// mlperf {MLPERF_SEED})
     scheduler_seed: u64 = scheduler_seed: Option<u64> [option] in Mlperf
-        config shown_scheduler_seed;
+        config |c, _, _| Some(c.scheduler_seed.into());
     /// seed of the sample order and synthetic prompts alone (default:
     /// --seed; with --preset mlperf {MLPERF_SEED})
     dataloader_seed: u64 = dataloader_seed: Option<u64> [option] in Mlperf
-        config shown_dataloader_seed;
+        config |c, _, _| Some(c.dataloader_seed.into());
     /// MLPerf's early-stopping percentile estimates in the MLPerf result
     /// files: true or false (default {EARLY_STOPPING})
     early_stopping: bool = early_stopping: Option<bool> [option] in Mlperf
-        default EARLY_STOPPING config shown_early_stopping;
+        default EARLY_STOPPING config |c, _, _| Some(c.early_stopping.into());
     /// worker processes (default: CPUs − 1, at least 1)
     workers: usize = workers: Option<usize> [option] in Generator
-        config shown_workers;
+        config |c, _, _| Some(c.workers.into());
     /// pin the parent and each worker to distinct CPUs
     pin: bool = pin: bool [switch] in Generator default PIN;
     /// output directory (default: results/<UTC timestamp>)
-    out: PathBuf = out: Option<PathBuf> [option] in Outputs config shown_out;
+    out: PathBuf = out: Option<PathBuf> [option] in Outputs config |_, x, _| Some(x.out.display().to_string().into());
     /// print neither the live view nor the report at the end (it is still
     /// written, and printed to stderr when a file cannot be)
     quiet: bool = quiet: bool [switch] in Outputs default QUIET;
@@ -323,7 +330,7 @@ with_auth_settings! { settings! {
         default MAX_OUTPUT_TEXT;
     /// which phases run: perf, acc (the accuracy datasets alone) or both
     /// (default: both when an accuracy dataset is given, else perf)
-    phase: String = phase: Option<String> [option] in Checks config shown_phase;
+    phase: String = phase: Option<String> [option] in Checks config |c, _, _| Some(c.phase.name().into());
     /// an accuracy dataset, [acc:]PATH[,key=value...] (repeatable): the
     /// dataset's keys plus expected=COL (default: ground_truth, expected or
     /// answer), scorer=string_match|pass_at_1|rouge,
@@ -356,14 +363,14 @@ with_auth_settings! { settings! {
         in Outputs default SERVER_METRICS_INTERVAL;
     /// how workers move bytes: epoll, uring or auto (io_uring when the
     /// kernel offers it; default {IO}, or $LLMLOAD_IO)
-    io: String = io: Option<String> [option] in Generator default IO config shown_io;
+    io: String = io: Option<String> [option] in Generator default IO config |c, _, _| Some(c.io.name().into());
     /// with io_uring, a kernel thread polls the submission queue (one busy
     /// core per worker, fewer syscalls)
     uring_sqpoll: bool = uring_sqpoll: bool [switch] in Generator default URING_SQPOLL;
     /// which requests get a line in events.jsonl: all, errors or none
     /// (default {EVENTS})
     events: String = events: Option<String> [option] in Outputs
-        default EVENTS config shown_events;
+        default EVENTS config |c, _, _| Some(c.events.name().into());
     /// local addresses to open connections from, round-robin per
     /// connection, past one address's ephemeral ports:
     /// 127.0.0.1-127.0.0.4, or a,b,c

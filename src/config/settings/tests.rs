@@ -2,12 +2,14 @@
 //! pinned), flags over a profile, and the table against the structs it
 //! generated.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use argh::FromArgs;
 use serde_json::json;
 
 use super::*;
+use crate::config::profile::{Correlation, HumanBytes, HumanDuration};
 
 fn flags(args: &[&str]) -> BenchFlags {
     BenchFlags::from_args(&["llmload", "bench"], args).unwrap_or_else(|e| panic!("{}", e.output))
