@@ -6,6 +6,7 @@
 
 pub mod accuracy;
 mod ascii;
+mod choice;
 pub mod cli;
 pub mod clock;
 mod config;

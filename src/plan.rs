@@ -3,6 +3,8 @@
 //! SLO thresholds. A leaf module: the profile resolves into these types, the
 //! engine runs them, metrics and the report read them back.
 
+use crate::choice::choices;
+
 /// How requests are released during a stage. Written as `LoadMode`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
@@ -161,29 +163,12 @@ impl Checks {
     }
 }
 
-/// Inter-arrival law.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ArrivalKind {
-    Uniform,
-    Poisson,
-}
-
-impl ArrivalKind {
-    /// The profile's `arrival` (and `bench --arrival`).
-    pub(crate) fn parse(s: &str) -> Result<ArrivalKind, String> {
-        match s {
-            "uniform" => Ok(ArrivalKind::Uniform),
-            "poisson" => Ok(ArrivalKind::Poisson),
-            _ => Err(format!("'{s}': expected uniform or poisson")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ArrivalKind::Uniform => "uniform",
-            ArrivalKind::Poisson => "poisson",
-        }
+choices! {
+    /// Inter-arrival law (`--arrival`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum ArrivalKind {
+        Uniform = "uniform",
+        Poisson = "poisson",
     }
 }
 
@@ -241,36 +226,20 @@ pub(crate) struct Limits {
     pub max_output_text: usize,
 }
 
-/// `--token-source`: where token counts come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum TokenPolicy {
-    /// The endpoint's `usage`, else `--tokenizer`, else the text events.
-    #[default]
-    Auto,
-    /// `--tokenizer` always, even when the endpoint reports usage (as
-    /// MLPerf counts): output text goes to the parent to be counted.
-    Tokenizer,
-    /// The endpoint's `usage` only; a response without it is counted by its
-    /// text events (unknown when not streamed), never by the tokenizer.
-    Usage,
-}
-
-impl TokenPolicy {
-    pub(crate) fn parse(s: &str) -> Result<TokenPolicy, String> {
-        match s {
-            "auto" => Ok(TokenPolicy::Auto),
-            "tokenizer" => Ok(TokenPolicy::Tokenizer),
-            "usage" => Ok(TokenPolicy::Usage),
-            _ => Err(format!("'{s}': expected auto, tokenizer or usage")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            TokenPolicy::Auto => "auto",
-            TokenPolicy::Tokenizer => "tokenizer",
-            TokenPolicy::Usage => "usage",
-        }
+choices! {
+    /// `--token-source`: where token counts come from.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum TokenPolicy {
+        /// The endpoint's `usage`, else `--tokenizer`, else the text events.
+        #[default]
+        Auto = "auto",
+        /// `--tokenizer` always, even when the endpoint reports usage (as
+        /// MLPerf counts): output text goes to the parent to be counted.
+        Tokenizer = "tokenizer",
+        /// The endpoint's `usage` only; a response without it is counted by
+        /// its text events (unknown when not streamed), never by the
+        /// tokenizer.
+        Usage = "usage",
     }
 }
 
@@ -294,41 +263,16 @@ impl Slo {
     }
 }
 
-/// `--metrics-preset`: whose definitions the headline numbers use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum MetricsPreset {
-    #[default]
-    Llmload,
-    Vllm,
-    Guidellm,
-    Aiperf,
-    Mlperf,
-}
-
-impl MetricsPreset {
-    pub(crate) const ALL: [MetricsPreset; 5] = [
-        MetricsPreset::Llmload,
-        MetricsPreset::Vllm,
-        MetricsPreset::Guidellm,
-        MetricsPreset::Aiperf,
-        MetricsPreset::Mlperf,
-    ];
-
-    pub(crate) fn parse(s: &str) -> Result<MetricsPreset, String> {
-        MetricsPreset::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("'{s}': expected llmload, vllm, guidellm, aiperf or mlperf"))
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            MetricsPreset::Llmload => "llmload",
-            MetricsPreset::Vllm => "vllm",
-            MetricsPreset::Guidellm => "guidellm",
-            MetricsPreset::Aiperf => "aiperf",
-            MetricsPreset::Mlperf => "mlperf",
-        }
+choices! {
+    /// `--metrics-preset`: whose definitions the headline numbers use.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum MetricsPreset {
+        #[default]
+        Llmload = "llmload",
+        Vllm = "vllm",
+        Guidellm = "guidellm",
+        Aiperf = "aiperf",
+        Mlperf = "mlperf",
     }
 }
 
@@ -344,6 +288,15 @@ pub(crate) enum ServerMetrics {
 }
 
 impl ServerMetrics {
+    /// As `--server-metrics` spells it.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            ServerMetrics::Auto => "auto",
+            ServerMetrics::Off => "off",
+            ServerMetrics::Url(url) => url,
+        }
+    }
+
     pub(crate) fn parse(s: &str) -> Result<ServerMetrics, String> {
         match s {
             "auto" => Ok(ServerMetrics::Auto),
@@ -356,53 +309,26 @@ impl ServerMetrics {
     }
 }
 
-/// `--io`: which backend moves the workers' bytes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum IoChoice {
-    /// io_uring when the kernel offers what the backend needs, else epoll.
-    #[default]
-    Auto,
-    Epoll,
-    Uring,
-}
-
-impl IoChoice {
-    pub(crate) fn parse(s: &str) -> Result<IoChoice, String> {
-        match s {
-            "auto" => Ok(IoChoice::Auto),
-            "epoll" => Ok(IoChoice::Epoll),
-            "uring" | "io_uring" => Ok(IoChoice::Uring),
-            _ => Err(format!("'{s}': expected epoll, uring or auto")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            IoChoice::Auto => "auto",
-            IoChoice::Epoll => "epoll",
-            IoChoice::Uring => "uring",
-        }
+choices! {
+    /// `--io`: which backend moves the workers' bytes.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum IoChoice {
+        Epoll = "epoll",
+        Uring = "uring" | "io_uring",
+        /// io_uring when the kernel offers what the backend needs, else
+        /// epoll.
+        #[default]
+        Auto = "auto",
     }
 }
 
-/// The backend a run's workers use (`--io` resolved against the kernel).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(test, derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum IoBackend {
-    #[default]
-    Epoll,
-    Uring,
-}
-
-impl IoBackend {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            IoBackend::Epoll => "epoll",
-            IoBackend::Uring => "uring",
-        }
+choices! {
+    /// The backend a run's workers use (`--io` resolved against the kernel).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum IoBackend {
+        #[default]
+        Epoll = "epoll",
+        Uring = "uring",
     }
 }
 
@@ -422,33 +348,16 @@ pub(crate) struct IoChosen {
     pub sqpoll: bool,
 }
 
-/// `--events`: which requests get a line in events.jsonl.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum EventsMode {
-    #[default]
-    All,
-    /// Only failed requests.
-    Errors,
-    /// No events.jsonl at all.
-    None,
-}
-
-impl EventsMode {
-    pub(crate) fn parse(s: &str) -> Result<EventsMode, String> {
-        match s {
-            "all" => Ok(EventsMode::All),
-            "errors" => Ok(EventsMode::Errors),
-            "none" | "off" => Ok(EventsMode::None),
-            _ => Err(format!("'{s}': expected all, errors or none")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            EventsMode::All => "all",
-            EventsMode::Errors => "errors",
-            EventsMode::None => "none",
-        }
+choices! {
+    /// `--events`: which requests get a line in events.jsonl.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum EventsMode {
+        #[default]
+        All = "all",
+        /// Only failed requests.
+        Errors = "errors",
+        /// No events.jsonl at all.
+        None = "none" | "off",
     }
 }
 
@@ -517,5 +426,13 @@ mod tests {
         assert!(IoChoice::parse("kqueue").is_err());
         assert_eq!(EventsMode::parse("errors"), Ok(EventsMode::Errors));
         assert!(EventsMode::parse("some").is_err());
+        assert_eq!(
+            IoChoice::parse("kqueue").unwrap_err(),
+            "'kqueue': expected epoll, uring or auto"
+        );
+        assert_eq!(
+            MetricsPreset::parse("x").unwrap_err(),
+            "'x': expected llmload, vllm, guidellm, aiperf or mlperf"
+        );
     }
 }

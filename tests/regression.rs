@@ -396,3 +396,84 @@ fn phases_back_to_back_fork_once_the_previous_events_thread_is_gone() {
         assert_eq!((u(&d["issued"]), u(&d["correct"])), (1, 1), "{d}");
     }
 }
+
+/// The accuracy phase rebuilt its profile from a list of the run's fields
+/// and left the rest at their defaults: `--io epoll` (and
+/// `--uring-sqpoll`, `--source-addrs`, …) never reached its worker, which
+/// moved its bytes with io_uring (or whatever `$LLMLOAD_IO` said) while
+/// summary.json said epoll. Read off the worker itself: its descriptors
+/// hold an epoll instance and no io_uring.
+#[test]
+fn the_accuracy_phase_runs_on_the_backend_asked_for() {
+    let dir = temp_dir("acc-io");
+    // Slow replies keep the worker alive long enough to be looked at.
+    let server = Server::start(&["--echo", "--ttft", "250ms"]);
+    let data = dir.join("acc.jsonl");
+    let rows: String = (0..8)
+        .map(|i| format!("{{\"prompt\": \"q{i}\", \"answer\": \"q{i}\"}}\n"))
+        .collect();
+    std::fs::write(&data, rows).unwrap();
+    let out = dir.join("out");
+    let child = Command::new(bin())
+        .arg("bench")
+        .args(["--phase", "acc", "--io", "epoll", "--model", "m"])
+        .args(["--endpoint", &server.url()])
+        .args(["--accuracy-dataset", data.to_str().unwrap()])
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        // What the phase fell back to without the flag: the environment's
+        // backend, so the fallback shows on any kernel.
+        .env("LLMLOAD_IO", "uring")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload bench");
+    let pid = child.id() as i32;
+    let fds = |p: i32| -> Vec<String> {
+        std::fs::read_dir(format!("/proc/{p}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .map(|l| l.display().to_string())
+            .collect()
+    };
+    let is_worker = |p: i32| {
+        std::fs::read_to_string(format!("/proc/{p}/comm"))
+            .is_ok_and(|c| c.trim() == "llmload-worker")
+    };
+    let backend = |links: &[String]| {
+        links
+            .iter()
+            .any(|l| l == "anon_inode:[eventpoll]" || l == "anon_inode:[io_uring]")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = None;
+    while seen.is_none() && std::time::Instant::now() < deadline {
+        seen = children(pid)
+            .into_iter()
+            .filter(|&c| is_worker(c))
+            .map(fds)
+            .find(|links| backend(links));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let run = wait_run(child, out, Duration::from_secs(60));
+    let links = seen.unwrap_or_else(|| panic!("no worker seen; stderr: {}", run.stderr));
+    assert!(
+        links.iter().any(|l| l == "anon_inode:[eventpoll]"),
+        "{links:?}"
+    );
+    assert!(
+        !links.iter().any(|l| l == "anon_inode:[io_uring]"),
+        "{links:?}"
+    );
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(
+        s["generator"]["io"]["backend"], "epoll",
+        "{}",
+        s["generator"]
+    );
+    assert_eq!(u(&s["accuracy"]["datasets"][0]["correct"]), 8);
+}

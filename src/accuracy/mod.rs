@@ -18,36 +18,21 @@ pub(crate) mod spec;
 pub(crate) use results::{AccuracyReport, DatasetResult};
 pub(crate) use spec::AccuracySpec;
 
-/// Which phases a run has (`--phase`, MLPerf's `--mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Phase {
-    /// The performance phase alone.
-    #[default]
-    Perf,
-    /// The accuracy datasets alone.
-    Acc,
-    /// Performance, then accuracy.
-    Both,
+crate::choice::choices! {
+    /// Which phases a run has (`--phase`, MLPerf's `--mode`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) enum Phase {
+        /// The performance phase alone.
+        #[default]
+        Perf = "perf",
+        /// The accuracy datasets alone.
+        Acc = "acc",
+        /// Performance, then accuracy.
+        Both = "both",
+    }
 }
 
 impl Phase {
-    pub(crate) fn parse(s: &str) -> Result<Phase, String> {
-        match s {
-            "perf" => Ok(Phase::Perf),
-            "acc" => Ok(Phase::Acc),
-            "both" => Ok(Phase::Both),
-            _ => Err(format!("--phase '{s}': expected perf, acc or both")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Phase::Perf => "perf",
-            Phase::Acc => "acc",
-            Phase::Both => "both",
-        }
-    }
-
     pub(crate) fn runs_perf(self) -> bool {
         self != Phase::Acc
     }

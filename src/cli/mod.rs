@@ -6,6 +6,7 @@ pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod benchmark;
 pub(crate) mod compare;
+pub mod help;
 pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod merge;
@@ -20,7 +21,7 @@ use std::io::{self, Write};
 
 use argh::FromArgs;
 
-pub use bench::help_with_defaults;
+pub use help::fill_help as help_with_defaults;
 
 /// Where `emit` writes.
 #[derive(Clone, Copy)]

@@ -9,7 +9,53 @@ use argh::FromArgs;
 use crate::cli::errln;
 use crate::config::bytes::bytes_flag;
 use crate::config::duration::duration_flag;
+use crate::config::settings::Shown;
 use crate::server::{self, ApiKey, MalformedKind, MetricsNames, ServerConfig};
+
+/// What `serve` does when a flag is not given; its help shows them.
+pub(crate) mod defaults {
+    use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+    use std::time::Duration;
+
+    use crate::config::profile::HumanBytes;
+    use crate::config::settings::defaults;
+    use crate::server::{self, MalformedKind, MetricsNames, formats};
+
+    defaults! {
+        LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8000));
+        SERVE_WORKERS: usize = 1;
+        TTFT: Duration = Duration::ZERO;
+        TPOT: Duration = Duration::ZERO;
+        /// A reply's length when the request asks for none.
+        OUTPUT_TOKENS: u32 = formats::DEFAULT_OUTPUT_TOKENS;
+        REASONING_TOKENS: u32 = 0;
+        /// Sent for `--error-rate` without `--error-status`.
+        ERROR_STATUS: u16 = 503;
+        ERROR_BURST: u32 = 1;
+        MALFORMED_KIND: MalformedKind = MalformedKind::StatusLine;
+        DRIP: Duration = Duration::ZERO;
+        IDLE_TIMEOUT: Duration = server::IDLE_TIMEOUT;
+        MAX_CONNECTIONS: usize = server::MAX_CONNECTIONS;
+        INPUT_BUDGET: HumanBytes = HumanBytes(server::INPUT_BUDGET);
+        METRICS_NAMES: MetricsNames = MetricsNames::Llmload;
+        /// The model /v1/models lists without --served-model.
+        MOCK_MODEL: &str = formats::MODEL;
+    }
+}
+
+impl Shown for MalformedKind {
+    fn shown(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+/// As `--metrics-names` spells it: its variant's name in lower case (a
+/// test checks that it parses back).
+impl Shown for MetricsNames {
+    fn shown(&self) -> String {
+        format!("{self:?}").to_lowercase()
+    }
+}
 
 /// Run the built-in mock LLM endpoint with exact timing: OpenAI chat
 /// (/v1/chat/completions) and text completions (/v1/completions), SGLang
@@ -17,33 +63,36 @@ use crate::server::{self, ApiKey, MalformedKind, MetricsNames, ServerConfig};
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "serve")]
 pub(crate) struct ServeArgs {
-    /// address to listen on (default 127.0.0.1:8000); port 0 picks a free port
+    /// address to listen on (default {LISTEN}); port 0 picks a free port
     /// and the chosen address is printed on the first line of stdout
-    #[argh(option, default = "\"127.0.0.1:8000\".parse().unwrap()")]
+    #[argh(option, default = "defaults::LISTEN")]
     pub listen: SocketAddr,
 
-    /// worker processes sharing the port with SO_REUSEPORT (default 1)
-    #[argh(option, default = "1")]
+    /// worker processes sharing the port with SO_REUSEPORT (default
+    /// {SERVE_WORKERS})
+    #[argh(option, default = "defaults::SERVE_WORKERS")]
     pub workers: usize,
 
-    /// time to first output token, from the request's arrival (default 0)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    /// time to first output token, from the request's arrival (default
+    /// {TTFT})
+    #[argh(option, from_str_fn(duration_flag), default = "defaults::TTFT")]
     pub ttft: Duration,
 
-    /// gap between consecutive output tokens (default 0)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    /// gap between consecutive output tokens (default {TPOT})
+    #[argh(option, from_str_fn(duration_flag), default = "defaults::TPOT")]
     pub tpot: Duration,
 
     /// output tokens per response (default: the request's
     /// max_completion_tokens / max_tokens / sampling_params.max_new_tokens,
-    /// else 128)
+    /// else {OUTPUT_TOKENS})
     #[argh(option)]
     pub output_tokens: Option<u32>,
 
     /// the first K output tokens are reasoning: chat sends them as
     /// reasoning_content, Anthropic as a thinking block; completions and
-    /// SGLang send them as text. Usage still counts them (default 0)
-    #[argh(option, default = "0")]
+    /// SGLang send them as text. Usage still counts them (default
+    /// {REASONING_TOKENS})
+    #[argh(option, default = "defaults::REASONING_TOKENS")]
     pub reasoning_tokens: u32,
 
     /// share of generation requests answered with an error status and a
@@ -53,13 +102,14 @@ pub(crate) struct ServeArgs {
     pub error_rate: f64,
 
     /// a status of --error-rate: 429, 500, 502, 503 or 504 (repeatable:
-    /// bursts take them in turn; default 503); a 429 carries retry-after: 1
+    /// bursts take them in turn; default {ERROR_STATUS}); a 429 carries
+    /// retry-after: 1
     #[argh(option, from_str_fn(status_code))]
     pub error_status: Vec<u16>,
 
     /// errors come N consecutive requests at a time: blocks of N requests
-    /// are judged by --error-rate as one (default 1)
-    #[argh(option, default = "1")]
+    /// are judged by --error-rate as one (default {ERROR_BURST})
+    #[argh(option, default = "defaults::ERROR_BURST")]
     pub error_burst: u32,
 
     /// test fault: share of generation requests answered with a malformed
@@ -73,11 +123,11 @@ pub(crate) struct ServeArgs {
     /// chunk size has 17 hex digits), huge-head (a 70 KiB head),
     /// endless-line (an event line that never ends), huge-length
     /// (Content-Length 10 GB and a body for as long as it is read), html (a
-    /// 200 text/html page, kept alive) (default status-line)
+    /// 200 text/html page, kept alive) (default {MALFORMED_KIND})
     #[argh(
         option,
         from_str_fn(malformed_kind),
-        default = "MalformedKind::StatusLine"
+        default = "defaults::MALFORMED_KIND"
     )]
     pub malformed_kind: MalformedKind,
 
@@ -110,27 +160,28 @@ pub(crate) struct ServeArgs {
     pub fault_after: Option<u32>,
 
     /// test fault: send every response one byte per this interval, e.g.
-    /// 1s (a slowloris server; default 0: at once)
-    #[argh(option, from_str_fn(duration_flag), default = "Duration::ZERO")]
+    /// 1s (a slowloris server; default {DRIP}: at once)
+    #[argh(option, from_str_fn(duration_flag), default = "defaults::DRIP")]
     pub drip: Duration,
 
     /// close a connection that has waited this long on its client: for a
     /// whole request (head and body) since it opened or since its previous
-    /// response, or for it to read a response; 0 never (default 30s)
-    #[argh(option, from_str_fn(duration_flag), default = "server::IDLE_TIMEOUT")]
+    /// response, or for it to read a response; 0 never (default
+    /// {IDLE_TIMEOUT})
+    #[argh(option, from_str_fn(duration_flag), default = "defaults::IDLE_TIMEOUT")]
     pub idle_timeout: Duration,
 
     /// connections one worker serves at once; a connection over the cap is
-    /// answered 503 with retry-after and closed (default 10000)
-    #[argh(option, default = "server::MAX_CONNECTIONS")]
+    /// answered 503 with retry-after and closed (default {MAX_CONNECTIONS})
+    #[argh(option, default = "defaults::MAX_CONNECTIONS")]
     pub max_connections: usize,
 
     /// bytes of large request bodies one worker buffers at once, e.g.
     /// 256MiB: a request over 64 KiB reserves its size first and is
     /// answered 503 when the rest is taken; bodies over 64 MiB (or over
     /// this budget, if smaller) are answered 413, heads over 64 KiB 431
-    /// (default 256MiB)
-    #[argh(option, from_str_fn(bytes_flag), default = "server::INPUT_BUDGET")]
+    /// (default {INPUT_BUDGET})
+    #[argh(option, from_str_fn(bytes_flag), default = "defaults::INPUT_BUDGET.0")]
     pub input_budget: u64,
 
     /// answer every request with one JSON body, even when it asks for a
@@ -145,7 +196,7 @@ pub(crate) struct ServeArgs {
 
     /// a model name this server answers to (repeatable); requests naming
     /// any other get 404, and /v1/models lists these (default: any model;
-    /// /v1/models lists llmload-mock)
+    /// /v1/models lists {MOCK_MODEL})
     #[argh(option)]
     pub served_model: Vec<String>,
 
@@ -207,8 +258,12 @@ pub(crate) struct ServeArgs {
     /// whose names GET /metrics uses for the server's own counters
     /// (responses under way, requests, prompt and output tokens): llmload
     /// (llmload_serve_*), vllm, sglang or tgi, so a client's table of a real
-    /// server's names can be tested (default llmload)
-    #[argh(option, default = "MetricsNames::Llmload", from_str_fn(metrics_names))]
+    /// server's names can be tested (default {METRICS_NAMES})
+    #[argh(
+        option,
+        default = "defaults::METRICS_NAMES",
+        from_str_fn(metrics_names)
+    )]
     pub metrics_names: MetricsNames,
 }
 
@@ -239,7 +294,11 @@ fn config(args: ServeArgs) -> Result<ServerConfig, String> {
         inband_error_rate: args.inband_error_rate,
         stall_rate: args.stall_rate,
         endless_rate: args.endless_rate,
-        error_statuses: args.error_status,
+        error_statuses: if args.error_status.is_empty() {
+            vec![defaults::ERROR_STATUS]
+        } else {
+            args.error_status
+        },
         error_burst: args.error_burst,
         fault_after: args.fault_after,
         malformed_kind: args.malformed_kind,
@@ -287,5 +346,18 @@ mod tests {
     fn status_codes() {
         assert_eq!(status_code(" 503 "), Ok(503));
         assert!(status_code("5xx").is_err());
+    }
+
+    /// The help's defaults are the ones a run without the flags gets.
+    #[test]
+    fn shown_defaults_parse_back() {
+        let d = defaults::METRICS_NAMES;
+        assert_eq!(metrics_names(&d.shown()), Ok(d));
+        let k = defaults::MALFORMED_KIND;
+        assert_eq!(malformed_kind(&k.shown()), Ok(k));
+        assert!(
+            crate::server::ERROR_STATUSES.contains(&defaults::ERROR_STATUS),
+            "an allowed status"
+        );
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod mlperf;
 pub(crate) mod profile;
 pub(crate) mod resolve;
 pub(crate) mod run_length;
+pub(crate) mod settings;
 pub(crate) mod slo;
 
 use std::path::{Path, PathBuf};
@@ -17,13 +18,12 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::accuracy::{AccuracySpec, Phase};
-use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
 use crate::http::endpoint::redact_url;
 use crate::http::headers::{REDACTED, is_secret_header};
-use crate::plan::{Limits, Load, StagePlan, Thresholds, TokenPolicy};
+use crate::plan::{Limits, StagePlan, Thresholds, TokenPolicy};
 use crate::protocol::{Protocol, Sampling};
-use profile::{CacheMode, Profile, Scenario, defaults};
+use profile::{CacheMode, Profile, Scenario};
 use run_length::RunLength;
 
 /// A validated `bench` configuration: `resolve::resolve`'s result.
@@ -172,9 +172,12 @@ impl BenchConfig {
         (stages, Some(sized.why))
     }
 
-    /// The resolved configuration as reports show it: the merged profile
-    /// plus what was resolved at run time, credentials redacted (header
-    /// values by name, URL query values).
+    /// The resolved configuration as reports show it: every setting (the
+    /// summary's `config` block) with its effective value — as given, its
+    /// default, or what resolving derived (workers, connections, mode,
+    /// seeds …), each by its declaration (`settings::config_entries`) —
+    /// credentials redacted (the key, secret header values by name, URL
+    /// query values).
     pub(crate) fn to_json(
         &self,
         out: &Path,
@@ -184,70 +187,13 @@ impl BenchConfig {
     ) -> Value {
         let mut v = serde_json::to_value(&self.profile).expect("a profile serializes to JSON");
         let o = v.as_object_mut().expect("a profile is an object");
-        let shown: Vec<String> = profile::validate::split_endpoints(endpoint_url)
-            .into_iter()
-            .map(redact_url)
-            .collect();
-        o.insert("endpoint".into(), shown.join(",").into());
-        // The list, if one was given, says the same as the comma list above.
-        o.remove("endpoints");
+        let ctx = settings::ConfigContext {
+            out,
+            endpoint_url,
+            model,
+        };
+        settings::config_entries(self, &ctx, o);
         o.insert("builtin_endpoint".into(), builtin.into());
-        o.insert("api".into(), self.protocol.name().into());
-        o.insert("model".into(), model.into());
-        // The first stage's load; a resolved run has at least one stage.
-        if let Some(first) = self.stages.first() {
-            let mode = match first.load {
-                Load::Offline => "offline",
-                Load::Closed { .. } => "concurrency",
-                Load::Open { kind, .. } => kind.name(),
-            };
-            o.insert("mode".into(), mode.into());
-        }
-        o.insert("stream".into(), self.stream.into());
-        o.insert("max_tokens".into(), self.max_tokens.into());
-        o.insert("order".into(), self.order.to_string().into());
-        o.insert("workers".into(), self.workers.into());
-        o.insert("connections".into(), self.connections.into());
-        o.insert("io".into(), self.io.name().into());
-        o.insert("events".into(), self.events.name().into());
-        if !self.source_addrs.is_empty() {
-            let addrs: Vec<String> = self.source_addrs.iter().map(|a| a.to_string()).collect();
-            o.insert("source_addrs".into(), addrs.into());
-        }
-        // Outside the preset `seed` seeds everything (0 when unset), as it
-        // always has; under it `seed` is the sampling seed only, shown when given.
-        if !self.mlperf {
-            o.insert(
-                "seed".into(),
-                self.sampling.seed.unwrap_or(defaults::SEED).into(),
-            );
-        }
-        o.insert("scheduler_seed".into(), self.scheduler_seed.into());
-        o.insert("dataloader_seed".into(), self.dataloader_seed.into());
-        o.insert("cache_mode".into(), self.cache_mode.name().into());
-        if self.warmup_requests > 0 {
-            o.insert("warmup_requests".into(), self.warmup_requests.into());
-        }
-        if self.mlperf {
-            o.insert("early_stopping".into(), self.early_stopping.into());
-            if let Some(RunLength::Mlperf {
-                min_duration_ms,
-                exact: None,
-                ..
-            }) = &self.run_length
-            {
-                let d = std::time::Duration::from_millis(*min_duration_ms);
-                o.insert("min_duration".into(), format_duration(d).into());
-            }
-        }
-        o.insert("out".into(), out.display().to_string().into());
-        // The instant, however it was written.
-        if let Some(ns) = self.start_at_ns {
-            o.insert("start_at".into(), crate::clock::format_rfc3339(ns).into());
-        }
-        if o.contains_key("api_key") || self.api_key.is_some() {
-            o.insert("api_key".into(), REDACTED.into());
-        }
         if let Some(h) = o.get_mut("headers") {
             redact_headers(h);
         }

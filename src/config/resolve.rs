@@ -14,16 +14,15 @@ use super::profile::typed::{self, Mode, TlsFields, nanos, tls_fields_set};
 use super::profile::validate::{
     Errors, check_api, check_dataset, check_endpoints, check_headers, unflag, valid_header_name,
 };
-use super::profile::{CacheMode, HumanDuration, Profile, Scenario, TurnRange, defaults};
+use super::profile::{HumanDuration, Profile, Scenario, TurnRange, defaults};
 use super::run_length;
+use super::slo::parse_slo;
 use crate::accuracy::{AccuracySpec, Phase};
+use crate::choice::Choice;
 use crate::config::bytes::format_bytes;
 use crate::config::duration::format_duration;
 use crate::dataset::{DatasetSpec, Order, SyntheticSpec};
-use crate::plan::{
-    Checks, EventsMode, IoChoice, Limits, Load, MetricsPreset, ServerMetrics, Slo, Thresholds,
-    TokenPolicy,
-};
+use crate::plan::{Checks, EventsMode, Limits, Load, ServerMetrics, Slo, Thresholds, TokenPolicy};
 use crate::protocol::{self, Protocol, Sampling};
 use crate::tls::TlsSettings;
 
@@ -82,22 +81,19 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     } else {
         defaults::CACHE_MODE
     };
-    let cache_mode = p.cache_mode.as_deref().map_or(default_cache, |c| {
-        CacheMode::parse(c).unwrap_or_else(|e| {
-            errs.at("cache_mode", e);
-            default_cache
-        })
-    });
+    let cache_mode = choice(
+        &mut errs,
+        "cache_mode",
+        p.cache_mode.as_deref(),
+        default_cache,
+    );
     let default_order = if mlperf {
         defaults::MLPERF_ORDER
     } else {
         defaults::ORDER
     };
-    let order = p.order.as_deref().map_or(default_order, |o| {
-        Order::parse(o).unwrap_or_else(|e| {
-            errs.at("order", unflag(e, "--order"));
-            default_order
-        })
+    let order = parsed(&mut errs, "order", p.order.as_deref(), default_order, |o| {
+        Order::parse(o).map_err(|e| unflag(e, "--order"))
     });
     if p.connections == Some(0) {
         errs.at("connections", "must be at least 1");
@@ -142,67 +138,49 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("tokenizer", "empty path");
     }
-    let token_source = p
-        .token_source
-        .as_deref()
-        .map_or(defaults::TOKEN_SOURCE, |t| {
-            TokenPolicy::parse(t).unwrap_or_else(|e| {
-                errs.at("token_source", e);
-                defaults::TOKEN_SOURCE
-            })
-        });
-    let slo = p.slo.as_deref().map_or_else(Slo::default, |t| {
-        super::slo::parse_slo(t).unwrap_or_else(|e| {
-            errs.at("slo", e);
-            Slo::default()
-        })
-    });
-    let metrics_preset = p
-        .metrics_preset
-        .as_deref()
-        .map_or(defaults::METRICS_PRESET, |t| {
-            MetricsPreset::parse(t).unwrap_or_else(|e| {
-                errs.at("metrics_preset", e);
-                defaults::METRICS_PRESET
-            })
-        });
-    let server_metrics = ServerMetrics::parse(
-        p.server_metrics
-            .as_deref()
-            .unwrap_or(defaults::SERVER_METRICS),
-    )
-    .unwrap_or_else(|e| {
-        errs.at("server_metrics", e);
-        ServerMetrics::Off
-    });
-    // The flag or profile field, else $LLMLOAD_IO, else auto: the
+    let token_source = choice(
+        &mut errs,
+        "token_source",
+        p.token_source.as_deref(),
+        defaults::TOKEN_SOURCE,
+    );
+    let slo = parsed(
+        &mut errs,
+        "slo",
+        p.slo.as_deref(),
+        Slo::default(),
+        parse_slo,
+    );
+    let metrics_preset = choice(
+        &mut errs,
+        "metrics_preset",
+        p.metrics_preset.as_deref(),
+        defaults::METRICS_PRESET,
+    );
+    let server_metrics = parsed(
+        &mut errs,
+        "server_metrics",
+        p.server_metrics.as_deref(),
+        defaults::SERVER_METRICS,
+        ServerMetrics::parse,
+    );
+    // The flag or profile field, else $LLMLOAD_IO, else the default: the
     // environment lets a whole test suite run under one backend.
-    let io_text =
-        p.io.clone()
-            .or_else(|| std::env::var("LLMLOAD_IO").ok().filter(|v| !v.is_empty()));
-    let io = io_text.as_deref().map_or(IoChoice::Auto, |t| {
-        IoChoice::parse(t).unwrap_or_else(|e| {
-            let field = if p.io.is_some() {
-                "io"
-            } else {
-                "io ($LLMLOAD_IO)"
-            };
-            errs.at(field, e);
-            IoChoice::Auto
-        })
-    });
-    let events = p.events.as_deref().map_or(EventsMode::All, |t| {
-        EventsMode::parse(t).unwrap_or_else(|e| {
-            errs.at("events", e);
-            EventsMode::All
-        })
-    });
-    let source_addrs = p.source_addrs.as_deref().map_or_else(Vec::new, |t| {
-        crate::plan::parse_source_addrs(t).unwrap_or_else(|e| {
-            errs.at("source_addrs", e);
-            Vec::new()
-        })
-    });
+    let io = match p.io.as_deref() {
+        Some(t) => choice(&mut errs, "io", Some(t), defaults::IO),
+        None => {
+            let env = std::env::var("LLMLOAD_IO").ok().filter(|v| !v.is_empty());
+            choice(&mut errs, "io ($LLMLOAD_IO)", env.as_deref(), defaults::IO)
+        }
+    };
+    let events = choice(&mut errs, "events", p.events.as_deref(), defaults::EVENTS);
+    let source_addrs = parsed(
+        &mut errs,
+        "source_addrs",
+        p.source_addrs.as_deref(),
+        Vec::new(),
+        crate::plan::parse_source_addrs,
+    );
     let shard_spec = p.shard.as_deref().and_then(|s| {
         crate::shard::ShardSpec::parse(s)
             .map_err(|e| errs.at("shard", e))
@@ -285,7 +263,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("correlation.header", "not a valid header name");
     }
-    let max_output_text = p.max_output_text.map_or(defaults::MAX_OUTPUT_TEXT, |b| b.0);
+    let max_output_text = p.max_output_text.unwrap_or(defaults::MAX_OUTPUT_TEXT).0;
     if !(1..=MAX_OUTPUT_TEXT).contains(&max_output_text) {
         errs.at(
             "max_output_text",
@@ -464,7 +442,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             top_p: p.top_p,
             seed: p.seed,
             stop: p.stop.clone().unwrap_or_default(),
-            ignore_eos: p.ignore_eos.unwrap_or(false),
+            ignore_eos: p.ignore_eos.unwrap_or(defaults::IGNORE_EOS),
             min_tokens: p.min_tokens,
         },
         extra_body: p.extra_body.clone(),
@@ -508,18 +486,18 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
             defaults::SERVER_METRICS_INTERVAL,
         )),
         io,
-        uring_sqpoll: p.uring_sqpoll.unwrap_or(false),
+        uring_sqpoll: p.uring_sqpoll.unwrap_or(defaults::URING_SQPOLL),
         events,
         source_addrs,
-        record_output: p.record_output.unwrap_or(false),
+        record_output: p.record_output.unwrap_or(defaults::RECORD_OUTPUT),
         workers: p.workers.unwrap_or_else(|| {
             crate::sys::process::available_cpus()
                 .saturating_sub(1)
                 .max(1)
         }),
-        pin: p.pin.unwrap_or(false),
+        pin: p.pin.unwrap_or(defaults::PIN),
         out: p.out.clone(),
-        quiet: p.quiet.unwrap_or(false),
+        quiet: p.quiet.unwrap_or(defaults::QUIET),
         phase,
         accuracy,
         warnings,
@@ -792,6 +770,30 @@ fn longer_than_0(errs: &mut Errors, path: &str, v: Option<HumanDuration>) -> Opt
 
 fn or_default(v: Option<HumanDuration>, default: Duration) -> Duration {
     v.map_or(default, |d| d.0)
+}
+
+/// A written value parsed, else `default`; a bad one is reported at `path`
+/// (and `default` stands in for it, so the other fields are still checked).
+fn parsed<T>(
+    errs: &mut Errors,
+    path: &str,
+    text: Option<&str>,
+    default: T,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> T {
+    match text.map(parse) {
+        None => default,
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            errs.at(path, e);
+            default
+        }
+    }
+}
+
+/// A closed set's value as written, else `default` ([`parsed`]).
+fn choice<C: Choice>(errs: &mut Errors, path: &str, text: Option<&str>, default: C) -> C {
+    parsed(errs, path, text, default, C::parse)
 }
 
 fn default_protocol() -> &'static dyn Protocol {

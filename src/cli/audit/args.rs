@@ -2,12 +2,23 @@
 //! other argument handed to `BenchArgs`, so the audit takes exactly the
 //! flags `bench` takes (new ones included) without a copy of them. argh
 //! cannot flatten one flag struct into another, hence the split by hand;
-//! `--help` shows both lists.
+//! `--help` shows both lists, bench's by topic.
 
 use argh::{EarlyExit, FromArgs, SubCommand};
 
-use super::output_caching::{AuditParams, DEFAULT_THRESHOLD};
-use crate::cli::bench::BenchArgs;
+use super::output_caching::AuditParams;
+use crate::cli::bench::{self, BenchArgs};
+
+/// What the audit does when a flag of its own is not given; its help shows
+/// them.
+pub(crate) mod defaults {
+    use crate::config::settings::defaults;
+
+    defaults! {
+        SAMPLE_INDEX: u64 = 0;
+        THRESHOLD: f64 = super::super::output_caching::DEFAULT_THRESHOLD;
+    }
+}
 
 /// MLPerf TEST04: is a repeated prompt answered faster than distinct ones?
 #[derive(FromArgs, Debug)]
@@ -40,12 +51,14 @@ pub(super) struct CachingFlags {
     #[argh(option)]
     audit_samples: Option<u64>,
 
-    /// the dataset row the audit phase repeats, from 0 (default 0)
-    #[argh(option, default = "0")]
+    /// the dataset row the audit phase repeats, from 0 (default
+    /// {SAMPLE_INDEX})
+    #[argh(option, default = "defaults::SAMPLE_INDEX")]
     sample_index: u64,
 
-    /// tolerance of both checks, more than 0 and less than 1 (default 0.10)
-    #[argh(option, default = "DEFAULT_THRESHOLD")]
+    /// tolerance of both checks, more than 0 and less than 1 (default
+    /// {THRESHOLD})
+    #[argh(option, default = "defaults::THRESHOLD")]
     threshold: f64,
 }
 
@@ -110,29 +123,23 @@ fn split<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
     (own, rest)
 }
 
-/// The audit's help with bench's options after its own.
+/// The audit's help with bench's options (grouped as `bench --help` has
+/// them) after its own.
 fn help(command_name: &[&str]) -> String {
-    let text = |r: Result<_, EarlyExit>| match r {
+    let own = match CachingFlags::from_args(command_name, &["--help"]) {
         Err(e) => e.output,
         Ok(_) => String::new(),
     };
-    let own = text(CachingFlags::from_args(command_name, &["--help"]).map(|_| ()));
-    let bench = text(BenchArgs::from_args(command_name, &["--help"]).map(|_| ()));
-    let bench_options: Vec<&str> = section(&bench, "Options:")
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("--help"))
-        .collect();
     let (usage, body) = own.split_once('\n').unwrap_or((&own, ""));
     let options = section(body, "Options:");
     let at = body.find(options).map_or(body.len(), |i| i + options.len());
     format!(
-        "{usage} [bench options]\n{}\n\nBench options (as llmload bench; each phase sets its own --requests):\n{}{}",
+        "{usage} [bench options]\n{}\n\nBench options (as llmload bench; each phase sets its own --requests):\n\n{}{}",
         &body[..at],
-        bench_options.join("\n"),
+        bench::help_options().trim_end(),
         &body[at..]
     )
 }
-
 /// The lines of `text`'s section headed `title`, up to the blank line that
 /// ends it (empty when there is none).
 fn section<'a>(text: &'a str, title: &str) -> &'a str {
@@ -185,7 +192,7 @@ mod tests {
         assert_eq!(a.bench.dataset.as_deref(), Some("d.jsonl"));
         let d = parse(&["--samples", "5"]).unwrap().params();
         assert_eq!((d.audit_samples, d.sample_index), (None, 0));
-        assert_eq!(d.threshold, DEFAULT_THRESHOLD);
+        assert_eq!(d.threshold, super::super::output_caching::DEFAULT_THRESHOLD);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! shape, TLS…), parsed by `BenchArgs` itself so the two never drift
 //! (`args`).
 
-mod args;
+pub(crate) mod args;
 mod output_caching;
 mod verdict;
 

@@ -11,19 +11,18 @@ use crate::accuracy::spec::EXPECTED_NAMES;
 use crate::accuracy::{AccuracyReport, AccuracySpec, DatasetResult, Phase};
 use crate::clock::{now_ns, wall_ns};
 use crate::config::BenchConfig;
-use crate::config::profile::{HumanDuration, Profile};
+use crate::config::profile::{Correlation, HumanDuration};
 use crate::config::resolve::resolve;
 use crate::dataset::{self, DatasetSpec};
-use crate::engine::{Plan, supervisor};
+use crate::engine::supervisor;
 use crate::metrics::observe::{Finished, Interval, Observer};
 use crate::metrics::run::RunResult;
-use crate::plan::{Limits, TokenPolicy};
 use crate::protocol::json::unescape;
 use crate::report::events::{EventsPhase, EventsStats, RunObserver, SampleRow, Verdict};
 use crate::server::ServerHandle;
-use crate::shm::run::MAX_GAPS;
 
 use super::build;
+use super::plan::Planned;
 
 /// Every accuracy dataset's phase, run.
 pub(super) struct Accuracy {
@@ -126,35 +125,12 @@ fn run_one(
     let mut data = spec.dataset.clone();
     data.columns.expected = Some(expected.column.clone());
     acfg.dataset = Some(data);
-    let built = build::build(&acfg, server, None)?;
-    let (live, live_interval_ns) = super::live_view(&acfg);
-    let plan = Plan {
-        endpoints: built.endpoints,
-        scenarios: built.scenarios,
-        stages: acfg.stages.clone(),
-        warmup_ns: 0,
-        warmup_requests: 0,
-        workers: 1,
-        pin: acfg.pin,
-        connections: 1,
-        openloop_max_inflight: None,
-        limits: Limits {
-            max_gaps: acfg.limits.max_gaps.min(MAX_GAPS),
-            ..acfg.limits
-        },
-        scheduler_seed: acfg.scheduler_seed,
-        dataloader_seed: acfg.dataloader_seed,
-        keep_text: true,
-        tokenizer: None,
-        token_source: TokenPolicy::Usage,
-        thresholds: acfg.thresholds.clone(),
-        live_interval_ns,
-        slo: crate::plan::Slo::default(),
-        io: super::io_plan(&acfg)?.0,
-        start_at_unix_ns: None,
-        uniform_phase: 0.0,
-        partition: None,
-    };
+    let mut built = build::build(&acfg, server, None)?;
+    // No shard splits this phase (a sharded run may not have one), and its
+    // configuration already says one worker, one connection, kept text.
+    let mut stages = acfg.stages.clone();
+    let part = super::shard::part(&acfg, &mut stages, &[])?;
+    let Planned { plan, live, .. } = super::plan::plan(&acfg, &mut built, stages, part, None)?;
     crate::cli::errln!(
         "llmload: accuracy {}: {} rows × {} repeat(s), one request at a time ({}, {})",
         spec.name,
@@ -233,10 +209,14 @@ fn latency(run: &RunResult) -> Option<(f64, f64)> {
     Some((q(0.5)?, q(0.99)?))
 }
 
-/// The run's configuration reshaped for one accuracy dataset: its
-/// endpoint, API, model, streaming, timeouts and headers; one connection
-/// with one request in flight, `requests` of them in file order, prompts
-/// sent exactly as the file has them, each reply's text kept.
+/// The run's configuration reshaped for one accuracy dataset: the run's
+/// own profile (endpoint, API, TLS, headers, timeouts, I/O backend and
+/// every other setting flow through unchanged), with what the phase must
+/// force over it — one connection with one request in flight on one
+/// worker, `requests` of them in file order, no warm-up, prompts sent
+/// exactly as the file has them, each reply's text kept, sampling as the
+/// dataset asks — and what belongs to the performance phase alone (its
+/// load shape, length, content, checks and shard) cleared.
 fn phase_config(
     cfg: &BenchConfig,
     spec: &AccuracySpec,
@@ -244,53 +224,52 @@ fn phase_config(
     requests: u64,
 ) -> Result<BenchConfig, String> {
     let base = &cfg.profile;
-    let p = Profile {
-        endpoint: base.endpoint.clone(),
-        endpoints: base.endpoints.clone(),
-        api: base.api.clone(),
-        model: Some(model.to_string()),
-        concurrency: Some(1),
-        requests: Some(requests),
-        warmup: Some(HumanDuration(std::time::Duration::ZERO)),
-        connections: Some(1),
-        workers: Some(1),
-        max_tokens: Some(spec.max_tokens.unwrap_or(cfg.max_tokens)),
-        stream: Some(cfg.stream),
-        system: base.system.clone(),
-        order: Some("sequential".into()),
-        temperature: spec.temperature.or(base.temperature),
-        top_p: spec.top_p.or(base.top_p),
-        stop: base.stop.clone(),
-        ignore_eos: base.ignore_eos,
-        min_tokens: base.min_tokens,
-        extra_body: base.extra_body.clone(),
-        headers: base.headers.clone(),
-        api_key: base.api_key.clone(),
-        api_key_file: base.api_key_file.clone(),
-        ca_cert: base.ca_cert.clone(),
-        insecure: base.insecure,
-        tls_server_name: base.tls_server_name.clone(),
-        client_cert: base.client_cert.clone(),
-        client_key: base.client_key.clone(),
-        keep_alive: base.keep_alive,
-        cache_mode: Some("natural".into()),
-        correlation: base.correlation.clone().map(|mut c| {
-            c.uuid_in_prompt = Some(false);
-            c
-        }),
-        timeout: base.timeout,
-        ttft_timeout: base.ttft_timeout,
-        connect_timeout: base.connect_timeout,
-        drain_timeout: base.drain_timeout,
-        seed: base.seed,
-        pin: base.pin,
-        out: base.out.clone(),
-        quiet: base.quiet,
-        live_interval: base.live_interval,
-        record_output: Some(true),
-        max_output_text: base.max_output_text,
-        ..Profile::default()
-    };
+    let mut p = base.clone();
+    // Its own load: one request at a time, the dataset's rows in order.
+    p.mode = None;
+    p.rate = None;
+    p.concurrency = Some(1);
+    p.connections = Some(1);
+    p.workers = Some(1);
+    p.openloop_max_inflight = None;
+    p.arrival = None;
+    p.stages = None;
+    p.requests = Some(requests);
+    p.duration = None;
+    p.min_duration = None;
+    p.min_requests = None;
+    p.max_duration = None;
+    p.warmup = Some(HumanDuration(std::time::Duration::ZERO));
+    p.warmup_requests = None;
+    // Its own content, sent untouched and kept whole.
+    p.dataset = None;
+    p.synthetic = None;
+    p.scenarios = None;
+    p.order = Some("sequential".into());
+    p.cache_mode = Some("natural".into());
+    p.correlation = Some(Correlation {
+        header: base.correlation.as_ref().and_then(|c| c.header.clone()),
+        uuid_in_prompt: Some(false),
+    });
+    p.record_output = Some(true);
+    p.tokenizer = None;
+    p.token_source = Some("usage".into());
+    p.model = Some(model.to_string());
+    p.max_tokens = Some(spec.max_tokens.unwrap_or(cfg.max_tokens));
+    p.stream = Some(cfg.stream);
+    p.temperature = spec.temperature.or(base.temperature);
+    p.top_p = spec.top_p.or(base.top_p);
+    // Judged by its score, not by the run's rules, thresholds or SLO; not
+    // sharded, not held for a start instant.
+    p.preset = None;
+    p.thresholds = None;
+    p.slo = None;
+    p.phase = None;
+    p.accuracy_datasets = None;
+    p.prompt_template = None;
+    p.shard = None;
+    p.shards = None;
+    p.start_at = None;
     let mut acfg =
         resolve(p).map_err(|e| format!("accuracy dataset {}: {}", spec.name, e.join("; ")))?;
     if let Some(first) = acfg.stages.first_mut() {

@@ -146,13 +146,25 @@ impl Datasets {
     }
 }
 
+/// The built-in endpoint's timing when bench starts it (`--help` shows it).
+pub(crate) mod builtin {
+    use std::time::Duration;
+
+    use crate::config::settings::defaults;
+
+    defaults! {
+        BUILTIN_TTFT: Duration = Duration::from_millis(20);
+        BUILTIN_TPOT: Duration = Duration::from_millis(2);
+    }
+}
+
 /// The built-in endpoint's settings when bench starts it.
 pub(super) fn builtin_server() -> ServerConfig {
     ServerConfig {
         listen: "127.0.0.1:0".parse().expect("literal address"),
         workers: 1,
-        ttft: Duration::from_millis(20),
-        tpot: Duration::from_millis(2),
+        ttft: builtin::BUILTIN_TTFT,
+        tpot: builtin::BUILTIN_TPOT,
         // The run's own connections may sit idle between stages or think
         // times; the built-in endpoint must not close them under it.
         idle_timeout: Duration::ZERO,

@@ -8,13 +8,16 @@ mod build;
 mod flags;
 mod help;
 mod mlperf;
+mod plan;
 mod server_metrics;
 mod shard;
 
+#[cfg(test)]
+pub(crate) use build::builtin::NAMES as BUILTIN_NAMES;
+pub(crate) use build::builtin::shown as builtin_shown;
 pub(crate) use flags::BenchArgs;
-pub use help::with_defaults as help_with_defaults;
+pub(crate) use help::options as help_options;
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,17 +29,16 @@ use crate::config::mlperf as mlperf_config;
 use crate::config::mlperf::AuditBlock;
 use crate::config::profile::Profile;
 use crate::config::resolve::{check_host, resolve};
-use crate::engine::{Plan, supervisor};
+use crate::engine::supervisor;
 use crate::metrics::run::{Incomplete, RunResult};
-use crate::plan::{Limits, Load, StagePlan, TokenPolicy};
-use crate::report::events::EventsStats;
-use crate::report::events::RunObserver;
+use crate::plan::{Load, StagePlan};
+use crate::report::events::{EventsStats, RunObserver, SampleRow};
 use crate::report::live::LiveView;
 use crate::report::{self, RunInfo};
-use crate::server;
-use crate::shm::run::MAX_GAPS;
+use crate::server::{self, ServerHandle};
 use crate::sys::info::HostInfo;
 use crate::tokens::Tokenizer;
+use plan::Planned;
 
 /// How a bench ended, as its exit status. When several apply, the first in
 /// this order wins: a signal, unwritten results, an incomplete run, a broken
@@ -317,6 +319,7 @@ fn flag_error(e: &str) -> String {
     }
 }
 
+/// Runs `cfg`: plan, run its phases, describe the run, write the results.
 fn execute(
     cfg: &BenchConfig,
     started_ns: u64,
@@ -334,7 +337,56 @@ fn execute(
     } else {
         None
     };
-    let built = build::build(cfg, server.as_ref(), tokenizer.as_ref())?;
+    let (prepared, live) = prepare(
+        cfg,
+        server.as_ref(),
+        tokenizer.as_ref(),
+        check,
+        started_wall,
+    )?;
+    let mut prepared = prepared;
+    let mut phases = run_phases(
+        cfg,
+        &mut prepared,
+        live,
+        server.as_ref(),
+        (started_ns, started_wall),
+    )?;
+    let server_stats = server.map(|h| h.stop());
+    let info = run_info(
+        cfg,
+        &prepared,
+        &mut phases,
+        server_stats,
+        (started_ns, started_wall, fd_limit),
+        host,
+    );
+    Ok(write(cfg, &prepared, phases, &info))
+}
+
+/// A run made ready to start: its scenarios built and planned, every
+/// accuracy dataset's reference answers read, its output directory made.
+struct Prepared<'a> {
+    /// What building found beside the plan's pieces (URL, model, datasets).
+    built: build::Built<'a>,
+    plan: crate::engine::Plan<'a>,
+    io: crate::plan::IoChosen,
+    references: Vec<accuracy::Expected>,
+    out: PathBuf,
+    /// How the run's length was derived, when it was.
+    sized_why: Option<String>,
+    /// The run's count, the same in every shard's config.
+    run_requests: Option<u64>,
+}
+
+fn prepare<'a>(
+    cfg: &'a BenchConfig,
+    server: Option<&ServerHandle>,
+    tokenizer: Option<&'a Tokenizer>,
+    check: SamplesCheck<'_>,
+    started_wall: u64,
+) -> Result<(Prepared<'a>, LiveView), String> {
+    let mut built = build::build(cfg, server, tokenizer)?;
     for sc in &built.scenarios {
         check(sc.samples())?;
     }
@@ -362,47 +414,46 @@ fn execute(
             (s.name.clone(), s.samples(), file)
         })
         .collect();
-    // The run's count, the same in every shard's config.
     let run_requests = stages.first().and_then(|s| s.requests);
     let part = shard::part(cfg, &mut stages, &samples)?;
-    let token_source = effective_token_source(cfg, tokenizer.is_some());
-    let (live, live_interval_ns) = live_view(cfg);
-    let (io_plan, io_chosen) = io_plan(cfg)?;
-    let plan = Plan {
-        endpoints: built.endpoints,
-        scenarios: built.scenarios,
-        stages,
-        warmup_ns: cfg.warmup_ns,
-        warmup_requests: part.warmup_requests,
-        workers: cfg.workers,
-        pin: cfg.pin,
-        connections: part.connections,
-        openloop_max_inflight: part.openloop_max_inflight,
-        // A completion record carries at most the engine's MAX_GAPS gaps.
-        limits: Limits {
-            max_gaps: cfg.limits.max_gaps.min(MAX_GAPS),
-            ..cfg.limits
-        },
-        scheduler_seed: part.scheduler_seed,
-        dataloader_seed: part.dataloader_seed,
-        // The tokenizer counts output only when usage may be set aside.
-        keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage) || cfg.record_output,
-        tokenizer: tokenizer.as_ref(),
-        token_source,
-        thresholds: cfg.thresholds.clone(),
-        live_interval_ns,
-        slo: cfg.slo,
-        io: io_plan,
-        start_at_unix_ns: cfg.start_at_ns,
-        uniform_phase: part.uniform_phase,
-        partition: part.partition,
-    };
+    let Planned { plan, live, io } = plan::plan(cfg, &mut built, stages, part, tokenizer)?;
     std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    // MLPerf's files go with every accuracy run too: a submission needs
-    // both parts from one report directory.
-    let mlperf_files = cfg.mlperf || cfg.phase.runs_accuracy();
+    let prepared = Prepared {
+        built,
+        plan,
+        io,
+        references,
+        out,
+        sized_why,
+        run_requests,
+    };
+    Ok((prepared, live))
+}
+
+/// What the phases produced.
+struct Phases {
+    result: RunResult,
+    /// Each performance request's id and row, for MLPerf's files.
+    sample_rows: Vec<SampleRow>,
+    events: EventsStats,
+    scraped: Option<crate::scrape::Scraped>,
+    /// What the report must say for its numbers to be read right.
+    notes: Vec<String>,
+    accuracy: Option<accuracy::Accuracy>,
+}
+
+/// Runs the performance phase (unless `--phase acc`) on `p`'s plan, then
+/// each accuracy dataset's (unless interrupted).
+fn run_phases(
+    cfg: &BenchConfig,
+    p: &mut Prepared<'_>,
+    live: LiveView,
+    server: Option<&ServerHandle>,
+    (started_ns, started_wall): (u64, u64),
+) -> Result<Phases, String> {
+    let plan = &p.plan;
     let watch = if cfg.phase.runs_perf() {
-        server_metrics::Watch::prepare(cfg, server.as_ref().map(|s| s.addr))
+        server_metrics::Watch::prepare(cfg, server.map(|s| s.addr))
     } else {
         server_metrics::Watch::off()
     };
@@ -416,16 +467,16 @@ fn execute(
                 s.index, s.count
             )),
             describe(cfg, &plan.stages),
-            built.url
+            p.built.url
         );
         // Forked before the events sink's and the scraper's threads start:
         // each worker is a copy of a single-threaded process.
-        let workers = supervisor::spawn(&plan)?;
+        let workers = supervisor::spawn(plan)?;
         let scraper = watch.start();
         let scenarios: Vec<String> = plan.scenarios.iter().map(|s| s.name.clone()).collect();
         let stages: Vec<String> = plan.stages.iter().map(|s| s.name.clone()).collect();
         let mut observer = RunObserver::start(
-            &out,
+            &p.out,
             (&scenarios, &stages),
             cfg.record_output,
             cfg.events,
@@ -433,10 +484,10 @@ fn execute(
             started_ns,
         )?;
         observer.set_live(live);
-        if mlperf_files {
+        if mlperf_files(cfg) {
             observer.keep_sample_rows();
         }
-        let result = workers.run(&plan, started_ns, Some(&mut observer));
+        let result = workers.run(plan, started_ns, Some(&mut observer));
         scraped = scraper.stop();
         let sample_rows = observer.take_sample_rows();
         (result, sample_rows, observer.finish())
@@ -446,16 +497,17 @@ fn execute(
             thresholds_passed: true,
             ..RunResult::default()
         };
-        let events = EventsStats::untouched(&out, cfg.events);
+        let events = EventsStats::untouched(&p.out, cfg.events);
         (result, Vec::new(), events)
     };
-    let mut notes = notes(cfg, sized_why.clone(), plan.warmup_requests);
+    let mut notes = notes(cfg, p.sized_why.clone(), plan.warmup_requests);
     if cfg.phase.runs_perf() {
         notes.extend(shard::start_note(cfg, &result));
     }
     notes.extend(metrics_note);
     let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
-        match accuracy::run(cfg, references, server.as_ref(), &built.model, &out) {
+        let references = std::mem::take(&mut p.references);
+        match accuracy::run(cfg, references, server, &p.built.model, &p.out) {
             Ok(acc) => {
                 events.written += acc.events.written;
                 events.dropped += acc.events.dropped;
@@ -479,75 +531,110 @@ fn execute(
     } else {
         None
     };
-    let accuracy_failed = accuracy.as_ref().is_some_and(|a| !a.report.complete());
-    // An accuracy-only run in which no request succeeded failed as a whole.
-    let nothing_answered = !cfg.phase.runs_perf()
-        && accuracy.as_ref().is_some_and(|a| {
-            a.report
-                .datasets
-                .iter()
-                .all(|d| d.scored.scored == 0 && d.scored.issued > 0)
-        });
-    let server_stats = server.map(|h| h.stop());
     if result.started_wall_ns == 0 {
         // No performance phase: nothing started later than the command.
         result.started_wall_ns = started_wall;
     }
-    let dataset = serde_json::to_value(build::Datasets::of(built.datasets))
+    Ok(Phases {
+        result,
+        sample_rows,
+        events,
+        scraped,
+        notes,
+        accuracy,
+    })
+}
+
+/// MLPerf's files go with every accuracy run too: a submission needs
+/// both parts from one report directory.
+fn mlperf_files(cfg: &BenchConfig) -> bool {
+    cfg.mlperf || cfg.phase.runs_accuracy()
+}
+
+/// The run described for the report: its configuration, target, notes and
+/// every block beside the numbers. `clocks`: the command's start (monotonic
+/// and wall) and the workers' descriptor limit.
+fn run_info(
+    cfg: &BenchConfig,
+    p: &Prepared<'_>,
+    phases: &mut Phases,
+    server_stats: Option<crate::server::ServerStats>,
+    (started_ns, started_wall, fd_limit): (u64, u64, u64),
+    host: HostInfo,
+) -> RunInfo {
+    let result = &phases.result;
+    let dataset = serde_json::to_value(build::Datasets::of(p.built.datasets.clone()))
         .expect("a dataset description serializes");
-    let mut config = cfg.to_json(&out, &built.url, &built.model, server_stats.is_some());
-    if let Some(why) = &sized_why {
+    let mut config = cfg.to_json(&p.out, &p.built.url, &p.built.model, server_stats.is_some());
+    if let Some(why) = &p.sized_why {
         config["run_length"] = serde_json::json!({
-            "requests": run_requests,
+            "requests": p.run_requests,
             "rule": why,
         });
     }
-    let (accuracy_report, accuracy_rows) = match accuracy {
-        Some(a) => (Some(a.report), a.sample_rows),
+    let (accuracy_report, accuracy_rows) = match &mut phases.accuracy {
+        Some(a) => (Some(a.report.clone()), std::mem::take(&mut a.sample_rows)),
         None => (None, Vec::new()),
     };
-    let shard = shard::summary(cfg, &plan, &result, &config);
-    let info = RunInfo {
+    let shard = shard::summary(cfg, &p.plan, result, &config);
+    RunInfo {
         config,
         target: format!(
             "{} ({}, model {})",
-            built.url,
+            p.built.url,
             cfg.protocol.name(),
-            built.model
+            p.built.model
         ),
         started_wall_ns: started_wall,
         fd_limit,
         host,
         builtin_endpoint: server_stats.map(|s| serde_json::to_value(s).expect("stats serialize")),
         dataset,
-        events,
-        notes,
-        tls: built.tls,
-        mlperf: mlperf_files.then(|| {
-            let mut m = mlperf::info(cfg, started_ns, sample_rows);
+        events: phases.events.clone(),
+        notes: std::mem::take(&mut phases.notes),
+        tls: p.built.tls.clone(),
+        mlperf: mlperf_files(cfg).then(|| {
+            let mut m = mlperf::info(cfg, started_ns, std::mem::take(&mut phases.sample_rows));
             m.performance = cfg.phase.runs_perf();
             m.accuracy_rows = accuracy_rows;
             m
         }),
         accuracy: accuracy_report,
-        server_metrics: scraped
+        server_metrics: phases
+            .scraped
             .as_ref()
             .map(|s| server_metrics::summary(s, result.run_start_ns)),
         metrics_preset: cfg.metrics_preset,
-        io: Some(io_chosen),
+        io: Some(p.io.clone()),
         shard,
         merged: None,
-    };
-    // The report is printed before any file is written, so a disk that
-    // cannot take the files (full, read-only) loses none of the numbers.
-    // `--quiet` prints it only then, to stderr.
-    let rendered = report::render(&result, &info);
+    }
+}
+
+/// Prints the report, then writes every file (a disk that cannot take them,
+/// full or read-only, loses none of the numbers), and says how the run
+/// ended.
+fn write(cfg: &BenchConfig, p: &Prepared<'_>, phases: Phases, info: &RunInfo) -> Ran {
+    let result = phases.result;
+    let accuracy = phases.accuracy.as_ref().map(|a| &a.report);
+    let accuracy_failed = accuracy.is_some_and(|a| !a.complete());
+    // An accuracy-only run in which no request succeeded failed as a whole.
+    let nothing_answered = !cfg.phase.runs_perf()
+        && accuracy.is_some_and(|a| {
+            a.datasets
+                .iter()
+                .all(|d| d.scored.scored == 0 && d.scored.issued > 0)
+        });
+    // `--quiet` prints the report only when a file cannot be written, to
+    // stderr.
+    let rendered = report::render(&result, info);
     if !cfg.quiet {
         out!("{}", rendered.text);
     }
-    let mut errors = rendered.write(&out);
-    if mlperf_files {
-        let yaml = mlperf_config::render_config_yaml(cfg, &built.url, &built.model, &out);
+    let out = &p.out;
+    let mut errors = rendered.write(out);
+    if mlperf_files(cfg) {
+        let yaml = mlperf_config::render_config_yaml(cfg, &p.built.url, &p.built.model, out);
         if let Err(e) = report::atomic::write(&out.join("config.yaml"), yaml.as_bytes()) {
             errors.push(e);
         }
@@ -571,37 +658,7 @@ fn execute(
     if let Some(why) = outcome.message() {
         errln!("llmload bench: {why}");
     }
-    Ok(Ran { outcome, result })
-}
-
-/// The I/O backend `--io` resolves to on this kernel, and why.
-pub(super) fn io_plan(
-    cfg: &BenchConfig,
-) -> Result<(crate::engine::io::IoPlan, crate::plan::IoChosen), String> {
-    let chosen = crate::engine::io::choose(cfg.io, cfg.uring_sqpoll)?;
-    // An address the host does not have would fail every connect as if the
-    // ports had run out.
-    for &a in &cfg.source_addrs {
-        if let Err(e) = crate::sys::socket::check_source(a) {
-            return Err(format!(
-                "--source-addrs {a}: cannot bind to it ({e}); give addresses of this host"
-            ));
-        }
-    }
-    let plan = crate::engine::io::IoPlan {
-        backend: chosen.backend,
-        sqpoll: chosen.sqpoll,
-        source_addrs: cfg.source_addrs.clone(),
-    };
-    Ok((plan, chosen))
-}
-
-/// The live view and how often the parent hands it an interval: a block
-/// redrawn in place when stderr is a terminal, plain lines otherwise,
-/// nothing under `--quiet`.
-pub(super) fn live_view(cfg: &BenchConfig) -> (LiveView, u64) {
-    let terminal = std::io::stderr().is_terminal();
-    LiveView::choose(cfg.quiet, cfg.live_interval_ns, terminal)
+    Ran { outcome, result }
 }
 
 /// `--tokenizer`'s tokenizer; under `preset: mlperf` without one, the
@@ -625,17 +682,6 @@ fn load_tokenizer(cfg: &BenchConfig) -> Result<Option<Tokenizer>, String> {
             Tokenizer::load_files(&files).map(Some)
         }
         Err(_) => Ok(None),
-    }
-}
-
-/// MLPerf counts every output with the tokenizer, usage or not: under
-/// the preset, a tokenizer (given, or the model's own found in the local
-/// cache) counts tokens unless `token_source` was set.
-fn effective_token_source(cfg: &BenchConfig, has_tokenizer: bool) -> TokenPolicy {
-    if cfg.mlperf && has_tokenizer && cfg.profile.token_source.is_none() {
-        TokenPolicy::Tokenizer
-    } else {
-        cfg.token_source
     }
 }
 

@@ -32,6 +32,7 @@ use argh::FromArgs;
 use crate::cli::{errln, out};
 use crate::config::duration::duration_flag;
 use crate::config::resolve::read_key_file;
+use crate::config::settings::{flag_struct, with_auth_settings};
 use crate::http::endpoint::{Endpoint, redact_url};
 use crate::http::headers::{is_secret_header, parse_header_flag};
 use crate::protocol::errors::printable;
@@ -42,6 +43,24 @@ use diagnose::{Asked, ModelSource, Verdict};
 use exchange::{Check, Kind};
 use redact::{redact, secrets};
 
+/// What `probe` does when a flag is not given; its help shows them.
+pub(crate) mod defaults {
+    use std::time::Duration;
+
+    use crate::config::settings::defaults;
+
+    defaults! {
+        /// The model asked for when /v1/models names none.
+        PROBE_MODEL: &str = "default";
+        /// Each request's bound, connect included.
+        PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+    }
+}
+
+// The TLS and authentication flags are `bench`'s own declarations
+// (`config::settings::with_auth_settings`), so the two commands spell and
+// explain them alike.
+with_auth_settings! { flag_struct! {
 /// Check whether an endpoint can serve a benchmark: a handful of requests, no load.
 #[derive(FromArgs, Debug)]
 #[argh(
@@ -69,68 +88,32 @@ use redact::{redact, secrets};
     ),
     error_code(2, "works only non-streamed: benchmark with --no-stream")
 )]
-pub(crate) struct ProbeArgs {
-    /// endpoint URL, http://host:port[/path] or https://host[:port][/path]
-    /// (default path from --api)
-    #[argh(option)]
-    pub endpoint: String,
+    struct ProbeArgs {
+        /// endpoint URL, http://host:port[/path] or https://host[:port][/path]
+        /// (default path from --api)
+        #[argh(option)]
+        pub endpoint: String,
 
-    /// wire format to check: openai-chat (default), or another --api name
-    /// `llmload bench` knows
-    #[argh(option, default = "String::from(\"openai-chat\")")]
-    pub api: String,
+        /// wire format to check, an --api name `llmload bench` knows
+        /// (default {API})
+        #[argh(option, default = "String::from(crate::config::profile::defaults::API)")]
+        pub api: String,
 
-    /// model name (default: the first model listed at /v1/models, else
-    /// "default")
-    #[argh(option)]
-    pub model: Option<String>,
+        /// model name (default: the first model listed at /v1/models, else
+        /// "{PROBE_MODEL}")
+        #[argh(option)]
+        pub model: Option<String>,
 
-    /// API key sent as the API's auth header (default: $OPENAI_API_KEY);
-    /// never printed
-    #[argh(option)]
-    pub api_key: Option<String>,
+        /// bound on each request, connect included (default {PROBE_TIMEOUT})
+        #[argh(option, from_str_fn(duration_flag), default = "defaults::PROBE_TIMEOUT")]
+        pub timeout: Duration,
 
-    /// read the API key from this file (trailing newline dropped), which
-    /// keeps it off the command line that ps shows
-    #[argh(option)]
-    pub api_key_file: Option<PathBuf>,
-
-    /// extra request header 'Name: value' (repeatable)
-    #[argh(option)]
-    pub header: Vec<String>,
-
-    /// bound on each request, connect included (default 10s)
-    #[argh(
-        option,
-        from_str_fn(duration_flag),
-        default = "Duration::from_secs(10)"
-    )]
-    pub timeout: Duration,
-
-    /// print one JSON document instead of the report
-    #[argh(switch)]
-    pub json: bool,
-
-    /// https: PEM file of CA certificates to trust besides the system's
-    #[argh(option)]
-    pub ca_cert: Option<PathBuf>,
-
-    /// https: do not verify the server's certificate (the report says so)
-    #[argh(switch)]
-    pub insecure: bool,
-
-    /// https: the name to verify and send as SNI instead of the URL's host
-    #[argh(option)]
-    pub tls_server_name: Option<String>,
-
-    /// https: client certificate (PEM) for servers that require one (mTLS)
-    #[argh(option)]
-    pub client_cert: Option<PathBuf>,
-
-    /// https: the client certificate's private key (PEM); never printed
-    #[argh(option)]
-    pub client_key: Option<PathBuf>,
-}
+        /// print one JSON document instead of the report
+        #[argh(switch)]
+        pub json: bool,
+    }
+    fields:
+} {} }
 
 /// Output tokens asked of each path-discovery request.
 const DISCOVERY_TOKENS: u32 = 8;
@@ -375,7 +358,7 @@ fn run_checks(cfg: &Config, endpoint: &Endpoint, tls: Option<&TlsClient>, r: &mu
     let (model, source) = match (&cfg.model, models.models.as_ref().and_then(|l| l.first())) {
         (Some(m), _) => (m.clone(), ModelSource::Flag),
         (None, Some(first)) => (first.clone(), ModelSource::Listed),
-        (None, None) => ("default".to_string(), ModelSource::Default),
+        (None, None) => (defaults::PROBE_MODEL.to_string(), ModelSource::Default),
     };
     r.checks.push(models);
     r.model = Some(model.clone());

@@ -13,7 +13,8 @@ use std::time::Duration;
 use super::validate::{
     Errors, check_api, check_dataset, check_endpoints, check_headers, check_positive, unflag,
 };
-use super::{ContentSpec, MODES, Profile, ScenarioSpec, StageSpec, Turns, defaults};
+use super::{ContentSpec, Profile, ScenarioSpec, StageSpec, Turns, defaults};
+use crate::choice::choices;
 use crate::config::run_length;
 use crate::dataset::DatasetSpec;
 use crate::http::endpoint::Endpoint;
@@ -21,57 +22,36 @@ use crate::plan::{ArrivalKind, Checks, Load, StagePlan};
 use crate::protocol::Protocol;
 use crate::tls::TlsSettings;
 
-/// Prompt-cache handling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CacheMode {
-    /// A per-conversation UUID at the front of the first user message.
-    Bust,
-    /// Prompts as written.
-    Natural,
-}
-
-impl CacheMode {
-    pub(crate) fn parse(s: &str) -> Result<CacheMode, String> {
-        match s {
-            "bust" => Ok(CacheMode::Bust),
-            "natural" => Ok(CacheMode::Natural),
-            _ => Err(format!("'{s}': expected bust or natural")),
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            CacheMode::Bust => "bust",
-            CacheMode::Natural => "natural",
-        }
+choices! {
+    /// Prompt-cache handling.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum CacheMode {
+        /// A per-conversation UUID at the front of the first user message.
+        Bust = "bust",
+        /// Prompts as written.
+        Natural = "natural",
     }
 }
 
-/// A single-stage run's `mode`, parsed once: it shapes the stage and, when
-/// open-loop, names the arrival law.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Offline,
-    Open(ArrivalKind),
-    Concurrency,
+choices! {
+    /// A single-stage run's `mode`, parsed once: it shapes the stage and,
+    /// when open-loop, names the arrival law.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Mode [one_of] {
+        Offline = "offline",
+        Poisson = "poisson",
+        Uniform = "uniform",
+        Concurrency = "concurrency",
+    }
 }
 
 impl Mode {
-    pub(crate) fn parse(s: &str) -> Result<Mode, String> {
-        match s {
-            "offline" => Ok(Mode::Offline),
-            "concurrency" => Ok(Mode::Concurrency),
-            other => ArrivalKind::parse(other)
-                .map(Mode::Open)
-                .map_err(|_| format!("'{other}': expected one of {}", MODES.join(", "))),
-        }
-    }
-
-    fn name(self) -> &'static str {
+    /// The arrival law an open-loop mode names.
+    pub(crate) fn arrival(self) -> Option<ArrivalKind> {
         match self {
-            Mode::Offline => "offline",
-            Mode::Open(kind) => kind.name(),
-            Mode::Concurrency => "concurrency",
+            Mode::Poisson => Some(ArrivalKind::Poisson),
+            Mode::Uniform => Some(ArrivalKind::Uniform),
+            Mode::Offline | Mode::Concurrency => None,
         }
     }
 }
@@ -153,7 +133,7 @@ pub(crate) fn arrival(
     errs: &mut Errors,
 ) -> ArrivalKind {
     let from_mode = match mode {
-        Some(Ok(Mode::Open(kind))) => Some(*kind),
+        Some(Ok(m)) => m.arrival(),
         _ => None,
     };
     let Some(written) = &p.arrival else {
@@ -256,12 +236,12 @@ fn single_stage(
             return None;
         }
         // Named poisson in messages; the stage arrives by `kind`.
-        (None, Some(_)) => Mode::Open(ArrivalKind::Poisson),
+        (None, Some(_)) => Mode::Poisson,
         (None, None) => Mode::Concurrency,
     };
     let load = match mode {
         Mode::Offline => Load::Offline,
-        Mode::Open(_) => match p.rate {
+        Mode::Poisson | Mode::Uniform => match p.rate {
             Some(r) if r.is_finite() && r > 0.0 => Load::Open {
                 kind,
                 rate_from: r,

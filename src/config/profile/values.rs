@@ -154,7 +154,7 @@ impl Serialize for Turns {
 
 /// Writes whole numbers without a trailing `.0`, so a written profile reads
 /// like a hand-written one (`"rate": 50`).
-pub(super) fn ser_num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match *v {
         Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => s.serialize_some(&(x as i64)),
         Some(x) => s.serialize_some(&x),
@@ -164,7 +164,7 @@ pub(super) fn ser_num<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::
 
 /// A field that takes text or a bare number (`start_at`: RFC 3339 or Unix
 /// seconds), kept as text for the one parser to read.
-pub(super) fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn text_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     Ok(match Option::<serde_json::Value>::deserialize(d)? {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),

@@ -1,8 +1,9 @@
 use std::env::VarError;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
+use crate::config::profile::CacheMode;
 use crate::plan::ArrivalKind;
 
 const S: u64 = 1_000_000_000;
@@ -531,7 +532,7 @@ fn the_key_comes_from_its_file_and_is_never_shown() {
 }
 
 #[test]
-fn config_block_is_the_profile_without_nulls_or_secrets() {
+fn config_block_has_every_setting_and_no_secret() {
     let mut cfg = resolved(
         r#"{"api_key": "sk-1", "headers": {"Authorization": "Bearer x", "X-A": "1"},
             "rate": 5, "scenarios": [{"name": "a", "headers": {"Cookie": "c"}}]}"#,
@@ -539,7 +540,11 @@ fn config_block_is_the_profile_without_nulls_or_secrets() {
     let out = std::path::Path::new("results/x");
     let v = cfg.to_json(out, "http://h:1/v1", "m", false);
     let o = v.as_object().unwrap();
-    assert!(o.values().all(|x| !x.is_null()), "{v}");
+    for s in crate::config::settings::SETTINGS {
+        if let Some(field) = s.field.filter(|f| *f != "endpoints") {
+            assert!(o.contains_key(field), "{field} missing: {v}");
+        }
+    }
     assert_eq!(o["api_key"], "<redacted>");
     assert_eq!(
         o["headers"],
@@ -557,7 +562,11 @@ fn config_block_is_the_profile_without_nulls_or_secrets() {
         (&o["endpoint"], &o["model"]),
         (&json!("http://h:1/v1"), &json!("m"))
     );
-    assert!(!o.contains_key("timeout"), "unset fields stay out: {v}");
+    // Unset, a setting shows its default, or null when it has none.
+    assert_eq!(o["timeout"], "300s");
+    assert_eq!(o["system"], Value::Null);
+    assert_eq!(o["stop"], json!([]));
+    assert!(!o.contains_key("endpoints"), "endpoint lists them");
     // A key from the environment is redacted too, though the profile has none.
     cfg.profile.api_key = None;
     cfg.api_key = Some("env".to_string());
