@@ -26,6 +26,28 @@ pub(crate) fn expected(names: &[&str], one_of: bool) -> String {
     }
 }
 
+/// The doc comment among an item's attributes (as `stringify!` writes
+/// them: `doc = r" text"`), its lines joined as schemars joins them.
+#[cfg(test)]
+pub(crate) fn doc_text(attrs: &[&str]) -> String {
+    attrs
+        .iter()
+        .filter_map(|a| a.strip_prefix("doc"))
+        .filter_map(|a| a.trim_start().strip_prefix('='))
+        .filter_map(|lit| {
+            // A doc comment reaches a macro as a raw string, `r" text"`.
+            let lit = lit.trim();
+            let raw = lit.strip_prefix('r').map(|r| r.trim_matches('#'));
+            match raw {
+                Some(r) => r.strip_prefix('"')?.strip_suffix('"').map(str::to_string),
+                None => serde_json::from_str::<String>(lit).ok(),
+            }
+        })
+        .map(|line| line.trim().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Declares a closed set: the enum (attributes and variant docs pass
 /// through), `NAME = "spelling" | "alias" …` per variant, and optionally
 /// `[one_of]` after the enum's name for errors worded `expected one of a,
@@ -99,7 +121,13 @@ macro_rules! choices {
                 stringify!($name).into()
             }
             fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({ "type": "string", "enum": [$($text),+] })
+                let mut schema =
+                    schemars::json_schema!({ "type": "string", "enum": [$($text),+] });
+                let doc = $crate::choice::doc_text(&[$(stringify!($($meta)*)),*]);
+                if !doc.is_empty() {
+                    schema.insert("description".into(), doc.into());
+                }
+                schema
             }
         }
     };
