@@ -222,17 +222,6 @@ impl Series {
         self.max = self.max.max(other.max);
     }
 
-    /// Forgets every value, keeping the histogram's memory (for a warmup
-    /// that is measured and then discarded).
-    pub(crate) fn clear(&mut self) {
-        self.hist.reset();
-        self.count = 0;
-        self.sum = 0;
-        self.sum_sq = 0;
-        self.min = u64::MAX;
-        self.max = 0;
-    }
-
     pub(crate) fn count(&self) -> u64 {
         self.count
     }
@@ -566,13 +555,11 @@ mod tests {
         one.record(3);
         assert_eq!(one.std_dev_ns(), Some(0.0));
         assert_eq!(Series::new().std_dev_ns(), None);
-        // The squares survive a merge and a clear.
+        // The squares survive a merge.
         let mut m = Series::new();
         m.merge(&s);
         m.merge(&one);
         assert_eq!(m.sum_sq(), s.sum_sq() + 9);
-        m.clear();
-        assert_eq!(m.sum_sq(), 0);
     }
 
     /// MLPerf's grid and early-stopping estimates read from a series (its
@@ -610,19 +597,6 @@ mod tests {
             assert_eq!(h.counts.iter().sum::<u64>(), n as u64);
         }
         assert!(Series::new().log_histogram().is_none());
-    }
-
-    #[test]
-    fn clear_forgets_values() {
-        let mut s = Series::new();
-        s.record(5);
-        s.record(7);
-        s.clear();
-        assert_eq!(s.count(), 0);
-        assert_eq!(s.rollup(1.0), Rollup::default());
-        s.record(9);
-        assert_eq!(s.quantile_ns(0.5), Some(9));
-        assert_eq!(s.min_ns(), Some(9));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! each worker's ring, their counts resolved (input tokens from ids, the
 //! tokenizer or usage; output tokens by the tokenizer lane when the endpoint
 //! reported none), the scenario's checks applied, and each request recorded
-//! in its block, the live window and the observer — as one `Finished`.
+//! in its block, the timeline and the observer — as one `Finished`.
 
 use std::borrow::Cow;
 
@@ -150,7 +150,7 @@ impl Parent<'_, '_, '_> {
     }
 
     /// Applies the scenario's checks, then records the request in its block,
-    /// the live window and the observer.
+    /// the timeline and the observer.
     pub(super) fn finalize(&mut self, mut f: Finished<'_>) {
         let si = f.scenario as usize;
         let checks = &self.plan.scenarios[si].checks;
@@ -188,11 +188,6 @@ impl Parent<'_, '_, '_> {
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)
         {
             e.record(&f.sample, several);
-        }
-        if f.stage.is_some()
-            && let Some(live) = &mut self.live
-        {
-            live.record(&f.sample);
         }
         if let Some(obs) = self.observer.as_deref_mut() {
             obs.request(&f);

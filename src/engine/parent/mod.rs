@@ -33,7 +33,7 @@ use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::Child;
-use live::LiveWindow;
+use live::LiveClock;
 use source::{Due, Inflight, Source};
 use timeline::TimelineBuckets;
 
@@ -212,7 +212,7 @@ pub(crate) struct Parent<'a, 's, 'o> {
     /// Why the run is incomplete, in the order it happened.
     incomplete: Vec<Incomplete>,
     next_liveness: u64,
-    live: Option<LiveWindow>,
+    live: Option<LiveClock>,
     /// What ended in each second of the run.
     timeline: TimelineBuckets,
     /// Connections opened when the measured window began (for connects/s).
@@ -309,7 +309,8 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.warm_until
         };
         if self.plan.live_interval_ns > 0 && self.observer.is_some() {
-            self.live = Some(LiveWindow::new(t0, self.plan.live_interval_ns));
+            self.live = Some(LiveClock::new(t0, self.plan.live_interval_ns));
+            self.timeline.watch_live(t0);
         }
         for si in 0..self.plan.stages.len() {
             match self.run_stage(si, t0, signals) {
