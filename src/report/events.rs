@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 #[cfg(test)]
 use serde_json::Value;
 
-use crate::ascii::push_u64;
+use crate::ascii::{self, push_u64};
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
@@ -196,13 +196,51 @@ pub(crate) enum EventsPhase {
     Accuracy(String),
 }
 
-/// Names and clocks the sink needs to write lines.
+/// Names and clocks the sink needs to write lines, the names written out
+/// once as the members every line repeats.
 struct Context {
-    scenarios: Vec<String>,
-    stages: Vec<String>,
-    phase: EventsPhase,
+    /// `,"phase":…` and, in an accuracy phase, `,"dataset":…`.
+    phase: Vec<u8>,
+    /// `,"scenario":"NAME"` by index.
+    scenarios: Vec<Vec<u8>>,
+    /// `,"stage":"NAME"` by index.
+    stages: Vec<Vec<u8>>,
     /// Add to a CLOCK_MONOTONIC ns value for Unix ns.
     mono_to_unix: i64,
+}
+
+impl Context {
+    fn new(
+        scenarios: &[String],
+        stages: &[String],
+        phase: &EventsPhase,
+        mono_to_unix: i64,
+    ) -> Context {
+        let member = |key: &str, value: &str| {
+            let mut out = Vec::new();
+            let mut w = JsonLine(&mut out);
+            w.key(key.as_bytes());
+            w.str(value);
+            out
+        };
+        let phase = match phase {
+            EventsPhase::Performance => member(",\"phase\":", "performance"),
+            EventsPhase::Accuracy(name) => [
+                member(",\"phase\":", "accuracy"),
+                member(",\"dataset\":", name),
+            ]
+            .concat(),
+        };
+        Context {
+            phase,
+            scenarios: scenarios
+                .iter()
+                .map(|n| member(",\"scenario\":", n))
+                .collect(),
+            stages: stages.iter().map(|n| member(",\"stage\":", n)).collect(),
+            mono_to_unix,
+        }
+    }
 }
 
 impl RunObserver {
@@ -274,12 +312,7 @@ impl RunObserver {
             queued: AtomicUsize::new(0),
         });
         let sink_gate = Arc::clone(&gate);
-        let ctx = Context {
-            scenarios: scenarios.to_vec(),
-            stages: stages.to_vec(),
-            phase,
-            mono_to_unix: wall_ns as i64 - mono_ns as i64,
-        };
+        let ctx = Context::new(scenarios, stages, &phase, wall_ns as i64 - mono_ns as i64);
         let thread = std::thread::Builder::new()
             .name("llmload-sink".into())
             .spawn(move || sink(rx, file, stats, ctx, &sink_gate))
@@ -471,50 +504,56 @@ fn sink(
     stats
 }
 
-/// Writes one events line (without its newline). Written field by field
+/// `,"NAME":`, the way every member but a line's first starts.
+macro_rules! key {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":").as_bytes()
+    };
+}
+
+/// Bytes a line usually takes, reserved up front.
+const LINE: usize = 1024;
+
+/// Writes one events line (without its newline). Written member by member
 /// rather than through a `serde_json::Value`: the sink formats one line per
 /// request, and a JSON tree per line would cost more than the request did.
+/// Keys go in as one copy each, names were escaped once (`Context`), and
+/// numbers are written eight digits at a time (`ascii`).
 fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     let s = &l.sample;
-    let mut w = JsonLine::new(out);
-    w.uint("seq", l.seq);
-    match &ctx.phase {
-        EventsPhase::Performance => w.opt_str("phase", Some("performance")),
-        EventsPhase::Accuracy(name) => {
-            w.opt_str("phase", Some("accuracy"));
-            w.opt_str("dataset", Some(name));
-        }
-    }
+    out.reserve(LINE);
+    let mut w = JsonLine(out);
+    w.raw(b"{\"seq\":");
+    w.num(l.seq);
+    w.raw(&ctx.phase);
     let mut id = [0u8; 36];
     write_uuid(&l.conv_id, &mut id);
-    w.raw_str("conversation_id", &id);
+    w.quoted(key!("conversation_id"), &id);
     let mut hex = [0u8; 32];
     write_hex(&sample_uuid(&l.conv_id, l.turn), &mut hex);
-    w.raw_str("sample_uuid", &hex);
-    w.opt_uint("row", l.row.map(u64::from));
-    w.opt_str(
-        "scenario",
-        ctx.scenarios.get(l.scenario as usize).map(String::as_str),
-    );
-    w.opt_str(
-        "stage",
-        l.stage
-            .and_then(|i| ctx.stages.get(i as usize))
-            .map(String::as_str),
-    );
-    w.boolean("warmup", l.stage.is_none());
-    w.uint("turn", l.turn as u64);
-    w.boolean("stream", s.streamed);
+    w.quoted(key!("sample_uuid"), &hex);
+    w.opt_uint(key!("row"), l.row.map(u64::from));
+    match ctx.scenarios.get(l.scenario as usize) {
+        Some(member) => w.raw(member),
+        None => w.null(key!("scenario")),
+    }
+    match l.stage.and_then(|i| ctx.stages.get(i as usize)) {
+        Some(member) => w.raw(member),
+        None => w.null(key!("stage")),
+    }
+    w.boolean(key!("warmup"), l.stage.is_none());
+    w.uint(key!("turn"), l.turn as u64);
+    w.boolean(key!("stream"), s.streamed);
     // Unix ns fit an i64 until 2262: no 128-bit division per field.
     let unix_us = |t: u64| (t != 0).then(|| (t as i64 + ctx.mono_to_unix) as u64 / 1000);
     let gap_us = |a: u64, b: u64| (a != 0 && b >= a).then(|| (b - a) / 1000);
-    w.millis("scheduled_ms", unix_us(s.t_sched));
-    w.millis("sent_ms", unix_us(s.t_send));
-    w.millis("first_token_ms", unix_us(s.t_first_token));
-    w.millis("end_ms", unix_us(s.t_end));
-    w.millis("latency_ms", gap_us(s.t_sched, s.t_end));
+    w.millis(key!("scheduled_ms"), unix_us(s.t_sched));
+    w.millis(key!("sent_ms"), unix_us(s.t_send));
+    w.millis(key!("first_token_ms"), unix_us(s.t_first_token));
+    w.millis(key!("end_ms"), unix_us(s.t_end));
+    w.millis(key!("latency_ms"), gap_us(s.t_sched, s.t_end));
     w.millis(
-        "service_latency_ms",
+        key!("service_latency_ms"),
         if s.t_send != 0 {
             gap_us(s.t_send, s.t_end)
         } else {
@@ -522,7 +561,7 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
         },
     );
     w.millis(
-        "ttft_ms",
+        key!("ttft_ms"),
         if s.t_first_token != 0 {
             gap_us(s.t_send, s.t_first_token)
         } else {
@@ -532,133 +571,138 @@ fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     // The same differences in whole ns, as `Block` records them: the
     // `_ms` fields' µs cross the histograms' bucket edges, these do not.
     w.opt_uint(
-        "latency_ns",
+        key!("latency_ns"),
         (s.t_sched != 0).then(|| s.t_end.saturating_sub(s.t_sched)),
     );
     w.opt_uint(
-        "service_latency_ns",
+        key!("service_latency_ns"),
         (s.t_send != 0).then(|| s.t_end.saturating_sub(s.t_send)),
     );
     w.opt_uint(
-        "ttft_ns",
+        key!("ttft_ns"),
         (s.t_first_token != 0).then(|| s.t_first_token.saturating_sub(s.t_send)),
     );
-    w.opt_uint("status", (s.status != 0).then_some(s.status as u64));
+    w.opt_uint(key!("status"), (s.status != 0).then_some(s.status as u64));
     match s.error {
+        // `ErrorClass::key`, written without a `String`.
         Some(ErrorClass::HttpStatus) => {
-            w.opt_str("error", Some(&ErrorClass::HttpStatus.key(s.status)))
+            w.raw(b",\"error\":\"http_");
+            w.num(u64::from(s.status).min(999));
+            w.raw(b"\"");
         }
-        Some(c) => w.opt_str("error", Some(c.name())),
-        None => w.opt_str("error", None),
+        Some(c) => w.quoted(key!("error"), c.name().as_bytes()),
+        None => w.null(key!("error")),
     }
-    w.opt_str("message", l.message.as_deref());
-    w.opt_uint("prompt_tokens", s.input_tokens.map(u64::from));
+    match l.message.as_deref() {
+        Some(m) => {
+            w.key(key!("message"));
+            w.str(m);
+        }
+        None => w.null(key!("message")),
+    }
+    w.opt_uint(key!("prompt_tokens"), s.input_tokens.map(u64::from));
     w.opt_uint(
-        "completion_tokens",
+        key!("completion_tokens"),
         s.error.is_none().then(|| s.output_tokens().0),
     );
-    w.uint("content_length", s.text_bytes as u64);
-    w.boolean("output_truncated", s.output_truncated);
-    w.opt_str(
-        "finish_reason",
-        (s.finish != 0).then(|| Finish::from_u8(s.finish).name()),
-    );
+    w.uint(key!("content_length"), s.text_bytes as u64);
+    w.boolean(key!("output_truncated"), s.output_truncated);
+    match s.finish {
+        0 => w.null(key!("finish_reason")),
+        f => w.quoted(key!("finish_reason"), Finish::from_u8(f).name().as_bytes()),
+    }
     if let Some(text) = &l.text {
-        w.opt_str("output", Some(&unescape(text)));
+        w.key(key!("output"));
+        w.str(&unescape(text));
     }
     if let Some(v) = &l.verdict {
-        w.opt_str("extracted", v.extracted.as_deref());
+        match v.extracted.as_deref() {
+            Some(e) => {
+                w.key(key!("extracted"));
+                w.str(e);
+            }
+            None => w.null(key!("extracted")),
+        }
         if let Some(c) = v.correct {
-            w.boolean("correct", c);
+            w.boolean(key!("correct"), c);
         }
     }
-    w.end();
+    w.raw(b"}");
 }
 
-/// A JSON object written member by member into a byte buffer.
-struct JsonLine<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
-}
+/// A JSON object written member by member into a byte buffer; each key
+/// comes with its leading comma, quotes and colon (`key!`).
+struct JsonLine<'a>(&'a mut Vec<u8>);
 
-impl<'a> JsonLine<'a> {
-    fn new(out: &'a mut Vec<u8>) -> Self {
-        out.push(b'{');
-        JsonLine { out, first: true }
+impl JsonLine<'_> {
+    fn raw(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
     }
 
-    fn key(&mut self, k: &str) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        self.out.push(b'"');
-        self.out.extend_from_slice(k.as_bytes());
-        self.out.extend_from_slice(b"\":");
+    fn key(&mut self, k: &[u8]) {
+        self.raw(k);
     }
 
-    fn uint(&mut self, k: &str, v: u64) {
-        self.key(k);
-        push_u64(self.out, v);
+    fn num(&mut self, v: u64) {
+        push_u64(self.0, v);
     }
 
-    fn opt_uint(&mut self, k: &str, v: Option<u64>) {
+    fn uint(&mut self, k: &[u8], v: u64) {
+        self.raw(k);
+        self.num(v);
+    }
+
+    fn opt_uint(&mut self, k: &[u8], v: Option<u64>) {
         match v {
             Some(v) => self.uint(k, v),
             None => self.null(k),
         }
     }
 
-    fn boolean(&mut self, k: &str, v: bool) {
-        self.key(k);
-        self.out
-            .extend_from_slice(if v { b"true" } else { b"false" });
+    fn boolean(&mut self, k: &[u8], v: bool) {
+        self.raw(k);
+        self.raw(if v { b"true" } else { b"false" });
     }
 
-    fn null(&mut self, k: &str) {
-        self.key(k);
-        self.out.extend_from_slice(b"null");
+    fn null(&mut self, k: &[u8]) {
+        self.raw(k);
+        self.raw(b"null");
     }
 
-    /// A string known to need no escaping (hex and dashes).
-    fn raw_str(&mut self, k: &str, v: &[u8]) {
-        self.key(k);
-        self.out.push(b'"');
-        self.out.extend_from_slice(v);
-        self.out.push(b'"');
+    /// A string known to need no escaping (hex, dashes, names of ours).
+    fn quoted(&mut self, k: &[u8], v: &[u8]) {
+        self.raw(k);
+        self.raw(b"\"");
+        self.raw(v);
+        self.raw(b"\"");
     }
 
-    /// A string, escaped as JSON needs; names and error classes need no
-    /// escaping, so they are copied without going through serde.
-    fn opt_str(&mut self, k: &str, v: Option<&str>) {
-        match v {
-            Some(v) if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') => {
-                self.raw_str(k, v.as_bytes());
-            }
-            Some(v) => {
-                self.key(k);
-                serde_json::to_writer(&mut *self.out, v).expect("a string serializes");
-            }
-            None => self.null(k),
+    /// A string, escaped as JSON needs: copied as it is when it needs no
+    /// escaping, else through serde.
+    fn str(&mut self, v: &str) {
+        if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.raw(b"\"");
+            self.raw(v.as_bytes());
+            self.raw(b"\"");
+        } else {
+            serde_json::to_writer(&mut *self.0, v).expect("a string serializes");
         }
     }
 
     /// Microseconds written as milliseconds with three decimals.
-    fn millis(&mut self, k: &str, us: Option<u64>) {
+    fn millis(&mut self, k: &[u8], us: Option<u64>) {
         let Some(us) = us else { return self.null(k) };
-        self.key(k);
-        push_u64(self.out, us / 1000);
-        let frac = us % 1000;
-        self.out.extend_from_slice(&[
-            b'.',
-            b'0' + (frac / 100) as u8,
-            b'0' + (frac / 10 % 10) as u8,
-            b'0' + (frac % 10) as u8,
-        ]);
-    }
-
-    fn end(self) {
-        self.out.push(b'}');
+        self.raw(k);
+        if us < 1000 {
+            let d = |v: u64| b'0' + (v % 10) as u8;
+            return self.raw(&[b'0', b'.', d(us / 100), d(us / 10), d(us)]);
+        }
+        let mut buf = [0u8; 24];
+        let digits = ascii::digits_u64(us, &mut buf);
+        let (whole, frac) = digits.split_at(digits.len() - 3);
+        self.raw(whole);
+        self.raw(b".");
+        self.raw(frac);
     }
 }
 
@@ -669,12 +713,12 @@ mod tests {
 
     #[test]
     fn event_lines_are_json_with_every_field() {
-        let ctx = Context {
-            scenarios: vec!["chat".into()],
-            stages: vec!["ramp".into()],
-            phase: EventsPhase::Performance,
-            mono_to_unix: 1_700_000_000_000_000_000,
-        };
+        let ctx = Context::new(
+            &["chat".into()],
+            &["ramp".into()],
+            &EventsPhase::Performance,
+            1_700_000_000_000_000_000,
+        );
         let line = Line {
             sample: RequestSample {
                 t_sched: 1_000_000,
@@ -727,6 +771,23 @@ mod tests {
         assert_eq!(v["finish_reason"], Value::Null);
         assert_eq!(v["output"], "he said \"hi\"");
         assert_eq!(v["output_truncated"], false);
+    }
+
+    #[test]
+    fn milliseconds_have_three_decimals_at_every_size() {
+        for (us, text) in [
+            (0, "0.000"),
+            (5, "0.005"),
+            (42, "0.042"),
+            (999, "0.999"),
+            (1000, "1.000"),
+            (1_234_567, "1234.567"),
+            (1_733_472_000_123_456, "1733472000123.456"),
+        ] {
+            let mut out = Vec::new();
+            JsonLine(&mut out).millis(key!("t"), Some(us));
+            assert_eq!(String::from_utf8(out).unwrap(), format!(",\"t\":{text}"));
+        }
     }
 
     fn line(text: usize) -> Finished<'static> {
