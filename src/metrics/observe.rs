@@ -156,6 +156,9 @@ pub(crate) struct GeneratorDelta {
 pub(crate) trait Observer {
     fn request(&mut self, finished: &Finished<'_>);
     fn interval(&mut self, interval: &Interval<'_>);
+    /// The collector is about to sleep (at `now`): a good moment to pass on
+    /// what was gathered.
+    fn idle(&mut self, _now: u64) {}
 }
 
 #[cfg(test)]

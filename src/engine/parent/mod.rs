@@ -585,6 +585,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         if deadline <= now {
             return;
         }
+        if let Some(obs) = self.observer.as_deref_mut() {
+            obs.idle(now);
+        }
         let bell = &self.shared.parent_bell;
         bell.prepare_sleep();
         if self.workers.iter_mut().any(|w| !w.done.is_empty()) {
