@@ -241,11 +241,12 @@ impl TimelineBuckets {
         }
         self.latest = self.latest.max(k);
         let slots = self.slots;
+        // Send lateness goes in the whole run's slice, for the live view.
+        let lateness = self.live.is_some() && s.t_send != 0 && s.t_send >= s.t_sched;
         for slice in self.slices_of(scenario) {
             let cell = &mut self.open[(k % OPEN) as usize][slice * slots + slot];
             count(&mut cell.counts, s, good);
-            // Send lateness goes in the whole run's slice, for the live view.
-            let late = slice == 0 && s.t_send != 0 && s.t_send >= s.t_sched;
+            let late = lateness && slice == 0;
             if s.error.is_some() && !late {
                 continue;
             }
