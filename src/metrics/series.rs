@@ -187,6 +187,23 @@ impl Series {
         self.max = self.max.max(ns);
     }
 
+    /// Records each of `values`, as `record` would one by one, keeping the
+    /// exact fields in registers meanwhile (a worker folds a response's
+    /// inter-token gaps this way). Never allocates.
+    pub(crate) fn record_all(&mut self, values: &[u64]) {
+        let (mut sum, mut sum_sq) = (self.sum, self.sum_sq);
+        let (mut min, mut max) = (self.min, self.max);
+        for &ns in values {
+            self.hist.saturating_record(ns.max(1));
+            sum += u128::from(ns);
+            sum_sq = sum_sq.saturating_add(u128::from(ns) * u128::from(ns));
+            min = min.min(ns);
+            max = max.max(ns);
+        }
+        self.count += values.len() as u64;
+        (self.sum, self.sum_sq, self.min, self.max) = (sum, sum_sq, min, max);
+    }
+
     /// Records `ns` as `n` equal values (a value weighted by `n`, as
     /// guidellm weights a request's TPOT by its tokens). Never allocates.
     pub(crate) fn record_n(&mut self, ns: u64, n: u64) {
@@ -329,6 +346,36 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recording_all_at_once_is_recording_each() {
+        let values = [0, 1, 7, 999_999, 3_600_000_000_001, u64::MAX, 42, 42];
+        let (mut each, mut all) = (Series::new(), Series::new());
+        each.record(5);
+        all.record(5);
+        for &v in &values {
+            each.record(v);
+        }
+        all.record_all(&values);
+        all.record_all(&[]);
+        assert_eq!(all.histogram(), each.histogram());
+        assert_eq!(
+            (
+                all.count(),
+                all.sum_ns(),
+                all.sum_sq(),
+                all.min_ns(),
+                all.max_ns()
+            ),
+            (
+                each.count(),
+                each.sum_ns(),
+                each.sum_sq(),
+                each.min_ns(),
+                each.max_ns()
+            )
+        );
+    }
 
     #[test]
     fn a_weighted_value_counts_as_that_many_equal_values() {

@@ -115,8 +115,10 @@ impl Worker<'_> {
                 rec.first_text_len = tally.first_text_len;
                 let text: &[u8] = if ship_text { &tally.text } else { &[] };
                 let mut gaps: &[u64] = &tally.gaps;
+                // Without gaps (a non-streamed reply, a single event) there
+                // is nothing to fold.
                 let fold = match error {
-                    ErrorClass::None => {
+                    ErrorClass::None if !gaps.is_empty() => {
                         self.fold_block(job.slot.scenario, job.slot.t_sched, job.turn)
                     }
                     _ => None,

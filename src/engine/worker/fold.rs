@@ -59,9 +59,7 @@ impl Folded {
             itl: Series::new(),
         });
         f.requests += 1;
-        for &g in gaps {
-            f.itl.record(g);
-        }
+        f.itl.record_all(gaps);
     }
 }
 
