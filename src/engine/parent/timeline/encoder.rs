@@ -4,8 +4,10 @@
 //! deflate and base64 of about 40 µs each) and hands the histograms back
 //! reset, for the pool. A second's close in the loop is then a swap and a
 //! channel send per cell; the text, which summary.json keeps, is all that
-//! stays, and the closed buckets get it when the run ends. Without the
-//! thread (it could not start) the loop encodes them itself, as it must.
+//! stays, and the closed buckets get it when the run ends. The thread runs
+//! in the idle scheduling class, so on a busy core it waits for the loop
+//! and the workers rather than delaying them. Without the thread (it
+//! could not start) the loop encodes them itself, as it must.
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
@@ -98,12 +100,22 @@ impl Encoded {
     }
 }
 
+/// Histogram sets the thread may hold before the loop encodes the next ones
+/// itself: about 10 MiB, several seconds of a run with 16 scenarios. Only a
+/// thread kept off the CPU for that long (its class yields to everything)
+/// gets there, and memory stays bounded if it does.
+const MAX_QUEUED: usize = 256;
+
 /// The encoding thread, or the loop itself when there is none.
 pub(super) struct Encoder {
     work: Option<Sender<(Cell, Hists)>>,
     back: Option<Receiver<Hists>>,
     thread: Option<JoinHandle<Vec<Encoded>>>,
-    /// Encoded in the loop (no thread).
+    /// Sets sent to the thread and not yet handed back.
+    queued: usize,
+    /// Sets handed back, ready for cells.
+    spares: Vec<Hists>,
+    /// Encoded in the loop (no thread, or too far behind).
     here: Vec<Encoded>,
 }
 
@@ -115,6 +127,8 @@ impl Encoder {
             work: None,
             back: None,
             thread: None,
+            queued: 0,
+            spares: Vec::new(),
             here: Vec::new(),
         }
     }
@@ -131,6 +145,10 @@ impl Encoder {
         let thread = std::thread::Builder::new()
             .name("llmload-timeline".into())
             .spawn(move || {
+                // It shares the cores with the parent's loop and the
+                // workers (`--pin` puts it on the parent's): it must
+                // only ever take the time they leave.
+                let _ = crate::sys::process::lower_thread_priority();
                 let mut out = Vec::new();
                 for (cell, mut h) in jobs {
                     out.push(Encoded::of(cell, &mut h));
@@ -147,11 +165,22 @@ impl Encoder {
     /// Takes `h`'s histograms for `cell`, leaving an empty set in its
     /// place (one the thread handed back, when there is one).
     pub(super) fn take(&mut self, cell: Cell, h: &mut Hists) {
-        if let Some(work) = &self.work {
-            let spare = self.back.as_ref().and_then(|b| b.try_recv().ok());
-            let full = std::mem::replace(h, spare.unwrap_or_else(Hists::new));
+        if let Some(back) = &self.back {
+            while let Ok(spare) = back.try_recv() {
+                self.spares.push(spare);
+                self.queued -= 1;
+            }
+        }
+        if let Some(work) = &self.work
+            && self.queued < MAX_QUEUED
+        {
+            let spare = self.spares.pop().unwrap_or_else(Hists::new);
+            let full = std::mem::replace(h, spare);
             match work.send((cell, full)) {
-                Ok(()) => return,
+                Ok(()) => {
+                    self.queued += 1;
+                    return;
+                }
                 Err(e) => *h = e.0.1,
             }
         }
