@@ -74,11 +74,8 @@ fn non_stream_latency_matches_generation_time() {
 #[test]
 fn itl_counts_each_gap_once_in_its_own_stage_and_scenario() {
     let server = Server::start(&["--ttft", "1ms", "--tpot", "1ms"]);
-    let dir = temp_dir("itl-paths");
-    let profile = dir.join("run.json");
     let tokens = [("plain", 6u64), ("checked", 5), ("chat", 4)];
     let json = serde_json::json!({
-        "model": "m",
         "warmup": "300ms",
         "workers": 2,
         "live_interval": "0",
@@ -94,16 +91,7 @@ fn itl_counts_each_gap_once_in_its_own_stage_and_scenario() {
              "content": {"mode": "scripted", "script": ["Hi", "more", "and then?"]}}
         ]
     });
-    std::fs::write(&profile, json.to_string()).unwrap();
-    let run = bench(
-        &[
-            "--profile",
-            profile.to_str().unwrap(),
-            "--endpoint",
-            &server.url(),
-        ],
-        Duration::from_secs(60),
-    );
+    let run = bench_profile(&server, &json, &[], Duration::from_secs(60));
     run.assert_success();
     let s = run.summary();
     assert_eq!(s["generator"]["workers"], 2);
