@@ -16,6 +16,7 @@
 # list (64,256), each count a pass of its own.
 #
 # Usage: perf/compare.sh [DURATION_S] [CONNECTIONS[,CONNECTIONS...]] [http|https|handshake|all]
+# Environment: BIN (a built llmload to measure instead of building this tree), BACKENDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,8 +34,11 @@ if [ ! -x /usr/bin/time ]; then
     (apt-get update -qq && apt-get install -y -qq time) >&2
 fi
 
-cargo build --release --quiet
-BIN=target/release/llmload
+# BIN=path compares another build (e.g. a base binary) without building.
+if [ -z "${BIN:-}" ]; then
+    cargo build --release --quiet
+    BIN=target/release/llmload
+fi
 WORK=$(mktemp -d)
 SERVER_PID=""
 cleanup() {

@@ -15,18 +15,29 @@ pub(crate) fn new_uuid(rng: &mut Rng) -> [u8; 16] {
     b
 }
 
+/// Each byte's two lowercase hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 0xf]];
+        i += 1;
+    }
+    t
+};
+
 /// The canonical 36-character form, written into `out` without allocating.
 pub(crate) fn write_uuid(id: &[u8; 16], out: &mut [u8; 36]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut j = 0;
-    for (i, byte) in id.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out[j] = b'-';
-            j += 1;
-        }
-        out[j] = HEX[(byte >> 4) as usize];
-        out[j + 1] = HEX[(byte & 0xf) as usize];
-        j += 2;
+    let mut hex = [0u8; 32];
+    write_hex(id, &mut hex);
+    out[..8].copy_from_slice(&hex[..8]);
+    out[9..13].copy_from_slice(&hex[8..12]);
+    out[14..18].copy_from_slice(&hex[12..16]);
+    out[19..23].copy_from_slice(&hex[16..20]);
+    out[24..].copy_from_slice(&hex[20..]);
+    for dash in [8, 13, 18, 23] {
+        out[dash] = b'-';
     }
 }
 
@@ -53,10 +64,8 @@ pub(crate) fn sample_uuid(conv_id: &[u8; 16], turn: u16) -> [u8; 16] {
 /// The 32-character hex form without dashes (Python's `uuid.hex`), written
 /// into `out` without allocating.
 pub(crate) fn write_hex(id: &[u8; 16], out: &mut [u8; 32]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (i, byte) in id.iter().enumerate() {
-        out[2 * i] = HEX[(byte >> 4) as usize];
-        out[2 * i + 1] = HEX[(byte & 0xf) as usize];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(id) {
+        pair.copy_from_slice(&HEX_PAIRS[*byte as usize]);
     }
 }
 
@@ -85,6 +94,25 @@ mod tests {
         assert_eq!(&a[14..15], "4");
         assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"), "{a}");
         assert_eq!(a.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn the_text_is_each_byte_in_hex_with_dashes_in_place() {
+        let mut rng = Rng::seeded(3);
+        for _ in 0..200 {
+            let id = new_uuid(&mut rng);
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex_text(&id), hex);
+            let dashed = [
+                &hex[..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..],
+            ]
+            .join("-");
+            assert_eq!(uuid_text(&id), dashed);
+        }
     }
 
     #[test]

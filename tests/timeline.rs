@@ -25,8 +25,6 @@ fn sum(series: &serde_json::Value, key: &str, keep: impl Fn(&str) -> bool) -> u6
 #[test]
 fn timeline_adds_up_to_the_summary_and_follows_the_rate() {
     let server = Server::start(&["--ttft", "5ms", "--tpot", "1ms"]);
-    let dir = temp_dir("timeline");
-    let profile = dir.join("run.json");
     let json = serde_json::json!({
         "warmup": "1s",
         "arrival": "uniform",
@@ -38,18 +36,7 @@ fn timeline_adds_up_to_the_summary_and_follows_the_rate() {
         ],
         "scenarios": [{"name": "a", "weight": 50}, {"name": "b", "weight": 50}]
     });
-    std::fs::write(&profile, json.to_string()).unwrap();
-    let run = bench(
-        &[
-            "--profile",
-            profile.to_str().unwrap(),
-            "--endpoint",
-            &server.url(),
-            "--model",
-            "m",
-        ],
-        Duration::from_secs(60),
-    );
+    let run = bench_profile(&server, &json, &[], Duration::from_secs(60));
     run.assert_success();
     let s = run.summary();
     assert_valid(&s);

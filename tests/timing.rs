@@ -65,3 +65,47 @@ fn non_stream_latency_matches_generation_time() {
     assert!((p50 - 50.0).abs() <= 3.0, "service p50 {p50}");
     assert_eq!(u(&s["tokens"]["output_total"]), 20 * 11);
 }
+
+/// Every success's gaps are counted once, in its own stage and scenario,
+/// whichever path they took: folded by a worker (no checks: single
+/// requests, first turns, later turns once the last stage began) or
+/// shipped to the parent (a scenario with checks, later turns before the
+/// last stage). Two workers, a warm-up and two stages.
+#[test]
+fn itl_counts_each_gap_once_in_its_own_stage_and_scenario() {
+    let server = Server::start(&["--ttft", "1ms", "--tpot", "1ms"]);
+    let tokens = [("plain", 6u64), ("checked", 5), ("chat", 4)];
+    let json = serde_json::json!({
+        "warmup": "300ms",
+        "workers": 2,
+        "live_interval": "0",
+        "stages": [
+            {"name": "closed", "concurrency": 4, "duration": "1s"},
+            {"name": "open", "rate": 80, "duration": "1s"}
+        ],
+        "scenarios": [
+            {"name": "plain", "weight": 2, "max_tokens": 6},
+            {"name": "checked", "weight": 1, "max_tokens": 5,
+             "checks": {"min_completion_tokens": 1}},
+            {"name": "chat", "weight": 1, "max_tokens": 4, "turns": {"min": 2, "max": 3},
+             "content": {"mode": "scripted", "script": ["Hi", "more", "and then?"]}}
+        ]
+    });
+    let run = bench_profile(&server, &json, &[], Duration::from_secs(60));
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(s["generator"]["workers"], 2);
+    let mut gaps = 0;
+    for st in s["stages"].as_array().unwrap() {
+        for sc in st["scenarios"].as_array().unwrap() {
+            let name = sc["name"].as_str().unwrap();
+            let per = tokens.iter().find(|t| t.0 == name).unwrap().1 - 1;
+            let done = u(&sc["requests"]["completed"]);
+            assert!(done > 0, "{name} in {}", st["name"]);
+            let itl = u(&sc["latency_ms"]["itl"]["count"]);
+            assert_eq!(itl, done * per, "{name} in {}", st["name"]);
+            gaps += itl;
+        }
+    }
+    assert_eq!(u(&s["latency_ms"]["itl"]["count"]), gaps);
+}

@@ -12,6 +12,7 @@ pub(crate) mod parent;
 pub(crate) mod ports;
 pub(crate) mod record;
 pub(crate) mod requests;
+pub(crate) mod stages;
 pub(crate) mod supervisor;
 pub(crate) mod token_lane;
 pub(crate) mod worker;

@@ -5,6 +5,10 @@
 //! byte order (both ends are the same binary on the same machine), with no
 //! transmutes.
 //!
+//! A success whose scenario has no content checks usually carries no gaps:
+//! its worker folded them into per-block series of its own, sent at its
+//! exit as `SERIES` records (`series_bytes`).
+//!
 //! A record is never larger than the ring takes (`MAX_RECORD`): `fit`
 //! trims it first — text before gaps, so that the latency a record carries
 //! stays whole — and a compile-time check makes sure the largest gaps and
@@ -14,6 +18,7 @@ use crate::engine::conn::MAX_MESSAGE;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::Gaps;
+use crate::metrics::series::{self, Series};
 use crate::shm::run::{MAX_GAPS, MAX_RECORD};
 
 /// `flags`: the response was an SSE stream.
@@ -29,6 +34,14 @@ pub(crate) const NO_REQUEST: u8 = 8;
 /// `flags`: the output text is cut short: at the kept-text cap, at the
 /// worker's byte budget, or where the record could carry no more.
 pub(crate) const OUTPUT_TRUNCATED: u8 = 16;
+/// `flags`: a success whose inter-token gaps the worker folded into a
+/// series of its own (`worker::fold`): the record carries none.
+pub(crate) const FOLDED: u8 = 32;
+/// `flags`: no request's record but one block's folded gaps, sent once when
+/// the worker exits: `stage` and `scenario` name the block as an issue slot
+/// does, and the text is the series (`series_bytes`). With no text it is
+/// the worker's last record: every folded series went before it.
+pub(crate) const SERIES: u8 = 64;
 
 /// The fixed part of a completion record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -242,6 +255,50 @@ impl Completion {
     }
 }
 
+/// Bytes before a folded series' histogram: requests folded, count, sum,
+/// sum of squares, min, max.
+const SERIES_HEAD: usize = 8 + 8 + 16 + 16 + 8 + 8;
+
+/// A block's folded gaps as a `SERIES` record's text: the requests folded,
+/// the series' exact count, sum, sum of squares, min and max, then its
+/// histogram in the V2 encoding, uncompressed (cheaper to make at a
+/// worker's exit; at most about 300 KiB, which a record always carries).
+pub(crate) fn series_bytes(requests: u64, itl: &Series) -> Vec<u8> {
+    use hdrhistogram::serialization::{Serializer, V2Serializer};
+    let mut out = Vec::with_capacity(SERIES_HEAD + 4096);
+    out.extend_from_slice(&requests.to_ne_bytes());
+    out.extend_from_slice(&itl.count().to_ne_bytes());
+    out.extend_from_slice(&itl.sum_ns().to_ne_bytes());
+    out.extend_from_slice(&itl.sum_sq().to_ne_bytes());
+    out.extend_from_slice(&itl.min_ns().unwrap_or(u64::MAX).to_ne_bytes());
+    out.extend_from_slice(&itl.max_ns().unwrap_or(0).to_ne_bytes());
+    V2Serializer::new()
+        .serialize(itl.histogram(), &mut out)
+        .expect("encoding a histogram into memory cannot fail");
+    out
+}
+
+/// The requests folded and the series `series_bytes` wrote; `None` when
+/// the bytes are not such a series (of `series::BOUNDS`).
+pub(crate) fn read_series(bytes: &[u8]) -> Option<(u64, Series)> {
+    use hdrhistogram::serialization::Deserializer;
+    let mut r = Reader { bytes, at: 0 };
+    let requests = r.u64()?;
+    let count = r.u64()?;
+    let sum = u128::from_ne_bytes(r.take(16)?.try_into().ok()?);
+    let sum_sq = u128::from_ne_bytes(r.take(16)?.try_into().ok()?);
+    let (min, max) = (r.u64()?, r.u64()?);
+    let mut rest = &bytes[r.at..];
+    let mut hist: hdrhistogram::Histogram<u64> = Deserializer::new().deserialize(&mut rest).ok()?;
+    let b = series::BOUNDS;
+    if (hist.low(), hist.high(), hist.sigfig()) != (b.low, b.high, b.sigfig) {
+        return None;
+    }
+    hist.auto(false);
+    let itl = Series::from_parts(hist, (count, sum, sum_sq), (min, max)).ok()?;
+    Some((requests, itl))
+}
+
 /// Where to cut raw JSON-escaped text to at most `limit` bytes so that the
 /// part kept still unescapes, to a prefix of the whole: not inside a UTF-8
 /// sequence, not inside an escape, and not between the halves of an escaped
@@ -424,6 +481,41 @@ mod tests {
                 assert!(text.starts_with(&part), "{part:?} of {text:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_folded_series_reads_back_whole_and_always_fits_a_record() {
+        let mut itl = Series::new();
+        for v in [1, 5, 5, 999, 123_456_789, u64::MAX] {
+            itl.record(v);
+        }
+        let (n, back) = read_series(&series_bytes(3, &itl)).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(back.histogram(), itl.histogram());
+        assert_eq!(
+            (back.count(), back.sum_ns(), back.sum_sq()),
+            (itl.count(), itl.sum_ns(), itl.sum_sq())
+        );
+        assert_eq!((back.min_ns(), back.max_ns()), (Some(1), Some(u64::MAX)));
+        let (_, empty) = read_series(&series_bytes(0, &Series::new())).unwrap();
+        assert_eq!(empty.count(), 0);
+        assert!(read_series(&[0; 20]).is_none());
+        // The largest encoding: every counter in use, each a large count.
+        let mut full = Series::new();
+        let values: Vec<u64> = full
+            .histogram()
+            .iter_all()
+            .map(|v| v.value_iterated_to())
+            .collect();
+        for v in values {
+            full.record_n(v, 1 << 48);
+        }
+        let bytes = series_bytes(u64::MAX, &full);
+        assert!(bytes.len() < MAX_RECORD / 2, "{}", bytes.len());
+        let mut c = Completion::default();
+        c.fit(0, 0, &bytes);
+        assert_eq!(c.text_len as usize, bytes.len(), "never trimmed");
+        assert!(read_series(&bytes).is_some());
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
             "internal error: {n} threads before the workers were forked (each must be a copy of a single-threaded process)"
         ));
     }
-    let shared = Shared::new(plan.workers).map_err(|e| format!("shared memory: {e}"))?;
+    let shared =
+        Shared::new(plan.workers, plan.stages.len()).map_err(|e| format!("shared memory: {e}"))?;
     let cpus = available_cpus();
     let per_worker = plan.connections.div_ceil(plan.workers).max(1);
     let parent = std::process::id();
@@ -269,7 +270,7 @@ mod tests {
 
     /// Workers around children forked by the test (no rings taken).
     fn workers(n: usize, body: impl Fn(&WorkerCounters) -> i32 + Copy) -> Workers {
-        let shared = Shared::new(n).expect("shared mapping");
+        let shared = Shared::new(n, 1).expect("shared mapping");
         let mut children = Vec::new();
         for k in 0..n {
             let counters = shared.counters(k);

@@ -217,12 +217,6 @@ impl ErrorCounts {
         Ok(e)
     }
 
-    /// Zeroes every count in place (the live window, once per interval).
-    pub(crate) fn clear(&mut self) {
-        self.by_class = [0; CLASSES];
-        self.by_status.fill(0);
-    }
-
     pub(crate) fn get(&self, class: ErrorClass) -> u64 {
         self.by_class[class as usize]
     }

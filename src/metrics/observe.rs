@@ -7,8 +7,6 @@
 use std::borrow::Cow;
 
 use super::block::RequestSample;
-use super::errors::ErrorCounts;
-use super::series::Series;
 
 /// One finished request (a turn, for multi-turn conversations): what it
 /// measured and what identifies it. Borrowed from the completion record it
@@ -78,8 +76,9 @@ impl Gaps<'_> {
 }
 
 /// The last live interval, with what the parent knows of the whole run at
-/// its end. Everything here is read from aggregates the parent keeps anyway,
-/// once per interval: drawing it costs the per-request path nothing.
+/// its end. Everything here is read from the timeline's cells, which the
+/// parent keeps anyway, once per interval: drawing it costs the per-request
+/// path nothing.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Interval<'a> {
     /// Since the run started.
@@ -95,17 +94,33 @@ pub(crate) struct Interval<'a> {
     pub failed: u64,
     /// Output tokens of the requests that succeeded in the interval.
     pub output_tokens: u64,
-    /// The interval's failures by class (and HTTP status).
-    pub failures: &'a ErrorCounts,
+    /// The interval's failures by report key (`reset`, `http_503`), in
+    /// taxonomy order.
+    pub failures: &'a [(String, u64)],
     /// Measured requests ended since the run began.
     pub total_completed: u64,
     pub total_failed: u64,
     pub inflight: u64,
-    /// e2e latency and TTFT of the requests that ended in the interval.
-    pub e2e: &'a Series,
-    pub ttft: &'a Series,
+    /// e2e latency and TTFT of the successes that ended in the seconds the
+    /// interval overlaps (the timeline's per-second cells, 2 significant
+    /// digits).
+    pub e2e: Latency,
+    pub ttft: Latency,
     pub progress: Progress,
-    pub generator: GeneratorDelta<'a>,
+    pub generator: GeneratorDelta,
+}
+
+/// Two percentiles of a latency, ns; `None` when nothing was recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Latency {
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
+}
+
+impl Latency {
+    pub(crate) fn of((p50, p99): (Option<u64>, Option<u64>)) -> Latency {
+        Latency { p50, p99 }
+    }
 }
 
 /// How far through its plan the run is.
@@ -125,21 +140,25 @@ pub(crate) struct Progress {
 
 /// The generator's own health over the interval.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct GeneratorDelta<'a> {
+pub(crate) struct GeneratorDelta {
     /// Conversations that found every issue ring full.
     pub ring_full: u64,
     /// Open-loop arrivals held back by the in-flight bound.
     pub held_back: u64,
     /// Requests that waited in a worker for a free connection.
     pub waited_for_connection: u64,
-    /// Send lateness (sent − scheduled) of the interval's requests.
-    pub lateness: &'a Series,
+    /// p99 of the send lateness (sent − scheduled) of the measured requests
+    /// that ended in the seconds the interval overlaps.
+    pub lateness_p99_ns: Option<u64>,
 }
 
 /// Receives events from the collector.
 pub(crate) trait Observer {
     fn request(&mut self, finished: &Finished<'_>);
     fn interval(&mut self, interval: &Interval<'_>);
+    /// The collector is about to sleep (at `now`): a good moment to pass on
+    /// what was gathered.
+    fn idle(&mut self, _now: u64) {}
 }
 
 #[cfg(test)]

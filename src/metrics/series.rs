@@ -156,27 +156,8 @@ impl<'de> Deserialize<'de> for Series {
             return Ok(Series::new());
         }
         let hist = hdr::from_text(&doc.hist, BOUNDS).map_err(serde::de::Error::custom)?;
-        if hist.len() != doc.count {
-            return Err(serde::de::Error::custom(format!(
-                "count {} but the histogram holds {}",
-                doc.count,
-                hist.len()
-            )));
-        }
-        if doc.min > doc.max {
-            return Err(serde::de::Error::custom(format!(
-                "min {} above max {}",
-                doc.min, doc.max
-            )));
-        }
-        Ok(Series {
-            hist,
-            count: doc.count,
-            sum: doc.sum,
-            sum_sq: doc.sum_sq,
-            min: doc.min,
-            max: doc.max,
-        })
+        Series::from_parts(hist, (doc.count, doc.sum, doc.sum_sq), (doc.min, doc.max))
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -227,7 +208,36 @@ impl Series {
         }
     }
 
-    #[cfg(test)]
+    /// A series from its parts (a worker's folded gaps, a summary's
+    /// state): `hist` must have `BOUNDS` and `count` must be its total count.
+    pub(crate) fn from_parts(
+        hist: Histogram<u64>,
+        (count, sum, sum_sq): (u64, u128, u128),
+        (min, max): (u64, u64),
+    ) -> Result<Series, String> {
+        if hist.len() != count {
+            return Err(format!(
+                "count {count} but the histogram holds {}",
+                hist.len()
+            ));
+        }
+        if count == 0 {
+            return Ok(Series::new());
+        }
+        if min > max {
+            return Err(format!("min {min} above max {max}"));
+        }
+        Ok(Series {
+            hist,
+            count,
+            sum,
+            sum_sq,
+            min,
+            max,
+        })
+    }
+
+    /// The histogram itself (to encode it).
     pub(crate) fn histogram(&self) -> &Histogram<u64> {
         &self.hist
     }
@@ -242,6 +252,23 @@ impl Series {
         self.sum_sq = self.sum_sq.saturating_add(u128::from(ns) * u128::from(ns));
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Records each of `values`, as `record` would one by one, keeping the
+    /// exact fields in registers meanwhile (a worker folds a response's
+    /// inter-token gaps this way). Never allocates.
+    pub(crate) fn record_all(&mut self, values: &[u64]) {
+        let (mut sum, mut sum_sq) = (self.sum, self.sum_sq);
+        let (mut min, mut max) = (self.min, self.max);
+        for &ns in values {
+            self.hist.saturating_record(ns.max(1));
+            sum += u128::from(ns);
+            sum_sq = sum_sq.saturating_add(u128::from(ns) * u128::from(ns));
+            min = min.min(ns);
+            max = max.max(ns);
+        }
+        self.count += values.len() as u64;
+        (self.sum, self.sum_sq, self.min, self.max) = (sum, sum_sq, min, max);
     }
 
     /// Records `ns` as `n` equal values (a value weighted by `n`, as
@@ -277,17 +304,6 @@ impl Series {
         self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-    }
-
-    /// Forgets every value, keeping the histogram's memory (for a warmup
-    /// that is measured and then discarded).
-    pub(crate) fn clear(&mut self) {
-        self.hist.reset();
-        self.count = 0;
-        self.sum = 0;
-        self.sum_sq = 0;
-        self.min = u64::MAX;
-        self.max = 0;
     }
 
     pub(crate) fn count(&self) -> u64 {
@@ -397,6 +413,36 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recording_all_at_once_is_recording_each() {
+        let values = [0, 1, 7, 999_999, 3_600_000_000_001, u64::MAX, 42, 42];
+        let (mut each, mut all) = (Series::new(), Series::new());
+        each.record(5);
+        all.record(5);
+        for &v in &values {
+            each.record(v);
+        }
+        all.record_all(&values);
+        all.record_all(&[]);
+        assert_eq!(all.histogram(), each.histogram());
+        assert_eq!(
+            (
+                all.count(),
+                all.sum_ns(),
+                all.sum_sq(),
+                all.min_ns(),
+                all.max_ns()
+            ),
+            (
+                each.count(),
+                each.sum_ns(),
+                each.sum_sq(),
+                each.min_ns(),
+                each.max_ns()
+            )
+        );
+    }
 
     #[test]
     fn a_weighted_value_counts_as_that_many_equal_values() {
@@ -690,13 +736,11 @@ mod tests {
         one.record(3);
         assert_eq!(one.std_dev_ns(), Some(0.0));
         assert_eq!(Series::new().std_dev_ns(), None);
-        // The squares survive a merge and a clear.
+        // The squares survive a merge.
         let mut m = Series::new();
         m.merge(&s);
         m.merge(&one);
         assert_eq!(m.sum_sq(), s.sum_sq() + 9);
-        m.clear();
-        assert_eq!(m.sum_sq(), 0);
     }
 
     /// MLPerf's grid and early-stopping estimates read from a series (its
@@ -734,19 +778,6 @@ mod tests {
             assert_eq!(h.counts.iter().sum::<u64>(), n as u64);
         }
         assert!(Series::new().log_histogram().is_none());
-    }
-
-    #[test]
-    fn clear_forgets_values() {
-        let mut s = Series::new();
-        s.record(5);
-        s.record(7);
-        s.clear();
-        assert_eq!(s.count(), 0);
-        assert_eq!(s.rollup(1.0), Rollup::default());
-        s.record(9);
-        assert_eq!(s.quantile_ns(0.5), Some(9));
-        assert_eq!(s.min_ns(), Some(9));
     }
 
     #[test]

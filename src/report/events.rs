@@ -4,7 +4,9 @@
 //! are written by a sink thread, so the collector only hands over a small
 //! owned record through a channel bounded in lines and in bytes, and never
 //! waits on a disk or a terminal: if the sink ever falls behind, lines are
-//! dropped and counted — never silently. The file is flushed at least every second and synced at
+//! dropped and counted — never silently. Lines go over in batches (at most
+//! 64, or 10 ms' worth), so the channel costs the collector little per
+//! request. The file is flushed at least every second and synced at
 //! the end, so a crash loses at most the last second of lines.
 //!
 //! `--events` picks which requests get a line: all of them, only the failed
@@ -19,14 +21,16 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::mpsc::{
+    Receiver, Sender, SyncSender, TryRecvError, TrySendError, channel, sync_channel,
+};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 #[cfg(test)]
 use serde_json::Value;
 
-use crate::ascii::push_u64;
+use crate::ascii::{self, push_u64};
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::observe::{Finished, Interval, Observer};
@@ -34,7 +38,7 @@ use crate::plan::EventsMode;
 use crate::protocol::Finish;
 use crate::protocol::json::unescape;
 use crate::report::live::{self, LiveView};
-use crate::uuid::{sample_uuid, write_hex, write_uuid};
+use crate::uuid::{sample_uuid, write_hex};
 
 /// Lines the sink may be behind before new ones are dropped: a few seconds
 /// of a fast run, so a slow disk has to stall for that long to lose one.
@@ -44,6 +48,12 @@ const QUEUE: usize = 1 << 16;
 const QUEUE_BYTES: usize = 64 << 20;
 /// Bytes of lines gathered before they are written out.
 const BATCH: usize = 256 * 1024;
+/// Lines the collector hands the sink at once: the channel's cost is paid
+/// per batch, not per line.
+const BATCH_LINES: usize = 64;
+/// How long (by the requests' end times, or the parent's clock when it
+/// idles) a line waits in a batch before the batch is handed over anyway.
+const BATCH_NS: u64 = 10_000_000;
 /// How long the sink sleeps when it has caught up.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -72,29 +82,37 @@ pub(crate) struct Verdict {
     pub correct: Option<bool>,
 }
 
+impl Line {
+    /// Bytes it holds while queued.
+    fn weight(&self) -> usize {
+        size_of::<Line>()
+            + self.text.as_ref().map_or(0, Vec::len)
+            + self.message.as_ref().map_or(0, String::len)
+            + self
+                .verdict
+                .as_ref()
+                .and_then(|v| v.extracted.as_ref())
+                .map_or(0, String::len)
+    }
+}
+
 enum Msg {
-    Line(Line),
+    /// Lines whose bytes the gate admitted one by one.
+    Lines(Vec<Line>),
     Live(String),
     /// The live block's lines, drawn over the last block.
     Block(Vec<String>),
 }
 
 impl Msg {
-    /// Bytes it holds while queued.
+    /// Bytes it holds while queued (a batch's lines were admitted one by
+    /// one: this is their sum).
     fn weight(&self) -> usize {
-        size_of::<Msg>()
-            + match self {
-                Msg::Line(l) => {
-                    l.text.as_ref().map_or(0, Vec::len)
-                        + l.message.as_ref().map_or(0, String::len)
-                        + l.verdict
-                            .as_ref()
-                            .and_then(|v| v.extracted.as_ref())
-                            .map_or(0, String::len)
-                }
-                Msg::Live(s) => s.len(),
-                Msg::Block(lines) => lines.iter().map(String::len).sum(),
-            }
+        match self {
+            Msg::Lines(lines) => lines.iter().map(Line::weight).sum(),
+            Msg::Live(s) => size_of::<Msg>() + s.len(),
+            Msg::Block(lines) => size_of::<Msg>() + lines.iter().map(String::len).sum::<usize>(),
+        }
     }
 }
 
@@ -173,6 +191,12 @@ fn log_path(dir: &Path, mode: EventsMode) -> String {
 /// The observer `bench` hands to the engine.
 pub(crate) struct RunObserver {
     tx: Option<SyncSender<Msg>>,
+    /// Lines admitted and not yet handed over, and the end time of the
+    /// first of them.
+    batch: Vec<Line>,
+    batch_from: u64,
+    /// Emptied batches the sink hands back, for the next ones.
+    spares: Receiver<Vec<Line>>,
     thread: Option<JoinHandle<EventsStats>>,
     dropped: Arc<AtomicU64>,
     gate: Arc<Gate>,
@@ -198,13 +222,62 @@ pub(crate) enum EventsPhase {
     Accuracy(String),
 }
 
-/// Names and clocks the sink needs to write lines.
+/// Names and clocks the sink needs to write lines, the names written out
+/// once as the members every line repeats, each with the constant text
+/// around it.
 struct Context {
-    scenarios: Vec<String>,
-    stages: Vec<String>,
-    phase: EventsPhase,
+    /// `,"phase":…` (in an accuracy phase `,"dataset":…` too), then
+    /// `,"conversation_id":"`.
+    head: Vec<u8>,
+    /// `,"scenario":"NAME"` by index.
+    scenarios: Vec<Vec<u8>>,
+    /// `,"stage":"NAME","warmup":false,"turn":` by index.
+    stages: Vec<Vec<u8>>,
+    /// The same for warm-up, and for a stage with no name.
+    warmup: Vec<u8>,
+    unnamed: Vec<u8>,
     /// Add to a CLOCK_MONOTONIC ns value for Unix ns.
     mono_to_unix: i64,
+}
+
+impl Context {
+    fn new(
+        scenarios: &[String],
+        stages: &[String],
+        phase: &EventsPhase,
+        mono_to_unix: i64,
+    ) -> Context {
+        let member = |key: &str, value: &str| {
+            let mut out = key.as_bytes().to_vec();
+            JsonLine(&mut out).str(value);
+            out
+        };
+        let phase = match phase {
+            EventsPhase::Performance => member(",\"phase\":", "performance"),
+            EventsPhase::Accuracy(name) => [
+                member(",\"phase\":", "accuracy"),
+                member(",\"dataset\":", name),
+            ]
+            .concat(),
+        };
+        let turn = |stage: &[u8], warmup: &str| {
+            [stage, b",\"warmup\":", warmup.as_bytes(), b",\"turn\":"].concat()
+        };
+        Context {
+            head: [&phase[..], b",\"conversation_id\":\""].concat(),
+            scenarios: scenarios
+                .iter()
+                .map(|n| member(",\"scenario\":", n))
+                .collect(),
+            stages: stages
+                .iter()
+                .map(|n| turn(&member(",\"stage\":", n), "false"))
+                .collect(),
+            warmup: turn(b",\"stage\":null", "true"),
+            unnamed: turn(b",\"stage\":null", "false"),
+            mono_to_unix,
+        }
+    }
 }
 
 impl RunObserver {
@@ -270,24 +343,23 @@ impl RunObserver {
             ..EventsStats::default()
         };
         let (tx, rx) = sync_channel(QUEUE);
+        let (give_back, spares) = channel();
         let dropped = Arc::new(AtomicU64::new(0));
         let gate = Arc::new(Gate {
             limit: queue_bytes,
             queued: AtomicUsize::new(0),
         });
         let sink_gate = Arc::clone(&gate);
-        let ctx = Context {
-            scenarios: scenarios.to_vec(),
-            stages: stages.to_vec(),
-            phase,
-            mono_to_unix: wall_ns as i64 - mono_ns as i64,
-        };
+        let ctx = Context::new(scenarios, stages, &phase, wall_ns as i64 - mono_ns as i64);
         let thread = std::thread::Builder::new()
             .name("llmload-sink".into())
-            .spawn(move || sink(rx, file, stats, ctx, &sink_gate))
+            .spawn(move || sink((rx, give_back), file, stats, ctx, &sink_gate))
             .map_err(|e| format!("starting the events writer: {e}"))?;
         Ok(RunObserver {
             tx: Some(tx),
+            batch: Vec::with_capacity(BATCH_LINES),
+            batch_from: 0,
+            spares,
             thread: Some(thread),
             dropped,
             gate,
@@ -320,18 +392,59 @@ impl RunObserver {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            match tx.try_send(msg) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                    self.gate.release(w);
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            self.try_send(tx, msg, w, 1);
         }
+    }
+
+    /// Sends `msg`, whose `w` bytes the gate admitted, or drops it and
+    /// counts its `n` messages (lines).
+    fn try_send(&self, tx: &SyncSender<Msg>, msg: Msg, w: usize, n: u64) {
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = tx.try_send(msg) {
+            self.gate.release(w);
+            self.dropped.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Admits `line` into the batch (or drops it, when the queue has no
+    /// room for its bytes), and hands the batch over when it is full or
+    /// its first line ended `BATCH_NS` before this one.
+    fn push(&mut self, line: Line, t_end: u64) {
+        if self.tx.is_none() {
+            return;
+        }
+        if !self.gate.admit(line.weight()) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if self.batch.is_empty() {
+            self.batch_from = t_end;
+        }
+        self.batch.push(line);
+        if self.batch.len() >= BATCH_LINES || t_end.saturating_sub(self.batch_from) >= BATCH_NS {
+            self.hand_over();
+        }
+    }
+
+    /// Sends the lines batched so far.
+    fn hand_over(&mut self) {
+        let Some(tx) = &self.tx else { return };
+        if self.batch.is_empty() {
+            return;
+        }
+        let next = self
+            .spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH_LINES));
+        let lines = std::mem::replace(&mut self.batch, next);
+        let n = lines.len() as u64;
+        let msg = Msg::Lines(lines);
+        let w = msg.weight();
+        self.try_send(tx, msg, w, n);
     }
 
     /// Flushes and syncs the log; returns what it holds.
     pub(crate) fn finish(mut self) -> EventsStats {
+        self.hand_over();
         self.tx = None;
         let mut stats = self
             .thread
@@ -375,7 +488,7 @@ impl RunObserver {
             message: e.message.clone(),
             verdict,
         };
-        self.send(Msg::Line(line));
+        self.push(line, e.sample.t_end);
     }
 }
 
@@ -384,7 +497,14 @@ impl Observer for RunObserver {
         self.request_with(e, None);
     }
 
+    fn idle(&mut self, now: u64) {
+        if !self.batch.is_empty() && now.saturating_sub(self.batch_from) >= BATCH_NS {
+            self.hand_over();
+        }
+    }
+
     fn interval(&mut self, i: &Interval<'_>) {
+        self.hand_over();
         match self.live {
             LiveView::Off => {}
             LiveView::Lines => self.send(Msg::Live(live::line(i))),
@@ -394,7 +514,7 @@ impl Observer for RunObserver {
 }
 
 fn sink(
-    rx: Receiver<Msg>,
+    (rx, give_back): (Receiver<Msg>, Sender<Vec<Line>>),
     mut file: Option<File>,
     mut stats: EventsStats,
     ctx: Context,
@@ -432,13 +552,18 @@ fn sink(
                 gate.release(m.weight());
             }
             match msg {
-                Ok(Msg::Line(l)) => {
-                    write_event(&mut buf, &l, &ctx);
-                    buf.push(b'\n');
-                    pending += 1;
-                    if buf.len() >= BATCH {
-                        write_out(&mut buf, &mut pending, &mut stats);
+                Ok(Msg::Lines(mut lines)) => {
+                    for l in &lines {
+                        write_event(&mut buf, l, &ctx);
+                        buf.push(b'\n');
+                        pending += 1;
+                        if buf.len() >= BATCH {
+                            write_out(&mut buf, &mut pending, &mut stats);
+                        }
                     }
+                    lines.clear();
+                    // The collector may be gone (the run is ending).
+                    let _ = give_back.send(lines);
                 }
                 // A closed stderr (`2>&1 | head`) drops the line; it must
                 // not panic the sink (`eprintln!` would).
@@ -473,194 +598,197 @@ fn sink(
     stats
 }
 
-/// Writes one events line (without its newline). Written field by field
+/// Bytes a line usually takes, reserved up front.
+const LINE: usize = 1024;
+
+/// Writes one events line (without its newline). Written member by member
 /// rather than through a `serde_json::Value`: the sink formats one line per
 /// request, and a JSON tree per line would cost more than the request did.
+/// The constant text between values goes in as one copy, names were
+/// escaped once (`Context`), and numbers are written eight digits at a time
+/// (`ascii`).
 fn write_event(out: &mut Vec<u8>, l: &Line, ctx: &Context) {
     let s = &l.sample;
-    let mut w = JsonLine::new(out);
-    w.uint("seq", l.seq);
-    match &ctx.phase {
-        EventsPhase::Performance => w.opt_str("phase", Some("performance")),
-        EventsPhase::Accuracy(name) => {
-            w.opt_str("phase", Some("accuracy"));
-            w.opt_str("dataset", Some(name));
-        }
-    }
-    let mut id = [0u8; 36];
-    write_uuid(&l.conv_id, &mut id);
-    w.raw_str("conversation_id", &id);
+    out.reserve(LINE);
+    let mut w = JsonLine(out);
+    w.raw(b"{\"seq\":");
+    w.num(l.seq);
+    w.raw(&ctx.head);
     let mut hex = [0u8; 32];
-    write_hex(&sample_uuid(&l.conv_id, l.turn), &mut hex);
-    w.raw_str("sample_uuid", &hex);
-    w.opt_uint("row", l.row.map(u64::from));
-    w.opt_str(
-        "scenario",
-        ctx.scenarios.get(l.scenario as usize).map(String::as_str),
-    );
-    w.opt_str(
-        "stage",
-        l.stage
-            .and_then(|i| ctx.stages.get(i as usize))
-            .map(String::as_str),
-    );
-    w.boolean("warmup", l.stage.is_none());
-    w.uint("turn", l.turn as u64);
-    w.boolean("stream", s.streamed);
+    write_hex(&l.conv_id, &mut hex);
+    w.raw(&dashed(&hex));
+    // A first turn's id is its conversation's.
+    if l.turn > 1 {
+        write_hex(&sample_uuid(&l.conv_id, l.turn), &mut hex);
+    }
+    w.raw(b"\",\"sample_uuid\":\"");
+    w.raw(&hex);
+    w.raw(b"\",\"row\":");
+    w.opt_num(l.row.map(u64::from));
+    match ctx.scenarios.get(l.scenario as usize) {
+        Some(member) => w.raw(member),
+        None => w.raw(b",\"scenario\":null"),
+    }
+    w.raw(match l.stage {
+        None => &ctx.warmup,
+        Some(i) => ctx.stages.get(i as usize).unwrap_or(&ctx.unnamed),
+    });
+    w.num(l.turn as u64);
+    w.raw(if s.streamed {
+        b",\"stream\":true,\"scheduled_ms\":"
+    } else {
+        b",\"stream\":false,\"scheduled_ms\":"
+    });
     // Unix ns fit an i64 until 2262: no 128-bit division per field.
     let unix_us = |t: u64| (t != 0).then(|| (t as i64 + ctx.mono_to_unix) as u64 / 1000);
     let gap_us = |a: u64, b: u64| (a != 0 && b >= a).then(|| (b - a) / 1000);
-    w.millis("scheduled_ms", unix_us(s.t_sched));
-    w.millis("sent_ms", unix_us(s.t_send));
-    w.millis("first_token_ms", unix_us(s.t_first_token));
-    w.millis("end_ms", unix_us(s.t_end));
-    w.millis("latency_ms", gap_us(s.t_sched, s.t_end));
-    w.millis(
-        "service_latency_ms",
-        if s.t_send != 0 {
-            gap_us(s.t_send, s.t_end)
-        } else {
-            None
-        },
-    );
-    w.millis(
-        "ttft_ms",
-        if s.t_first_token != 0 {
-            gap_us(s.t_send, s.t_first_token)
-        } else {
-            None
-        },
-    );
+    w.millis(unix_us(s.t_sched));
+    w.raw(b",\"sent_ms\":");
+    w.millis(unix_us(s.t_send));
+    w.raw(b",\"first_token_ms\":");
+    w.millis(unix_us(s.t_first_token));
+    w.raw(b",\"end_ms\":");
+    w.millis(unix_us(s.t_end));
+    w.raw(b",\"latency_ms\":");
+    w.millis(gap_us(s.t_sched, s.t_end));
+    w.raw(b",\"service_latency_ms\":");
+    w.millis(if s.t_send != 0 {
+        gap_us(s.t_send, s.t_end)
+    } else {
+        None
+    });
+    w.raw(b",\"ttft_ms\":");
+    w.millis(if s.t_first_token != 0 {
+        gap_us(s.t_send, s.t_first_token)
+    } else {
+        None
+    });
     // The same differences in whole ns, as `Block` records them: the
     // `_ms` fields' µs cross the histograms' bucket edges, these do not.
-    w.opt_uint(
-        "latency_ns",
-        (s.t_sched != 0).then(|| s.t_end.saturating_sub(s.t_sched)),
-    );
-    w.opt_uint(
-        "service_latency_ns",
-        (s.t_send != 0).then(|| s.t_end.saturating_sub(s.t_send)),
-    );
-    w.opt_uint(
-        "ttft_ns",
-        (s.t_first_token != 0).then(|| s.t_first_token.saturating_sub(s.t_send)),
-    );
-    w.opt_uint("status", (s.status != 0).then_some(s.status as u64));
+    w.raw(b",\"latency_ns\":");
+    w.opt_num((s.t_sched != 0).then(|| s.t_end.saturating_sub(s.t_sched)));
+    w.raw(b",\"service_latency_ns\":");
+    w.opt_num((s.t_send != 0).then(|| s.t_end.saturating_sub(s.t_send)));
+    w.raw(b",\"ttft_ns\":");
+    w.opt_num((s.t_first_token != 0).then(|| s.t_first_token.saturating_sub(s.t_send)));
+    w.raw(b",\"status\":");
+    w.opt_num((s.status != 0).then_some(s.status as u64));
     match s.error {
+        // `ErrorClass::key`, written without a `String`.
         Some(ErrorClass::HttpStatus) => {
-            w.opt_str("error", Some(&ErrorClass::HttpStatus.key(s.status)))
+            w.raw(b",\"error\":\"http_");
+            w.num(u64::from(s.status).min(999));
+            w.raw(b"\",\"message\":");
         }
-        Some(c) => w.opt_str("error", Some(c.name())),
-        None => w.opt_str("error", None),
+        Some(c) => {
+            w.raw(b",\"error\":\"");
+            w.raw(c.name().as_bytes());
+            w.raw(b"\",\"message\":");
+        }
+        None => w.raw(b",\"error\":null,\"message\":"),
     }
-    w.opt_str("message", l.message.as_deref());
-    w.opt_uint("prompt_tokens", s.input_tokens.map(u64::from));
-    w.opt_uint(
-        "completion_tokens",
-        s.error.is_none().then(|| s.output_tokens().0),
-    );
-    w.uint("content_length", s.text_bytes as u64);
-    w.boolean("output_truncated", s.output_truncated);
-    w.opt_str(
-        "finish_reason",
-        (s.finish != 0).then(|| Finish::from_u8(s.finish).name()),
-    );
+    match l.message.as_deref() {
+        Some(m) => w.str(m),
+        None => w.raw(b"null"),
+    }
+    w.raw(b",\"prompt_tokens\":");
+    w.opt_num(s.input_tokens.map(u64::from));
+    w.raw(b",\"completion_tokens\":");
+    w.opt_num(s.error.is_none().then(|| s.output_tokens().0));
+    w.raw(b",\"content_length\":");
+    w.num(s.text_bytes as u64);
+    w.raw(if s.output_truncated {
+        b",\"output_truncated\":true,\"finish_reason\":"
+    } else {
+        b",\"output_truncated\":false,\"finish_reason\":"
+    });
+    match s.finish {
+        0 => w.raw(b"null"),
+        f => {
+            w.raw(b"\"");
+            w.raw(Finish::from_u8(f).name().as_bytes());
+            w.raw(b"\"");
+        }
+    }
     if let Some(text) = &l.text {
-        w.opt_str("output", Some(&unescape(text)));
+        w.raw(b",\"output\":");
+        w.str(&unescape(text));
     }
     if let Some(v) = &l.verdict {
-        w.opt_str("extracted", v.extracted.as_deref());
+        w.raw(b",\"extracted\":");
+        match v.extracted.as_deref() {
+            Some(e) => w.str(e),
+            None => w.raw(b"null"),
+        }
         if let Some(c) = v.correct {
-            w.boolean("correct", c);
+            w.raw(if c {
+                b",\"correct\":true"
+            } else {
+                b",\"correct\":false"
+            });
         }
     }
-    w.end();
+    w.raw(b"}");
 }
 
-/// A JSON object written member by member into a byte buffer.
-struct JsonLine<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
+/// A uuid's canonical form from its 32 hex digits.
+fn dashed(hex: &[u8; 32]) -> [u8; 36] {
+    let mut out = [b'-'; 36];
+    out[..8].copy_from_slice(&hex[..8]);
+    out[9..13].copy_from_slice(&hex[8..12]);
+    out[14..18].copy_from_slice(&hex[12..16]);
+    out[19..23].copy_from_slice(&hex[16..20]);
+    out[24..].copy_from_slice(&hex[20..]);
+    out
 }
 
-impl<'a> JsonLine<'a> {
-    fn new(out: &'a mut Vec<u8>) -> Self {
-        out.push(b'{');
-        JsonLine { out, first: true }
+/// A JSON object written piece by piece into a byte buffer: the constant
+/// text between two values (a comma, a key, its quotes and colon, often a
+/// value known in advance too) goes in as one copy.
+struct JsonLine<'a>(&'a mut Vec<u8>);
+
+impl JsonLine<'_> {
+    fn raw(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
     }
 
-    fn key(&mut self, k: &str) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        self.out.push(b'"');
-        self.out.extend_from_slice(k.as_bytes());
-        self.out.extend_from_slice(b"\":");
+    fn num(&mut self, v: u64) {
+        push_u64(self.0, v);
     }
 
-    fn uint(&mut self, k: &str, v: u64) {
-        self.key(k);
-        push_u64(self.out, v);
-    }
-
-    fn opt_uint(&mut self, k: &str, v: Option<u64>) {
+    fn opt_num(&mut self, v: Option<u64>) {
         match v {
-            Some(v) => self.uint(k, v),
-            None => self.null(k),
+            Some(v) => self.num(v),
+            None => self.raw(b"null"),
         }
     }
 
-    fn boolean(&mut self, k: &str, v: bool) {
-        self.key(k);
-        self.out
-            .extend_from_slice(if v { b"true" } else { b"false" });
-    }
-
-    fn null(&mut self, k: &str) {
-        self.key(k);
-        self.out.extend_from_slice(b"null");
-    }
-
-    /// A string known to need no escaping (hex and dashes).
-    fn raw_str(&mut self, k: &str, v: &[u8]) {
-        self.key(k);
-        self.out.push(b'"');
-        self.out.extend_from_slice(v);
-        self.out.push(b'"');
-    }
-
-    /// A string, escaped as JSON needs; names and error classes need no
-    /// escaping, so they are copied without going through serde.
-    fn opt_str(&mut self, k: &str, v: Option<&str>) {
-        match v {
-            Some(v) if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') => {
-                self.raw_str(k, v.as_bytes());
-            }
-            Some(v) => {
-                self.key(k);
-                serde_json::to_writer(&mut *self.out, v).expect("a string serializes");
-            }
-            None => self.null(k),
+    /// A string, escaped as JSON needs: copied as it is when it needs no
+    /// escaping, else through serde.
+    fn str(&mut self, v: &str) {
+        if v.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.raw(b"\"");
+            self.raw(v.as_bytes());
+            self.raw(b"\"");
+        } else {
+            serde_json::to_writer(&mut *self.0, v).expect("a string serializes");
         }
     }
 
     /// Microseconds written as milliseconds with three decimals.
-    fn millis(&mut self, k: &str, us: Option<u64>) {
-        let Some(us) = us else { return self.null(k) };
-        self.key(k);
-        push_u64(self.out, us / 1000);
-        let frac = us % 1000;
-        self.out.extend_from_slice(&[
-            b'.',
-            b'0' + (frac / 100) as u8,
-            b'0' + (frac / 10 % 10) as u8,
-            b'0' + (frac % 10) as u8,
-        ]);
-    }
-
-    fn end(self) {
-        self.out.push(b'}');
+    fn millis(&mut self, us: Option<u64>) {
+        let Some(us) = us else {
+            return self.raw(b"null");
+        };
+        if us < 1000 {
+            let d = |v: u64| b'0' + (v % 10) as u8;
+            return self.raw(&[b'0', b'.', d(us / 100), d(us / 10), d(us)]);
+        }
+        let mut buf = [0u8; 24];
+        let digits = ascii::digits_u64(us, &mut buf);
+        let (whole, frac) = digits.split_at(digits.len() - 3);
+        self.raw(whole);
+        self.raw(&[b'.', frac[0], frac[1], frac[2]]);
     }
 }
 
@@ -671,12 +799,12 @@ mod tests {
 
     #[test]
     fn event_lines_are_json_with_every_field() {
-        let ctx = Context {
-            scenarios: vec!["chat".into()],
-            stages: vec!["ramp".into()],
-            phase: EventsPhase::Performance,
-            mono_to_unix: 1_700_000_000_000_000_000,
-        };
+        let ctx = Context::new(
+            &["chat".into()],
+            &["ramp".into()],
+            &EventsPhase::Performance,
+            1_700_000_000_000_000_000,
+        );
         let line = Line {
             sample: RequestSample {
                 t_sched: 1_000_000,
@@ -729,6 +857,76 @@ mod tests {
         assert_eq!(v["finish_reason"], Value::Null);
         assert_eq!(v["output"], "he said \"hi\"");
         assert_eq!(v["output_truncated"], false);
+    }
+
+    /// Every member, in order, byte for byte: a warm-up turn 2 that failed
+    /// in an accuracy phase.
+    #[test]
+    fn an_event_line_is_written_byte_for_byte() {
+        let ctx = Context::new(
+            &["a \"b\"".into()],
+            &["s".into()],
+            &EventsPhase::Accuracy("gsm8k".into()),
+            1_000_000_000_000_000,
+        );
+        let line = Line {
+            sample: RequestSample {
+                t_sched: 5_000_000,
+                t_send: 5_000_900,
+                t_end: 7_000_000,
+                status: 200,
+                error: Some(ErrorClass::Reset),
+                finish: 1,
+                text_bytes: 12,
+                output_truncated: true,
+                ..RequestSample::default()
+            },
+            seq: 7,
+            conv_id: [0x0f; 16],
+            scenario: 0,
+            stage: None,
+            turn: 2,
+            row: None,
+            text: None,
+            message: Some("cut\tshort".into()),
+            verdict: Some(Box::new(Verdict {
+                extracted: None,
+                correct: Some(false),
+            })),
+        };
+        let mut out = Vec::new();
+        write_event(&mut out, &line, &ctx);
+        let want = concat!(
+            r#"{"seq":7,"phase":"accuracy","dataset":"gsm8k","#,
+            r#""conversation_id":"0f0f0f0f-0f0f-0f0f-0f0f-0f0f0f0f0f0f","#,
+            r#""sample_uuid":"0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0e","row":null,"#,
+            r#""scenario":"a \"b\"","stage":null,"warmup":true,"turn":2,"stream":false,"#,
+            r#""scheduled_ms":1000000005.000,"sent_ms":1000000005.000,"#,
+            r#""first_token_ms":null,"end_ms":1000000007.000,"latency_ms":2.000,"#,
+            r#""service_latency_ms":1.999,"ttft_ms":null,"latency_ns":2000000,"#,
+            r#""service_latency_ns":1999100,"ttft_ns":null,"status":200,"#,
+            r#""error":"reset","message":"cut\tshort","prompt_tokens":null,"#,
+            r#""completion_tokens":null,"content_length":12,"output_truncated":true,"#,
+            r#""finish_reason":"stop","extracted":null,"correct":false}"#,
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn milliseconds_have_three_decimals_at_every_size() {
+        for (us, text) in [
+            (0, "0.000"),
+            (5, "0.005"),
+            (42, "0.042"),
+            (999, "0.999"),
+            (1000, "1.000"),
+            (1_234_567, "1234.567"),
+            (1_733_472_000_123_456, "1733472000123.456"),
+        ] {
+            let mut out = Vec::new();
+            JsonLine(&mut out).millis(Some(us));
+            assert_eq!(String::from_utf8(out).unwrap(), text);
+        }
     }
 
     fn line(text: usize) -> Finished<'static> {

@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 
 use crate::metrics::observe::Interval;
 use crate::metrics::run::LATE_P99_NS;
-use crate::metrics::series::Series;
 
 /// How often the block is redrawn when `--live-interval` is longer.
 pub(crate) const BLOCK_REFRESH_NS: u64 = 1_000_000_000;
@@ -47,10 +46,9 @@ impl LiveView {
     }
 }
 
-/// Milliseconds of a quantile, `-` when nothing was recorded.
-fn ms(s: &Series, q: f64) -> String {
-    s.quantile_ns(q)
-        .map_or("-".to_string(), |v| format!("{:.1}", v as f64 / 1e6))
+/// Milliseconds of a percentile, `-` when nothing was recorded.
+fn ms(ns: Option<u64>) -> String {
+    ns.map_or("-".to_string(), |v| format!("{:.1}", v as f64 / 1e6))
 }
 
 fn per_s(n: u64, ns: u64) -> f64 {
@@ -64,7 +62,7 @@ fn per_s(n: u64, ns: u64) -> f64 {
 /// The interval's failures, most frequent first: `http_503 2, reset 1`,
 /// with the classes past the first few summed as `other`.
 fn failures(i: &Interval<'_>) -> String {
-    let mut named = i.failures.named();
+    let mut named = i.failures.to_vec();
     named.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let mut out = String::new();
     for (k, (key, n)) in named.iter().enumerate().take(TOP_FAILURES) {
@@ -94,7 +92,7 @@ fn limiting(i: &Interval<'_>) -> Option<String> {
             why.push(format!("{name} +{n}"));
         }
     }
-    if let Some(p99) = g.lateness.quantile_ns(0.99).filter(|&p| p > LATE_P99_NS) {
+    if let Some(p99) = g.lateness_p99_ns.filter(|&p| p > LATE_P99_NS) {
         why.push(format!("send late p99 {:.1} ms", p99 as f64 / 1e6));
     }
     (!why.is_empty()).then(|| why.join(", "))
@@ -109,10 +107,10 @@ pub(crate) fn line(i: &Interval<'_>) -> String {
         per_s(i.completed, i.interval_ns),
         per_s(i.output_tokens, i.interval_ns),
         i.inflight,
-        ms(i.e2e, 0.5),
-        ms(i.e2e, 0.99),
-        ms(i.ttft, 0.5),
-        ms(i.ttft, 0.99),
+        ms(i.e2e.p50),
+        ms(i.e2e.p99),
+        ms(i.ttft.p50),
+        ms(i.ttft.p99),
         i.failed,
     );
     if i.failed > 0 {
@@ -175,10 +173,10 @@ pub(crate) fn block(i: &Interval<'_>) -> Vec<String> {
         ),
         format!(
             "  ttft p50 {} p99 {} ms   e2e p50 {} p99 {} ms",
-            ms(i.ttft, 0.5),
-            ms(i.ttft, 0.99),
-            ms(i.e2e, 0.5),
-            ms(i.e2e, 0.99)
+            ms(i.ttft.p50),
+            ms(i.ttft.p99),
+            ms(i.e2e.p50),
+            ms(i.e2e.p99)
         ),
     ];
     if i.failed > 0 {
@@ -186,8 +184,7 @@ pub(crate) fn block(i: &Interval<'_>) -> Vec<String> {
     }
     let g = &i.generator;
     let late = g
-        .lateness
-        .quantile_ns(0.99)
+        .lateness_p99_ns
         .map_or("-".to_string(), |v| format!("{:.0}", v as f64 / 1e3));
     lines.push(format!(
         "generator: ring_full +{}  held_back +{}  waited +{}  late p99 {late} us",
@@ -233,36 +230,15 @@ pub(crate) fn erase(drawn: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::errors::{ErrorClass, ErrorCounts};
-    use crate::metrics::observe::{GeneratorDelta, Progress};
+    use crate::metrics::observe::{GeneratorDelta, Latency, Progress};
 
     const MS: u64 = 1_000_000;
 
-    struct Fixture {
-        failures: ErrorCounts,
-        e2e: Series,
-        ttft: Series,
-        lateness: Series,
+    fn failures() -> Vec<(String, u64)> {
+        vec![("http_503".to_string(), 3), ("reset".to_string(), 1)]
     }
 
-    fn fixture() -> Fixture {
-        let mut f = Fixture {
-            failures: ErrorCounts::default(),
-            e2e: Series::new(),
-            ttft: Series::new(),
-            lateness: Series::new(),
-        };
-        for _ in 0..3 {
-            f.failures.record(ErrorClass::HttpStatus, 503);
-        }
-        f.failures.record(ErrorClass::Reset, 0);
-        f.e2e.record(100 * MS);
-        f.ttft.record(20 * MS);
-        f.lateness.record(5_000);
-        f
-    }
-
-    fn interval(f: &Fixture) -> Interval<'_> {
+    fn interval(failures: &[(String, u64)]) -> Interval<'_> {
         Interval {
             elapsed_ns: 15_000 * MS,
             interval_ns: 2_000 * MS,
@@ -272,12 +248,18 @@ mod tests {
             completed: 50,
             failed: 4,
             output_tokens: 1000,
-            failures: &f.failures,
+            failures,
             total_completed: 400,
             total_failed: 9,
             inflight: 7,
-            e2e: &f.e2e,
-            ttft: &f.ttft,
+            e2e: Latency {
+                p50: Some(100 * MS),
+                p99: Some(100 * MS),
+            },
+            ttft: Latency {
+                p50: Some(20 * MS),
+                p99: Some(20 * MS),
+            },
             progress: Progress {
                 done: 0.25,
                 planned_ns: Some(60_000 * MS),
@@ -287,7 +269,7 @@ mod tests {
                 ring_full: 0,
                 held_back: 0,
                 waited_for_connection: 0,
-                lateness: &f.lateness,
+                lateness_p99_ns: Some(5_000),
             },
         }
     }
@@ -310,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_line_has_rates_latencies_and_failures_by_class() {
-        let f = fixture();
+        let f = failures();
         let l = line(&interval(&f));
         assert!(l.starts_with("[   15.0s] stage ramp "), "{l}");
         assert!(l.contains("    25.0 req/s"), "{l}");
@@ -324,10 +306,9 @@ mod tests {
 
     #[test]
     fn a_limiting_generator_is_named_on_the_line_and_in_the_block() {
-        let mut f = fixture();
-        f.lateness.record(30 * MS);
-        f.lateness.record(30 * MS);
+        let f = failures();
         let mut i = interval(&f);
+        i.generator.lateness_p99_ns = Some(30 * MS);
         i.generator.ring_full = 3;
         let l = line(&i);
         assert!(
@@ -343,7 +324,7 @@ mod tests {
 
     #[test]
     fn the_block_shows_progress_stage_rates_latencies_and_health() {
-        let f = fixture();
+        let f = failures();
         let b = block(&interval(&f));
         assert_eq!(
             b,
@@ -361,7 +342,7 @@ mod tests {
 
     #[test]
     fn a_counted_plan_shows_requests_and_warmup_has_no_stage_number() {
-        let f = fixture();
+        let f = failures();
         let mut i = interval(&f);
         i.stage = "warmup";
         i.stage_index = None;
@@ -382,7 +363,7 @@ mod tests {
 
     #[test]
     fn long_stage_names_keep_the_block_narrow() {
-        let f = fixture();
+        let f = failures();
         let name = "x".repeat(200);
         let mut i = interval(&f);
         i.stage = &name;

@@ -1,5 +1,7 @@
 //! The one shared mapping of a bench run and what lives in it: a control
-//! block (run phase), per-worker counters and connection statistics, the
+//! block (run phase, and where measuring and each stage began, so a worker
+//! tells a request's stage as the parent does), per-worker counters and
+//! connection statistics, the
 //! parent's doorbell, and per worker an issue ring (parent → worker, fixed
 //! `IssueSlot`s), a completion ring (worker → parent, variable records) and
 //! the worker's doorbell.
@@ -68,9 +70,12 @@ impl RunPhase {
 #[repr(C, align(64))]
 pub(crate) struct Control {
     pub phase: AtomicU32,
+    /// Where measuring begins (`u64::MAX` while a warm-up by count is under
+    /// way), as the parent published it.
+    measure_start: AtomicU64,
 }
 
-// SAFETY: one atomic: valid as zero, no pointers.
+// SAFETY: atomics only: valid as zero, no pointers.
 unsafe impl Plain for Control {}
 
 /// What a worker reports beside its completion records, on cache lines of
@@ -222,6 +227,9 @@ pub(crate) const MAX_RECORD: usize = COMPLETION_BYTES / 4 - 8;
 /// The run's shared mapping and the offsets of everything in it.
 pub(crate) struct Shared {
     control: usize,
+    /// One `AtomicU64` per stage: when its measurement began (0: not yet).
+    stage_starts: usize,
+    stages: usize,
     counters: Vec<usize>,
     conn_stats: Vec<usize>,
     issue: Vec<usize>,
@@ -235,10 +243,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Maps and initializes everything for `workers` workers.
-    pub(crate) fn new(workers: usize) -> io::Result<Shared> {
+    /// Maps and initializes everything for `workers` workers and a plan of
+    /// `stages` stages.
+    pub(crate) fn new(workers: usize, stages: usize) -> io::Result<Shared> {
         let mut l = Layout::new();
         let control = l.reserve(size_of::<Control>(), align_of::<Control>());
+        let stage_starts = l.reserve(stages * size_of::<AtomicU64>(), 64);
         let counters: Vec<usize> = (0..workers)
             .map(|_| l.reserve(size_of::<WorkerCounters>(), align_of::<WorkerCounters>()))
             .collect();
@@ -278,6 +288,8 @@ impl Shared {
             .collect::<io::Result<Vec<_>>>()?;
         Ok(Shared {
             control,
+            stage_starts,
+            stages,
             counters,
             conn_stats,
             issue,
@@ -319,6 +331,39 @@ impl Shared {
         for bell in &self.worker_bells {
             bell.ring();
         }
+    }
+
+    /// Publishes where measuring begins (`u64::MAX`: not known yet). The
+    /// parent does so before it issues a request the value concerns, so a
+    /// worker that took the request from its ring sees it.
+    pub(crate) fn publish_measure_start(&self, t: u64) {
+        self.control().measure_start.store(t, Ordering::Release);
+    }
+
+    /// Where measuring begins, as published.
+    pub(crate) fn measure_start(&self) -> u64 {
+        self.control().measure_start.load(Ordering::Acquire)
+    }
+
+    fn stage_start_cell(&self, k: usize) -> &AtomicU64 {
+        assert!(k < self.stages, "stage {k} of {}", self.stages);
+        self.place(self.stage_starts + k * size_of::<AtomicU64>())
+    }
+
+    /// Publishes when stage `k`'s measurement began, as
+    /// `publish_measure_start`.
+    pub(crate) fn publish_stage_start(&self, k: usize, t: u64) {
+        self.stage_start_cell(k).store(t, Ordering::Release);
+    }
+
+    /// When stage `k`'s measurement began, as published (0: not yet).
+    pub(crate) fn stage_start(&self, k: usize) -> u64 {
+        self.stage_start_cell(k).load(Ordering::Acquire)
+    }
+
+    /// The plan's stages.
+    pub(crate) fn stages(&self) -> usize {
+        self.stages
     }
 
     /// The parent's ends of worker `k`'s rings: its issue producer and
@@ -363,7 +408,7 @@ mod tests {
 
     #[test]
     fn max_record_is_what_the_completion_ring_takes() {
-        let shared = Shared::new(1).unwrap();
+        let shared = Shared::new(1, 1).unwrap();
         let (_, mut tx) = shared.take_worker_ends(0).unwrap();
         assert_eq!(tx.max_len(), MAX_RECORD);
         assert_eq!(
@@ -384,6 +429,28 @@ mod tests {
             ((4 + TIME_BUCKETS) * 8).next_multiple_of(64)
         );
         assert_eq!(align_of::<ConnStats>(), 64);
+    }
+
+    #[test]
+    fn stage_boundaries_are_seen_across_processes() {
+        let shared = Shared::new(1, 3).unwrap();
+        assert_eq!((shared.stages(), shared.stage_start(2)), (3, 0));
+        shared.publish_measure_start(u64::MAX);
+        shared.publish_stage_start(1, 77);
+        let child = fork_child(|| {
+            let seen = (
+                shared.measure_start(),
+                shared.stage_start(0),
+                shared.stage_start(1),
+            );
+            if seen != (u64::MAX, 0, 77) {
+                return 2;
+            }
+            shared.publish_stage_start(2, 99);
+            0
+        });
+        assert_eq!(child.wait(Duration::from_secs(10)), Ok(0));
+        assert_eq!(shared.stage_start(2), 99);
     }
 
     #[test]
@@ -410,7 +477,7 @@ mod tests {
 
     #[test]
     fn a_time_histogram_keeps_exact_count_sum_min_and_max() {
-        let shared = Shared::new(2).unwrap();
+        let shared = Shared::new(2, 1).unwrap();
         let h = &shared.conn_stats(1).tcp_connect;
         assert_eq!(h.min_ns(), None);
         for ns in [250_000, 90_000, 1_000_000, 90_000] {
@@ -427,7 +494,7 @@ mod tests {
 
     #[test]
     fn each_end_is_handed_out_once_across_processes() {
-        let shared = Shared::new(2).unwrap();
+        let shared = Shared::new(2, 1).unwrap();
         let (mut issue, mut done) = shared.take_parent_ends(1).unwrap();
         assert!(shared.take_parent_ends(1).is_none());
         let child = fork_child(|| {

@@ -287,6 +287,27 @@ pub fn tight_timer_slack() -> io::Result<()> {
     Ok(())
 }
 
+/// Puts the calling thread (alone) in the idle scheduling class
+/// (`SCHED_IDLE`; where that is refused, nice 19): it runs when the threads
+/// beside it leave the CPU, gets only a sliver of it when they do not, and
+/// any of them that wakes takes the CPU back at once, so work handed to it
+/// never delays theirs.
+pub fn lower_thread_priority() -> io::Result<()> {
+    let tid = nix::unistd::gettid().as_raw();
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler reads `param` (a valid local) and its
+    // integers; on Linux a thread id names that one thread.
+    if unsafe { libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: setpriority only reads its three integer arguments; a thread
+    // id as `PRIO_PROCESS`'s `who` names that one thread.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Threads of this process, when `/proc` says.
 pub fn threads() -> Option<usize> {
     Some(std::fs::read_dir("/proc/self/task").ok()?.count())
@@ -378,6 +399,32 @@ mod tests {
         let (big, small) = (big.max_rss_kib().unwrap(), small.max_rss_kib().unwrap());
         assert!(big >= 64 * 1024, "{big} KiB");
         assert!(big >= small + 60 * 1024, "{big} KiB vs {small} KiB");
+    }
+
+    #[test]
+    fn a_thread_lowers_its_own_priority_only() {
+        // (scheduling policy, nice) from /proc: fields 41 and 19.
+        let class = |tid: i32| {
+            let p = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+            let rest: Vec<&str> = p[p.rfind(')').unwrap() + 2..].split(' ').collect();
+            let field = |n: usize| rest[n - 3].parse::<i32>().unwrap();
+            (field(41), field(19))
+        };
+        let me = nix::unistd::gettid().as_raw();
+        let before = class(me);
+        let other = std::thread::spawn(move || {
+            lower_thread_priority().unwrap();
+            class(nix::unistd::gettid().as_raw())
+        })
+        .join()
+        .unwrap();
+        assert!(
+            other.0 == libc::SCHED_IDLE || other.1 == 19,
+            "policy {} nice {}",
+            other.0,
+            other.1
+        );
+        assert_eq!(class(me), before);
     }
 
     #[test]

@@ -164,6 +164,21 @@ pub(crate) fn bench_at(server: &Server, args: &[&str], limit: Duration) -> Run {
     bench(&all, limit)
 }
 
+/// Runs bench against `server` (model `m`) with `profile`, written to a
+/// file of its own, and `args`.
+pub(crate) fn bench_profile(
+    server: &Server,
+    profile: &serde_json::Value,
+    args: &[&str],
+    limit: Duration,
+) -> Run {
+    let path = temp_dir("profile").join("run.json");
+    std::fs::write(&path, profile.to_string()).unwrap();
+    let mut all = vec!["--profile", path.to_str().expect("a UTF-8 temp path")];
+    all.extend_from_slice(args);
+    bench_at(server, &all, limit)
+}
+
 /// Starts `llmload bench ARGS --quiet --out <fresh dir>` without waiting;
 /// finish it with `wait_run`.
 pub(crate) fn spawn_bench(args: &[&str]) -> (Child, PathBuf) {

@@ -2,13 +2,17 @@
 //! each worker's ring, their counts resolved (input tokens from ids, the
 //! tokenizer or usage; output tokens by the tokenizer lane when the endpoint
 //! reported none), the scenario's checks applied, and each request recorded
-//! in its block, the live window and the observer — as one `Finished`.
+//! in its block, the timeline and the observer — as one `Finished`. The
+//! workers' folded inter-token gaps come at the end, a series per block.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use super::{Parent, WorkerEnd};
+use crate::clock::now_ns;
 use crate::engine::record::{self, Completion, Decoded};
 use crate::engine::requests::{InputSource, RequestSet};
+use crate::engine::stages;
 use crate::metrics::block::{InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::goodput;
@@ -19,12 +23,19 @@ use crate::protocol::json::unescape;
 
 /// Characters of an error message kept for the report and events log.
 const MAX_MESSAGE: usize = 200;
+/// How long the end of a run waits for the workers' folded series.
+const SERIES_WAIT_NS: u64 = 5_000_000_000;
 
 /// What reading one completion record came to.
 enum Read {
     /// Recorded; `Some(open)` when it ended its conversation, whose
-    /// in-flight count is kept at `open` in `WorkerEnd::open`.
-    Ok(Option<usize>),
+    /// in-flight count is kept at `open` in `WorkerEnd::open`, and
+    /// `Some(block)` when its gaps were folded by the worker, for the block
+    /// it was recorded in (indexed as `open`).
+    Ok(Option<usize>, Option<usize>),
+    /// A folded series merged into block `.0`, covering `.1` requests;
+    /// `None`: the worker's last record.
+    Series(usize, Option<u64>),
     /// It does not decode, or names a stage or scenario the run does not
     /// have: the worker wrote outside the protocol.
     Bad,
@@ -54,18 +65,29 @@ impl Parent<'_, '_, '_> {
                     let Some(open) = self.open_index(d.c.stage, d.c.scenario) else {
                         return Read::Bad;
                     };
+                    if d.c.flags & record::SERIES != 0 {
+                        return self.merge_series(open, d.text);
+                    }
                     let ended = d.c.flags & record::CONV_END != 0;
+                    let folded = (d.c.flags & record::FOLDED != 0).then(|| {
+                        let slot = stages::slot_of(self.stage_of(d.c.t_sched));
+                        slot * self.plan.scenarios.len() + open % self.plan.scenarios.len()
+                    });
                     self.absorb(d);
-                    Read::Ok(ended.then_some(open))
+                    Read::Ok(ended.then_some(open), folded)
                 });
                 match read {
                     Ok(None) => break,
-                    Ok(Some(Read::Ok(ended))) => {
+                    Ok(Some(Read::Ok(ended, folded))) => {
                         n += 1;
                         if let Some(open) = ended {
                             self.conversation_ended(w, open);
                         }
+                        if let Some(block) = folded {
+                            w.unfolded[block] += 1;
+                        }
                     }
+                    Ok(Some(Read::Series(block, covered))) => w.series_in(block, covered),
                     Ok(Some(Read::Bad)) | Err(_) => {
                         corrupt.push(k);
                         break;
@@ -81,6 +103,72 @@ impl Parent<'_, '_, '_> {
             self.finalize(f);
         }
         n
+    }
+
+    /// Merges a worker's folded gaps of block `block` (indexed as
+    /// `WorkerEnd::open`), the `SERIES` record's `text`, into that block;
+    /// empty, the worker's last record.
+    fn merge_series(&mut self, block: usize, text: &[u8]) -> Read {
+        if text.is_empty() {
+            return Read::Series(block, None);
+        }
+        let Some((requests, itl)) = record::read_series(text) else {
+            return Read::Bad;
+        };
+        let n = self.plan.scenarios.len();
+        let b = match block / n {
+            0 => &mut self.warmup,
+            slot => &mut self.blocks[slot - 1][block % n],
+        };
+        b.itl.merge(&itl);
+        Read::Series(block, Some(requests))
+    }
+
+    /// After `Exit`: waits for each live worker's folded series, which it
+    /// sends as it exits, up to its last record, or until it dies or
+    /// `SERIES_WAIT_NS` have passed. A request's record seen here came after
+    /// its conversation was written off (`drain`): it is passed over, as
+    /// it would have been unread before.
+    pub(super) fn collect_series(&mut self) {
+        let deadline = now_ns().saturating_add(SERIES_WAIT_NS);
+        loop {
+            let mut waiting = false;
+            let mut workers = std::mem::take(&mut self.workers);
+            for w in workers.iter_mut().filter(|w| w.alive && !w.series_done) {
+                let exited = matches!(w.child.try_wait(), Ok(Some(_)));
+                loop {
+                    let read = w.done.pop_with(|bytes| {
+                        let d = Completion::decode(bytes)?;
+                        if d.c.flags & record::SERIES == 0 {
+                            return Some(None);
+                        }
+                        let open = self.open_index(d.c.stage, d.c.scenario)?;
+                        match self.merge_series(open, d.text) {
+                            Read::Series(block, covered) => Some(Some((block, covered))),
+                            _ => None,
+                        }
+                    });
+                    match read {
+                        Ok(Some(Some(Some((block, covered))))) => w.series_in(block, covered),
+                        Ok(Some(Some(None))) => {}
+                        // Empty, or unreadable: nothing more from this one.
+                        Ok(None) | Ok(Some(None)) | Err(_) => break,
+                    }
+                }
+                waiting |= !exited && !w.series_done;
+            }
+            self.workers = workers;
+            if !waiting || now_ns() >= deadline {
+                return;
+            }
+            let bell = &self.shared.parent_bell;
+            bell.prepare_sleep();
+            if self.workers.iter_mut().any(|w| !w.done.is_empty()) {
+                bell.cancel_sleep();
+                continue;
+            }
+            bell.wait(Some(Duration::from_millis(10)));
+        }
     }
 
     /// A conversation kept at `open` on `w` ended. A worker that reports one
@@ -150,7 +238,7 @@ impl Parent<'_, '_, '_> {
     }
 
     /// Applies the scenario's checks, then records the request in its block,
-    /// the live window and the observer.
+    /// the timeline and the observer.
     pub(super) fn finalize(&mut self, mut f: Finished<'_>) {
         let si = f.scenario as usize;
         let checks = &self.plan.scenarios[si].checks;
@@ -189,29 +277,19 @@ impl Parent<'_, '_, '_> {
         {
             e.record(&f.sample, several);
         }
-        if f.stage.is_some()
-            && let Some(live) = &mut self.live
-        {
-            live.record(&f.sample);
-        }
         if let Some(obs) = self.observer.as_deref_mut() {
             obs.request(&f);
         }
     }
 
-    /// The stage a request due at `t_sched` is measured in: the last one
-    /// whose measurement had begun by then; `None` during warmup.
+    /// The stage a request due at `t_sched` is measured in (`None`:
+    /// warm-up), as a worker folding its gaps tells it.
     fn stage_of(&self, t_sched: u64) -> Option<u16> {
-        if t_sched < self.measure_start {
-            return None;
-        }
-        let mut stage = 0;
-        for (k, &start) in self.stage_starts.iter().enumerate() {
-            if start != 0 && start <= t_sched {
-                stage = k;
-            }
-        }
-        Some(stage as u16)
+        stages::stage_of(
+            t_sched,
+            self.measure_start,
+            self.stage_starts.iter().copied(),
+        )
     }
 }
 

@@ -28,7 +28,8 @@ const LIVENESS_EVERY_NS: u64 = 20_000_000;
 
 impl Parent<'_, '_, '_> {
     /// Stops issuing and waits for what is in flight, then tells the workers
-    /// to exit and collects the tokenizer lane's last requests.
+    /// to exit, takes the gaps they folded, and collects the tokenizer
+    /// lane's last requests.
     pub(super) fn drain(&mut self, signals: &AtomicU32) {
         let start = now_ns();
         let drain_ns = self.plan.limits.drain_ns;
@@ -97,6 +98,7 @@ impl Parent<'_, '_, '_> {
             }
         }
         self.shared.set_phase(RunPhase::Exit);
+        self.collect_series();
         if let Some(mut lane) = self.lane.take() {
             lane.close();
             while let Some(f) = lane.take() {

@@ -1,89 +1,64 @@
-//! The live window: what ended since the last live interval (counts, output
-//! tokens, failures by class, e2e, TTFT and send-lateness histograms), handed
-//! to the observer every live interval with the run's progress through its
-//! plan and the generator's counters since the last one, then cleared. Only
-//! measured requests count; warmup is labelled as such. Recording is a few
-//! additions and histogram increments; everything else is read once per
-//! interval from what the parent keeps anyway.
+//! The live view's clock: every live interval the parent hands its observer
+//! what ended since the last one, read from the timeline's cells (the one
+//! per-request tally): the measured requests' counts, output tokens and
+//! failures as the difference of the run's running totals, and latency and
+//! send-lateness percentiles from the seconds the interval overlaps; with
+//! the run's progress through its plan and the generator's counters since
+//! the last one. Only measured requests count; warmup is labelled as such.
+//! Nothing here is per request: it is all read once per interval.
 
 use std::sync::atomic::Ordering;
 
 use super::Parent;
 use crate::clock::now_ns;
-use crate::metrics::block::RequestSample;
-use crate::metrics::errors::ErrorCounts;
-use crate::metrics::observe::{GeneratorDelta, Interval, Progress};
-use crate::metrics::series::Series;
+use crate::metrics::errors::ErrorClass;
+use crate::metrics::observe::{GeneratorDelta, Interval, Latency, Progress};
+use crate::metrics::timeline::Bucket;
 use crate::plan::StagePlan;
 
-/// Requests that ended in the current live interval.
-pub(super) struct LiveWindow {
+/// When the next live interval is due, and what the last one saw.
+pub(super) struct LiveClock {
     pub(super) next_at: u64,
     every: u64,
     from: u64,
-    completed: u64,
-    failed: u64,
-    output_tokens: u64,
-    failures: ErrorCounts,
-    total_completed: u64,
-    total_failed: u64,
-    e2e: Series,
-    ttft: Series,
-    lateness: Series,
+    /// The run's measured totals at the last interval.
+    totals: Bucket,
     /// Generator counters at the start of the interval: ring full, held
     /// back, waited for a connection.
     seen: [u64; 3],
 }
 
-impl LiveWindow {
-    pub(super) fn new(now: u64, every: u64) -> LiveWindow {
-        LiveWindow {
+impl LiveClock {
+    pub(super) fn new(now: u64, every: u64) -> LiveClock {
+        LiveClock {
             next_at: now.saturating_add(every),
             every,
             from: now,
-            completed: 0,
-            failed: 0,
-            output_tokens: 0,
-            failures: ErrorCounts::default(),
-            total_completed: 0,
-            total_failed: 0,
-            e2e: Series::new(),
-            ttft: Series::new(),
-            lateness: Series::new(),
+            totals: Bucket::default(),
             seen: [0; 3],
         }
     }
+}
 
-    pub(super) fn record(&mut self, s: &RequestSample) {
-        if s.t_send >= s.t_sched && s.t_send != 0 {
-            self.lateness.record(s.t_send - s.t_sched);
-        }
-        if let Some(class) = s.error {
-            self.failed += 1;
-            self.total_failed += 1;
-            self.failures.record(class, s.status);
-        } else {
-            self.completed += 1;
-            self.total_completed += 1;
-            self.output_tokens += s.output_tokens().0;
-            self.e2e.record(s.t_end.saturating_sub(s.t_sched));
-            if s.t_first_token != 0 {
-                self.ttft.record(s.t_first_token.saturating_sub(s.t_send));
-            }
-        }
-    }
-
-    fn clear(&mut self, now: u64) {
-        self.from = now;
-        self.next_at = now.saturating_add(self.every);
-        self.completed = 0;
-        self.failed = 0;
-        self.output_tokens = 0;
-        self.failures.clear();
-        self.e2e.clear();
-        self.ttft.clear();
-        self.lateness.clear();
-    }
+/// The failures in `now` beyond those in `before` (each a running total),
+/// named as reports name them, in taxonomy order (HTTP statuses by code).
+fn failures_since(now: &Bucket, before: &Bucket) -> Vec<(String, u64)> {
+    let mut new: Vec<_> = now
+        .errors
+        .iter()
+        .filter_map(|&(class, status, n)| {
+            let seen = before
+                .errors
+                .iter()
+                .find(|e| e.0 == class && e.1 == status)
+                .map_or(0, |e| e.2);
+            (n > seen).then_some((class as u8, status, n - seen))
+        })
+        .collect();
+    new.sort_unstable();
+    new.into_iter()
+        .map(|(class, status, n)| (ErrorClass::from_u8(class).key(status), n))
+        .collect()
 }
 
 impl Parent<'_, '_, '_> {
@@ -113,10 +88,14 @@ impl Parent<'_, '_, '_> {
             let k = self.current_stage;
             (self.plan.stages[k].name.as_str(), Some(k))
         };
+        let totals = self.timeline.measured();
+        let latency = self.timeline.live_latency(now);
         let Some(live) = self.live.as_mut() else {
             return;
         };
         let delta = |i: usize| counters[i].saturating_sub(live.seen[i]);
+        let since = |now: u64, before: u64| now.saturating_sub(before);
+        let failures = failures_since(&totals, &live.totals);
         if let Some(obs) = self.observer.as_deref_mut() {
             obs.interval(&Interval {
                 elapsed_ns: now - self.run_start,
@@ -124,26 +103,28 @@ impl Parent<'_, '_, '_> {
                 stage,
                 stage_index,
                 stages: self.plan.stages.len(),
-                completed: live.completed,
-                failed: live.failed,
-                output_tokens: live.output_tokens,
-                failures: &live.failures,
-                total_completed: live.total_completed,
-                total_failed: live.total_failed,
+                completed: since(totals.completed, live.totals.completed),
+                failed: since(totals.failed, live.totals.failed),
+                output_tokens: since(totals.output_tokens, live.totals.output_tokens),
+                failures: &failures,
+                total_completed: totals.completed,
+                total_failed: totals.failed,
                 inflight: self.inflight,
-                e2e: &live.e2e,
-                ttft: &live.ttft,
+                e2e: Latency::of(latency.e2e),
+                ttft: Latency::of(latency.ttft),
                 progress,
                 generator: GeneratorDelta {
                     ring_full: delta(0),
                     held_back: delta(1),
                     waited_for_connection: delta(2),
-                    lateness: &live.lateness,
+                    lateness_p99_ns: latency.late_p99,
                 },
             });
         }
         live.seen = counters;
-        live.clear(now);
+        live.totals = totals;
+        live.from = now;
+        live.next_at = now.saturating_add(live.every);
     }
 
     /// How far through the plan the run is at `now`.
@@ -265,6 +246,28 @@ mod tests {
             stage_elapsed_ns: Some(S),
             stage_issued: 5,
         }
+    }
+
+    #[test]
+    fn failures_since_the_last_interval_are_named_in_taxonomy_order() {
+        let mut before = Bucket::default();
+        before.add_error(ErrorClass::HttpStatus, 503, 2);
+        before.add_error(ErrorClass::Reset, 0, 1);
+        let mut now = before.clone();
+        now.add_error(ErrorClass::HttpStatus, 503, 3);
+        now.add_error(ErrorClass::TlsError, 0, 1);
+        now.add_error(ErrorClass::HttpStatus, 429, 1);
+        now.add_error(ErrorClass::ConnectRefused, 0, 4);
+        assert_eq!(
+            failures_since(&now, &before),
+            [
+                ("connect_refused".to_string(), 4),
+                ("http_429".to_string(), 1),
+                ("http_503".to_string(), 3),
+                ("tls_error".to_string(), 1),
+            ]
+        );
+        assert!(failures_since(&now, &now).is_empty());
     }
 
     #[test]

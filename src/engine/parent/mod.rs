@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::Plan;
+use super::stages::WARMUP;
 use super::token_lane::TokenLane;
 use crate::clock::now_ns;
 use crate::dataset::Picker;
@@ -33,7 +34,7 @@ use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::Child;
-use live::LiveWindow;
+use live::LiveClock;
 use source::{Due, Inflight, Source};
 use timeline::TimelineBuckets;
 
@@ -44,11 +45,6 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 /// A conversation that found every issue ring full is offered again this
 /// soon (sooner if a completion frees room and rings the parent's bell).
 const RING_FULL_RETRY_NS: u64 = 20_000;
-
-/// `IssueSlot::stage` of a conversation issued during warmup. Every record
-/// of a conversation carries the field back, so its last one says under
-/// which block its in-flight count was kept (see `WorkerEnd::open`).
-const WARMUP: u16 = u16::MAX;
 
 /// The parent's ends of one worker.
 pub(crate) struct WorkerEnd<'a> {
@@ -66,6 +62,12 @@ pub(crate) struct WorkerEnd<'a> {
     pub alive: bool,
     /// Pushed since the worker's doorbell was last rung.
     dirty: bool,
+    /// Requests recorded whose gaps the worker folded (record::FOLDED) and
+    /// whose series has not come yet, by block (indexed as `open`): what
+    /// ITL lacks if the worker never sends it (it died).
+    unfolded: Vec<u64>,
+    /// The worker's last record (after its folded series) has come.
+    series_done: bool,
 }
 
 impl<'a> WorkerEnd<'a> {
@@ -82,6 +84,19 @@ impl<'a> WorkerEnd<'a> {
             open: Vec::new(),
             alive: true,
             dirty: false,
+            unfolded: Vec::new(),
+            series_done: false,
+        }
+    }
+
+    /// A folded series for `block` covering `covered` requests came, or
+    /// (`None`) the worker's last record. A series may cover more than
+    /// were recorded: records that came after their conversation was
+    /// written off are passed over.
+    fn series_in(&mut self, block: usize, covered: Option<u64>) {
+        match covered {
+            Some(n) => self.unfolded[block] = self.unfolded[block].saturating_sub(n),
+            None => self.series_done = true,
         }
     }
 }
@@ -212,7 +227,7 @@ pub(crate) struct Parent<'a, 's, 'o> {
     /// Why the run is incomplete, in the order it happened.
     incomplete: Vec<Incomplete>,
     next_liveness: u64,
-    live: Option<LiveWindow>,
+    live: Option<LiveClock>,
     /// What ended in each second of the run.
     timeline: TimelineBuckets,
     /// Connections opened when the measured window began (for connects/s).
@@ -230,6 +245,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         let n = plan.scenarios.len();
         for w in &mut workers {
             w.open = vec![0; (plan.stages.len() + 1) * n];
+            w.unfolded = vec![0; (plan.stages.len() + 1) * n];
         }
         Parent {
             // A warm-up by count draws its own order, so the measured
@@ -303,13 +319,14 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         self.warm_until = t0.saturating_add(self.plan.warmup_ns);
         // With a warm-up by count, measuring begins when its last request
         // is issued (`issue`), not at a time known now.
-        self.measure_start = if self.warmup_left > 0 {
+        self.set_measure_start(if self.warmup_left > 0 {
             u64::MAX
         } else {
             self.warm_until
-        };
+        });
         if self.plan.live_interval_ns > 0 && self.observer.is_some() {
-            self.live = Some(LiveWindow::new(t0, self.plan.live_interval_ns));
+            self.live = Some(LiveClock::new(t0, self.plan.live_interval_ns));
+            self.timeline.watch_live(t0);
         }
         for si in 0..self.plan.stages.len() {
             match self.run_stage(si, t0, signals) {
@@ -339,7 +356,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         let start = if si == 0 { t0 } else { now_ns() };
         let measured_from = if si == 0 { self.measure_start } else { start };
         if measured_from != u64::MAX {
-            self.stage_starts[si] = measured_from;
+            self.set_stage_start(si, measured_from);
         }
         let bounds = self.bounds(si);
         let mut source = Source::for_stage(
@@ -427,7 +444,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                             Issued::LastWarmup => {
                                 // Once per run: the measured order from its start.
                                 self.pickers = pickers(self.plan, self.plan.dataloader_seed);
-                                self.stage_starts[stage] = self.measure_start;
+                                self.set_stage_start(stage, self.measure_start);
                                 source.measure_from(self.measure_start);
                                 bounds = self.bounds(stage);
                             }
@@ -520,8 +537,23 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         }
         // Every conversation issued so far was due at or before this one,
         // so all of them stay warm-up, and the time warm-up still counts.
-        self.measure_start = self.warm_until.max(t_sched.saturating_add(1));
+        self.set_measure_start(self.warm_until.max(t_sched.saturating_add(1)));
         Issued::LastWarmup
+    }
+
+    /// Measuring begins at `t` (`u64::MAX`: not known yet). Published
+    /// before any request due at or after `t` is issued, so a worker
+    /// tells each request's stage as `collect` does (`stages::stage_of`).
+    fn set_measure_start(&mut self, t: u64) {
+        self.measure_start = t;
+        self.shared.publish_measure_start(t);
+    }
+
+    /// Stage `k`'s measurement begins at `t`, published as
+    /// `set_measure_start`.
+    fn set_stage_start(&mut self, k: usize, t: u64) {
+        self.stage_starts[k] = t;
+        self.shared.publish_stage_start(k, t);
     }
 
     /// Where `WorkerEnd::open` keeps a conversation with this `stage` field
@@ -552,6 +584,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         let now = now_ns();
         if deadline <= now {
             return;
+        }
+        if let Some(obs) = self.observer.as_deref_mut() {
+            obs.idle(now);
         }
         let bell = &self.shared.parent_bell;
         bell.prepare_sleep();

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::dataset::Order;
-use crate::engine::record::{CONV_END, Completion};
+use crate::engine::record::{CONV_END, Completion, FOLDED, SERIES, STREAMED, series_bytes};
 use crate::engine::requests::RequestSet;
 use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::metrics::errors::ErrorClass;
+use crate::metrics::series::Series;
 use crate::plan::{Checks, Limits, Load, StagePlan, Thresholds};
 use crate::shm::ring::ByteProducer;
 use crate::sys::process::{Exit, fork_child};
@@ -171,7 +172,7 @@ fn until_dead(p: &mut Parent<'_, '_, '_>, k: usize) {
 #[test]
 fn a_dead_worker_loses_only_its_own_requests_each_in_its_own_block() {
     let plan = plan();
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     // Alternating workers (least loaded first): worker 0 gets a warmup
@@ -218,7 +219,7 @@ fn a_dead_worker_loses_only_its_own_requests_each_in_its_own_block() {
 #[test]
 fn a_corrupt_ring_stops_its_worker_and_the_run_goes_on() {
     let plan = plan();
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     for t in [1_100, 1_200, 1_300] {
@@ -263,7 +264,7 @@ fn a_corrupt_ring_stops_its_worker_and_the_run_goes_on() {
 #[test]
 fn records_that_do_not_decode_or_name_no_block_are_corrupt() {
     let plan = plan();
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     assert_ne!(p.issue(1_100 * MS, 0, 0), Issued::Full);
@@ -284,7 +285,7 @@ fn records_that_do_not_decode_or_name_no_block_are_corrupt() {
 #[test]
 fn a_duplicate_end_cannot_push_counts_below_zero() {
     let plan = plan();
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     assert_ne!(p.issue(1_100 * MS, 0, 0), Issued::Full);
@@ -315,7 +316,7 @@ fn a_normal_end_waits_at_most_the_drain_timeout_and_never_wraps() {
 fn a_warmup_by_count_ends_after_its_last_request_and_not_before_its_time() {
     let mut plan = plan();
     plan.warmup_requests = 3;
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
     // As `run` starts it: measuring waits for the count; the time warm-up
@@ -342,7 +343,7 @@ fn a_warmup_by_count_ends_after_its_last_request_and_not_before_its_time() {
 fn a_longer_time_warmup_outlasts_the_warmup_count() {
     let mut plan = plan();
     plan.warmup_requests = 1;
-    let shared = Shared::new(WORKERS).unwrap();
+    let shared = Shared::new(WORKERS, 2).unwrap();
     let mut children = Sleepers::new();
     let (mut p, _producers) = parent(&plan, &shared, &mut children.0);
     p.measure_start = u64::MAX;
@@ -352,4 +353,115 @@ fn a_longer_time_warmup_outlasts_the_warmup_count() {
     assert_eq!(p.measure_start, 900 * MS);
     assert_eq!(p.issue(500 * MS, 0, 0), Issued::Warmup);
     assert_eq!(p.issue(900 * MS, 0, 0), Issued::Measured);
+}
+
+/// Publishes a successful single request of `scenario`, stage 0, with
+/// `gaps`, or with none and flagged `FOLDED` (the worker kept them).
+fn report_success(p: &mut ByteProducer, scenario: u16, t_sched: u64, gaps: &[u64], folded: bool) {
+    let c = Completion {
+        t_sched,
+        t_send: t_sched,
+        t_first_token: t_sched + MS,
+        t_last_token: t_sched + 2 * MS,
+        t_end: t_sched + 3 * MS,
+        scenario,
+        turn: 1,
+        status: 200,
+        text_events: gaps.len() as u32 + 1,
+        flags: CONV_END | STREAMED | if folded { FOLDED } else { 0 },
+        ..Completion::default()
+    };
+    let gaps = if folded { &[][..] } else { gaps };
+    let mut c = c;
+    c.n_gaps = gaps.len() as u32;
+    p.push_with(c.encoded_len(), |b| c.encode(gaps, &[], &[], b))
+        .unwrap();
+}
+
+/// Publishes a worker's folded series of (`stage`, `scenario`), or with
+/// `None` its last record.
+fn report_series(p: &mut ByteProducer, stage: u16, scenario: u16, series: Option<(u64, &Series)>) {
+    let text = series.map_or_else(Vec::new, |(n, s)| series_bytes(n, s));
+    let mut c = Completion {
+        stage,
+        scenario,
+        flags: SERIES,
+        ..Completion::default()
+    };
+    c.fit(0, 0, &text);
+    p.push_with(c.encoded_len(), |b| c.encode(&[], &text, &[], b))
+        .unwrap();
+}
+
+/// The same requests, their gaps recorded by the parent (scenario "a", on
+/// worker 0) or folded by a worker and merged at the end (scenario "b", on
+/// worker 1): the two blocks' ITL series are the same, bit for bit.
+#[test]
+fn gaps_folded_by_a_worker_merge_into_exactly_what_the_parent_records() {
+    let plan = plan();
+    let shared = Shared::new(WORKERS, 2).unwrap();
+    let mut children = Sleepers::new();
+    let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
+    let mut rng = crate::rng::Rng::seeded(23);
+    let mut folded = Series::new();
+    for i in 0..200u64 {
+        let t = 1_100 * MS + i * MS;
+        assert_ne!(p.issue(t, 0, 0), Issued::Full);
+        assert_ne!(p.issue(t, 0, 1), Issued::Full);
+        let gaps: Vec<u64> = (0..rng.below(40))
+            .map(|_| {
+                let bits = rng.below(40);
+                rng.below(1 << bits)
+            })
+            .collect();
+        report_success(&mut producers[0], 0, t, &gaps, false);
+        report_success(&mut producers[1], 1, t, &gaps, true);
+        for &g in &gaps {
+            folded.record(g);
+        }
+        p.collect();
+    }
+    assert_eq!(p.workers[1].unfolded[2 + 1], 200, "block (stage 0, b)");
+    assert_eq!(p.blocks[0][1].itl.count(), 0, "nothing before the series");
+    report_series(&mut producers[1], 0, 1, Some((200, &folded)));
+    report_series(&mut producers[1], 0, 0, None);
+    p.collect_series();
+    assert!(p.workers[1].series_done);
+    assert_eq!(p.workers[1].unfolded, [0; 6]);
+    let (a, b) = (&p.blocks[0][0].itl, &p.blocks[0][1].itl);
+    assert!(a.count() > 1000, "{}", a.count());
+    assert_eq!(a.histogram(), b.histogram());
+    assert_eq!(
+        (a.count(), a.sum_ns(), a.sum_sq(), a.min_ns(), a.max_ns()),
+        (b.count(), b.sum_ns(), b.sum_sq(), b.min_ns(), b.max_ns())
+    );
+    assert_eq!(p.blocks[0][0].completed, p.blocks[0][1].completed);
+}
+
+/// A worker that dies before it sends its series takes them with it: the
+/// parent knows how many of its recorded requests lack their gaps.
+#[test]
+fn a_dead_worker_s_folded_gaps_are_missing_and_counted() {
+    let plan = plan();
+    let shared = Shared::new(WORKERS, 2).unwrap();
+    let mut children = Sleepers::new();
+    let (mut p, mut producers) = parent(&plan, &shared, &mut children.0);
+    for i in 0..3 {
+        assert_ne!(p.issue(1_100 * MS + i, 0, 0), Issued::Full);
+    }
+    // Worker 0 took two, worker 1 one.
+    report_success(&mut producers[0], 0, 1_100 * MS, &[5, 6], true);
+    report_success(&mut producers[0], 0, 1_100 * MS + 2, &[5, 6], true);
+    report_success(&mut producers[1], 0, 1_100 * MS + 1, &[7], false);
+    assert_eq!(p.collect(), 3);
+    p.workers[0].child.kill().unwrap();
+    until_dead(&mut p, 0);
+    // Worker 1 had nothing to fold.
+    report_series(&mut producers[1], 0, 0, None);
+    let t = Instant::now();
+    p.collect_series();
+    assert!(t.elapsed() < Duration::from_secs(4), "no wait for the dead");
+    assert_eq!(p.workers[0].unfolded[2], 2);
+    assert_eq!(p.blocks[0][0].completed, 3);
+    assert_eq!(p.blocks[0][0].itl.count(), 1, "the parent's own only");
 }

@@ -5,15 +5,23 @@
 //!
 //! Records do not arrive in `t_end` order (each worker's ring is drained in
 //! turn, the tokenizer lane holds some back), so the last few intervals
-//! stay open in a small ring, each with a pair of small latency histograms
-//! per slice and stage that saw a success; an interval closes `GRACE_NS`
-//! after it ends, once a second, into plain counts and percentiles. A
-//! record for an interval already closed still counts exactly in it; only
-//! its latency is lost (counted as a straggler). The trade-off: per request
-//! a few additions and two histogram records, no allocation (histograms
-//! come from a pool and are reset when their interval closes); per second
-//! one bucket per slice pushed to a `Vec`, with its histograms encoded as
-//! text (`hdr::to_text`) for summary.json's state.
+//! stay open in a small ring, each with a set of small latency histograms
+//! per slice and stage that saw a request; an interval closes `GRACE_NS`
+//! after it ends, once a second, into plain counts. A record for an
+//! interval already closed still counts exactly in it; only its latency is
+//! lost (counted as a straggler). The trade-off: per request a few
+//! additions and two or three histogram records, no allocation (histograms
+//! come from a pool); per second one bucket per slice pushed to a `Vec`,
+//! its histograms handed to the encoder thread (`encoder`), which reads
+//! their percentiles and encodes them as text for summary.json's state off
+//! the loop.
+//!
+//! The open cells are also the live view's only tally: what measured
+//! requests ended since the last live interval is the difference of the
+//! running totals (`measured`), and its latency percentiles come from the
+//! cells of the seconds it overlaps (`live_latency`).
+
+mod encoder;
 
 use hdrhistogram::Histogram;
 
@@ -21,10 +29,10 @@ use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::RequestSample;
 use crate::metrics::errors::ErrorClass;
-use crate::metrics::hdr;
 use crate::metrics::timeline::{
-    BOUNDS, Bucket, INTERVAL_NS, MAX_SCENARIO_SERIES, RunTimeline, TimelineSlice,
+    Bucket, INTERVAL_NS, MAX_SCENARIO_SERIES, RunTimeline, TimelineSlice,
 };
+use encoder::{Cell as Closed, Encoder, Hists};
 
 /// Intervals open at once: the one under way, the one just ended, one in
 /// its grace period, and one for a tick that came late.
@@ -44,21 +52,7 @@ struct Cell {
     hist: u32,
 }
 
-struct Hists {
-    ttft: Histogram<u32>,
-    e2e: Histogram<u32>,
-}
-
-impl Hists {
-    fn new() -> Hists {
-        Hists {
-            ttft: BOUNDS.histogram(),
-            e2e: BOUNDS.histogram(),
-        }
-    }
-}
-
-/// Histogram pairs handed to cells and taken back when they close.
+/// Histogram sets handed to cells and taken back when they close.
 #[derive(Default)]
 struct Pool {
     hists: Vec<Hists>,
@@ -101,6 +95,25 @@ pub(super) struct TimelineBuckets {
     stragglers: u64,
     /// When `tick` next has something to do (the next interval boundary).
     pub(super) next_tick: u64,
+    /// Reads and encodes closed cells' histograms.
+    encoder: Encoder,
+    /// What measured requests ended in the intervals closed so far (the
+    /// whole run's slice), stragglers included: with the open cells, the
+    /// run's totals so far.
+    measured: Bucket,
+    /// With a live view: latency of the measured requests of the cells
+    /// closed since the live interval under way began, and the first
+    /// interval it overlaps.
+    live: Option<(Hists, u64)>,
+}
+
+/// Percentiles of the latencies the live view shows, ns (`None`: none
+/// recorded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct LiveLatency {
+    pub e2e: (Option<u64>, Option<u64>),
+    pub ttft: (Option<u64>, Option<u64>),
+    pub late_p99: Option<u64>,
 }
 
 /// The slot of a request measured in `stage` (`None`: warm-up).
@@ -122,6 +135,23 @@ fn count(b: &mut Bucket, s: &RequestSample, good: bool) {
     b.output_tokens += s.output_tokens().0;
     b.input_tokens += s.input_tokens.map_or(0, u64::from);
     b.good += u64::from(good);
+}
+
+/// Adds `from`'s counts (not its latencies) into `into`.
+fn add_counts(into: &mut Bucket, from: &Bucket) {
+    into.completed += from.completed;
+    into.output_tokens += from.output_tokens;
+    into.input_tokens += from.input_tokens;
+    into.good += from.good;
+    for &(class, status, n) in &from.errors {
+        into.add_error(class, status, n);
+    }
+}
+
+/// The p50 and p99 of `h`, `None` when empty.
+fn p50_p99(h: &Histogram<u32>) -> (Option<u64>, Option<u64>) {
+    let q = |q| (!h.is_empty()).then(|| h.value_at_quantile(q));
+    (q(0.5), q(0.99))
 }
 
 impl TimelineBuckets {
@@ -157,13 +187,22 @@ impl TimelineBuckets {
             last_in_flight: 0,
             stragglers: 0,
             next_tick: u64::MAX,
+            encoder: Encoder::inline(),
+            measured: Bucket::default(),
+            live: None,
         }
     }
 
-    /// Time zero of the timeline.
+    /// Time zero of the timeline; starts the encoder thread.
     pub(super) fn start(&mut self, run_start: u64) {
         self.run_start = run_start;
         self.next_tick = run_start;
+        self.encoder.start();
+    }
+
+    /// Keeps what the live view reads, from `now` on.
+    pub(super) fn watch_live(&mut self, now: u64) {
+        self.live = Some((Hists::new(), self.interval(now)));
     }
 
     /// The interval `t` falls in.
@@ -202,16 +241,25 @@ impl TimelineBuckets {
         }
         self.latest = self.latest.max(k);
         let slots = self.slots;
+        // Send lateness goes in the whole run's slice, for the live view.
+        let lateness = self.live.is_some() && s.t_send != 0 && s.t_send >= s.t_sched;
         for slice in self.slices_of(scenario) {
             let cell = &mut self.open[(k % OPEN) as usize][slice * slots + slot];
             count(&mut cell.counts, s, good);
-            if s.error.is_some() {
+            let late = lateness && slice == 0;
+            if s.error.is_some() && !late {
                 continue;
             }
             if cell.hist == NO_HIST {
                 cell.hist = self.pool.take();
             }
             let h = &mut self.pool.hists[cell.hist as usize];
+            if late {
+                h.late.saturating_record(s.t_send - s.t_sched);
+            }
+            if s.error.is_some() {
+                continue;
+            }
             h.e2e
                 .saturating_record(s.t_end.saturating_sub(s.t_sched).max(1));
             if s.t_first_token != 0 {
@@ -240,6 +288,9 @@ impl TimelineBuckets {
     /// interval's zero bucket takes the stage instead).
     fn straggle(&mut self, k: u64, slot: usize, scenario: usize, s: &RequestSample, good: bool) {
         self.stragglers += 1;
+        if slot > 0 {
+            count(&mut self.measured, s, good);
+        }
         let (interval, stage) = (k as u32, stage_of(slot));
         for slice in self.slices_of(scenario) {
             let v = &mut self.closed[slice];
@@ -302,7 +353,7 @@ impl TimelineBuckets {
 
     /// Closes interval `k` (`first_open`) into a bucket per slice and stage
     /// that saw a request, or one zero bucket under the stage running at
-    /// its start.
+    /// its start. The cells' histograms go to the encoder.
     fn close(&mut self, k: u64) {
         let idle = self
             .running
@@ -324,19 +375,31 @@ impl TimelineBuckets {
                 let mut b = std::mem::take(&mut cell.counts);
                 b.interval = interval;
                 b.stage = stage_of(slot);
+                if slice == 0 && slot > 0 {
+                    add_counts(&mut self.measured, &b);
+                }
                 if cell.hist != NO_HIST {
-                    let h = &mut self.pool.hists[cell.hist as usize];
-                    let q = |h: &Histogram<u32>, q: f64| {
-                        (!h.is_empty()).then(|| h.value_at_quantile(q))
-                    };
-                    (b.ttft_p50_ns, b.ttft_p99_ns) = (q(&h.ttft, 0.5), q(&h.ttft, 0.99));
-                    (b.e2e_p50_ns, b.e2e_p99_ns) = (q(&h.e2e, 0.5), q(&h.e2e, 0.99));
-                    let text = |h: &Histogram<u32>| (!h.is_empty()).then(|| hdr::to_text(h));
-                    (b.ttft_hist, b.e2e_hist) = (text(&h.ttft), text(&h.e2e));
-                    h.ttft.reset();
-                    h.e2e.reset();
-                    self.pool.free.push(cell.hist);
+                    let i = cell.hist as usize;
                     cell.hist = NO_HIST;
+                    self.pool.free.push(i as u32);
+                    let h = &mut self.pool.hists[i];
+                    if let Some((live, from)) = &mut self.live
+                        && slice == 0
+                        && slot > 0
+                        && k >= *from
+                    {
+                        add_latency(live, h);
+                    }
+                    if h.no_latency() {
+                        h.reset();
+                    } else {
+                        let cell = Closed {
+                            slice,
+                            interval,
+                            stage: b.stage,
+                        };
+                        self.encoder.take(cell, h);
+                    }
                 }
                 closed.push(b);
             }
@@ -365,6 +428,13 @@ impl TimelineBuckets {
         self.note(k + 1, running, in_flight);
         self.close_before(k + 1);
         self.in_flight.truncate(self.first_open as usize);
+        for e in self.encoder.finish() {
+            let v = &mut self.closed[e.cell.slice];
+            let key = (e.cell.interval, e.cell.stage);
+            if let Ok(at) = v.binary_search_by(|b| (b.interval, b.stage).cmp(&key)) {
+                e.fill(&mut v[at]);
+            }
+        }
         let slices = std::mem::take(&mut self.closed)
             .into_iter()
             .enumerate()
@@ -381,6 +451,56 @@ impl TimelineBuckets {
             slo: self.judging,
             stragglers: self.stragglers,
             scenarios_left_out: scenario_names.len().saturating_sub(MAX_SCENARIO_SERIES),
+        }
+    }
+
+    /// The measured requests that ended so far (the whole run's counts).
+    pub(super) fn measured(&self) -> Bucket {
+        let mut total = self.measured.clone();
+        for cells in &self.open {
+            for cell in &cells[1..self.slots] {
+                add_counts(&mut total, &cell.counts);
+            }
+        }
+        total
+    }
+
+    /// The latency percentiles of the measured requests that ended in the
+    /// seconds since the last call (or `watch_live`), up to `now`: those
+    /// closed meanwhile and those still open. The next call's seconds
+    /// begin with the one `now` falls in.
+    pub(super) fn live_latency(&mut self, now: u64) -> LiveLatency {
+        let next = self.interval(now);
+        let Some((live, from)) = &mut self.live else {
+            return LiveLatency::default();
+        };
+        for k in (*from).max(self.first_open)..self.first_open + OPEN {
+            let cells = &self.open[(k % OPEN) as usize];
+            for cell in cells[1..self.slots].iter().filter(|c| c.hist != NO_HIST) {
+                add_latency(live, &self.pool.hists[cell.hist as usize]);
+            }
+        }
+        let got = LiveLatency {
+            e2e: p50_p99(&live.e2e),
+            ttft: p50_p99(&live.ttft),
+            late_p99: p50_p99(&live.late).1,
+        };
+        live.reset();
+        *from = next;
+        got
+    }
+}
+
+/// Adds `h`'s latencies into `into`.
+fn add_latency(into: &mut Hists, h: &Hists) {
+    for (a, b) in [
+        (&mut into.e2e, &h.e2e),
+        (&mut into.ttft, &h.ttft),
+        (&mut into.late, &h.late),
+    ] {
+        if !b.is_empty() {
+            // Same bounds, values within them: adding cannot fail.
+            let _ = a.add(b);
         }
     }
 }

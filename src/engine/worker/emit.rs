@@ -14,7 +14,7 @@ use super::{Job, Worker};
 use crate::engine::record::{self, Completion};
 use crate::metrics::errors::ErrorClass;
 use crate::shm::ring::{ByteProducer, PushError};
-use crate::shm::run::{MAX_RECORD, WorkerCounters};
+use crate::shm::run::{MAX_GAPS, MAX_RECORD, WorkerCounters};
 
 /// How a job ended, as its record says.
 #[derive(Clone, Copy, Debug)]
@@ -114,8 +114,26 @@ impl Worker<'_> {
                 rec.finish = tally.finish as u8;
                 rec.first_text_len = tally.first_text_len;
                 let text: &[u8] = if ship_text { &tally.text } else { &[] };
+                let mut gaps: &[u64] = &tally.gaps;
+                // Without gaps (a non-streamed reply, a single event) there
+                // is nothing to fold.
+                let fold = match error {
+                    ErrorClass::None if !gaps.is_empty() => {
+                        self.fold_block(job.slot.scenario, job.slot.t_sched, job.turn)
+                    }
+                    _ => None,
+                };
+                if let Some(key) = fold {
+                    // The gaps a record would have carried (`Completion::fit`).
+                    if gaps.len() > MAX_GAPS {
+                        rec.flags |= record::GAPS_TRUNCATED;
+                    }
+                    self.folded.add(key, &gaps[..gaps.len().min(MAX_GAPS)]);
+                    rec.flags |= record::FOLDED;
+                    gaps = &[];
+                }
                 self.out
-                    .push(self.counters, rec, &tally.gaps, text, tally.error_message());
+                    .push(self.counters, rec, gaps, text, tally.error_message());
             }
         }
     }
@@ -162,7 +180,7 @@ impl Outbox {
     /// matter to the parent, but the backlog must drain before new records
     /// so none waits forever). The record is fitted first (`fit` sets its
     /// lengths), so it is never too large for the ring, queued or not.
-    fn push(
+    pub(super) fn push(
         &mut self,
         counters: &WorkerCounters,
         mut rec: Completion,
@@ -228,11 +246,11 @@ mod tests {
     use super::*;
     use crate::engine::conn::MAX_MESSAGE;
     use crate::engine::record::MIN_RECORD_TEXT;
-    use crate::shm::run::{MAX_GAPS, Shared};
+    use crate::shm::run::Shared;
 
     #[test]
     fn an_oversized_record_behind_a_full_ring_is_trimmed_and_the_backlog_drains() {
-        let shared = Shared::new(1).unwrap();
+        let shared = Shared::new(1, 1).unwrap();
         let (_issue, mut done) = shared.take_parent_ends(0).unwrap();
         let (_take, ring) = shared.take_worker_ends(0).unwrap();
         let counters = shared.counters(0);

@@ -13,7 +13,8 @@
 //! This file is the loop and what it decides: taking issues, matching jobs to
 //! connections, timeouts and abort. `backend` is how bytes move (io_uring or
 //! epoll), `pool` holds the connections, `exchange` one request's bytes on
-//! one of them, `convs` the conversations, `emit` the records. Each is an
+//! one of them, `convs` the conversations, `emit` the records, `fold` the
+//! inter-token gaps kept here rather than shipped. Each is an
 //! `impl Worker` block over the worker's own fields (the conversations and
 //! the outbox are fields of their own types), so the split adds no
 //! indirection, dispatch or copy to a request.
@@ -22,6 +23,7 @@ mod backend;
 mod convs;
 mod emit;
 mod exchange;
+mod fold;
 mod pool;
 
 use std::collections::VecDeque;
@@ -39,6 +41,7 @@ use crate::shm::ring::SlotConsumer;
 use crate::shm::run::{ConnStats, IssueSlot, RunPhase, Shared, WorkerCounters};
 use convs::Convs;
 use emit::{Outbox, Outcome};
+use fold::Folded;
 use pool::{Conn, ConnState};
 
 /// What a worker needs; inherited through `fork()`.
@@ -179,6 +182,8 @@ struct Worker<'a> {
     draining: bool,
     issue: SlotConsumer<IssueSlot>,
     out: Outbox,
+    /// Inter-token gaps of successes the parent needs not see, by block.
+    folded: Folded,
     /// Connections carrying a request (Connecting, Handshaking, Sending,
     /// Receiving).
     busy: usize,
@@ -217,6 +222,7 @@ impl<'a> Worker<'a> {
             body_scratch: Vec::new(),
             draining: false,
             out: Outbox::new(out),
+            folded: Folded::new(s.shared.stages(), s.scenarios.len()),
             busy: 0,
             panic_after: test_switch("LLMLOAD_TEST_WORKER_PANIC", s.index),
             corrupt_after: test_switch("LLMLOAD_TEST_CORRUPT_RECORD", s.index),
@@ -292,6 +298,7 @@ impl<'a> Worker<'a> {
             self.io_dispatch();
             self.drain_pending();
         }
+        self.send_folded();
         for c in &mut self.conns {
             c.stream = None;
         }

@@ -1,5 +1,7 @@
 use super::*;
 use crate::metrics::goodput::judge;
+use crate::metrics::hdr;
+use crate::metrics::timeline::BOUNDS;
 use crate::plan::Slo;
 
 const S: u64 = INTERVAL_NS;
@@ -296,4 +298,92 @@ fn closed_buckets_keep_their_histograms() {
         (b[1].failed, &b[1].ttft_hist, &b[1].e2e_hist),
         (1, &None, &None)
     );
+}
+
+/// Closing a second in the loop encodes nothing there: its bucket gets its
+/// percentiles and histogram text from the encoder thread, by the run's end.
+#[test]
+fn a_closed_second_is_encoded_off_the_loop() {
+    let mut t = buckets(1, 1);
+    t.tick(T0, 1, 0);
+    t.record(&ok(100 * MS, 10 * MS, MS, 2), Some(0), 0, false);
+    t.tick(T0 + 3 * S, 1, 0);
+    let b = &t.closed[0][0];
+    assert_eq!((b.interval, b.completed), (0, 1));
+    assert_eq!(
+        (&b.e2e_hist, b.e2e_p50_ns),
+        (&None, None),
+        "not in the loop"
+    );
+    let r = finish(&mut t, 3 * S + 1, 1);
+    let b = &r.slices[0].buckets[0];
+    let e2e: Histogram<u32> = hdr::from_text(b.e2e_hist.as_deref().unwrap(), BOUNDS).unwrap();
+    assert_eq!(
+        (e2e.len(), b.e2e_p50_ns),
+        (1, Some(e2e.value_at_quantile(0.5)))
+    );
+}
+
+/// The encoder's thread and the loop encode alike.
+#[test]
+fn the_loop_encodes_as_the_thread_does_when_there_is_none() {
+    let run = |thread: bool| {
+        let mut t = TimelineBuckets::new(1, 2, false);
+        t.run_start = T0;
+        t.next_tick = T0;
+        if thread {
+            t.encoder.start();
+        }
+        for i in 1..=20 {
+            t.record(
+                &ok(i * 50 * MS, i * MS, i * 10_000, 2),
+                Some(0),
+                (i % 2) as usize,
+                false,
+            );
+        }
+        finish(&mut t, 5 * S, 2)
+    };
+    assert_eq!(run(true), run(false));
+}
+
+/// The live view's tally: running totals of measured requests (stragglers
+/// included, warm-up not), and latency of the seconds since its last look.
+#[test]
+fn the_live_view_reads_totals_and_latency_off_the_cells() {
+    let mut t = buckets(1, 1);
+    t.watch_live(T0);
+    t.tick(T0, 1, 0);
+    t.record(&ok(100 * MS, 10 * MS, MS, 2), None, 0, false);
+    t.record(&ok(200 * MS, 20 * MS, 2 * MS, 3), Some(0), 0, false);
+    let mut late = failed(300 * MS, ErrorClass::Reset, 0);
+    late.t_send = late.t_sched + 7 * MS;
+    t.record(&late, Some(0), 0, false);
+    let m = t.measured();
+    assert_eq!((m.completed, m.failed, m.output_tokens), (1, 1, 3));
+    let l = t.live_latency(T0 + 500 * MS);
+    let near = |got: Option<u64>, want: u64| {
+        let got = got.unwrap() as f64;
+        assert!(
+            (got - want as f64).abs() <= want as f64 * 0.01,
+            "{got} vs {want}"
+        );
+    };
+    near(l.e2e.0, 20 * MS);
+    near(l.ttft.1, 2 * MS);
+    near(l.late_p99, 7 * MS);
+    // Second 0 stays in the next look (it is still under way); second 1's
+    // request too, and second 0 closes (with its latencies kept) before.
+    t.record(&ok(S + 100 * MS, 40 * MS, MS, 1), Some(0), 0, false);
+    t.tick(T0 + 3 * S, 1, 0);
+    let l = t.live_latency(T0 + 3 * S);
+    near(l.e2e.0, 20 * MS);
+    near(l.e2e.1, 40 * MS);
+    // Then only seconds from 3 on: nothing yet.
+    assert_eq!(t.live_latency(T0 + 3 * S + 1), LiveLatency::default());
+    // A straggler counts in the totals.
+    t.record(&failed(100 * MS, ErrorClass::Reset, 0), Some(0), 0, false);
+    let m = t.measured();
+    assert_eq!((m.completed, m.failed), (2, 2));
+    assert_eq!(m.errors, [(ErrorClass::Reset, 0, 2)]);
 }
