@@ -84,7 +84,7 @@ fn the_count_fills_whole_passes_prompts_are_untouched_and_warmup_is_apart() {
     let issued = u(&s["requests"]["issued"]);
     // max(ceil(100/s × 2 s × 1.1) = 221, 250) rounded up to 3 passes.
     assert_eq!(issued, 300, "{}", s["notes"]);
-    assert!(issued % 100 == 0 && issued >= 250 && issued >= 220);
+    assert!(issued.is_multiple_of(100) && issued >= 250 && issued >= 220);
     assert_eq!(u(&s["requests"]["completed"]), 300);
     assert_eq!(u(&s["warmup"]["issued"]), 20);
     assert_eq!(u(&s["warmup"]["completed"]), 20);

@@ -43,7 +43,7 @@ pub(crate) fn bytes_flag(text: &str) -> Result<u64, String> {
 /// divides it exactly (`4MiB`, `1536KiB`, `1000`).
 pub(crate) fn format_bytes(n: u64) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n != 0 && n % (1 << shift) == 0 {
+        if n != 0 && n.is_multiple_of(1 << shift) {
             return format!("{}{unit}", n >> shift);
         }
     }

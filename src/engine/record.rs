@@ -102,7 +102,7 @@ pub(crate) const MIN_RECORD_TEXT: usize = 256 << 10;
 const _: () = assert!(
     HEADER + MAX_GAPS * 8 + (MIN_RECORD_TEXT + MAX_MESSAGE).next_multiple_of(8) <= MAX_RECORD
 );
-const _: () = assert!(MAX_RECORD % 8 == 0 && HEADER % 8 == 0);
+const _: () = assert!(MAX_RECORD.is_multiple_of(8) && HEADER.is_multiple_of(8));
 
 impl Completion {
     /// Total record length with its gaps, text and message.

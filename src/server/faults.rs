@@ -146,7 +146,7 @@ impl Rate {
     fn hit(&mut self) -> bool {
         let i = self.seen;
         self.seen += 1;
-        if i % self.burst == 0 {
+        if i.is_multiple_of(self.burst) {
             let b = i / self.burst;
             self.block_hit = self.rate > 0.0
                 && ((b + 1) as f64 * self.rate).floor() > (b as f64 * self.rate).floor();

@@ -253,13 +253,13 @@ impl ServerConfig {
                 self.input_budget
             ));
         }
-        if let Some(n) = self.output_tokens {
-            if n > formats::MAX_OUTPUT_TOKENS {
-                return Err(format!(
-                    "--output-tokens {n} is more than the limit of {}",
-                    formats::MAX_OUTPUT_TOKENS
-                ));
-            }
+        if let Some(n) = self.output_tokens
+            && n > formats::MAX_OUTPUT_TOKENS
+        {
+            return Err(format!(
+                "--output-tokens {n} is more than the limit of {}",
+                formats::MAX_OUTPUT_TOKENS
+            ));
         }
         match self.output_tokens {
             Some(n) if self.reasoning_tokens > n => {

@@ -73,7 +73,7 @@ impl Doorbell {
     pub(crate) unsafe fn new(flag_at: *mut u8) -> io::Result<Self> {
         let shared = NonNull::new(flag_at.cast::<Shared>()).expect("doorbell pointer is null");
         assert!(
-            flag_at as usize % DOORBELL_BYTES == 0,
+            (flag_at as usize).is_multiple_of(DOORBELL_BYTES),
             "doorbell at {flag_at:p} is not 64-byte aligned"
         );
         // SAFETY: eventfd takes no pointers.

@@ -176,7 +176,7 @@ impl Positions {
 /// handle is using.
 unsafe fn write_header(at: *mut u8, magic: u64, capacity: usize, item_size: usize) {
     assert!(
-        at as usize % RING_ALIGN == 0,
+        (at as usize).is_multiple_of(RING_ALIGN),
         "ring at {at:p} is not {RING_ALIGN}-byte aligned"
     );
     let header = Header {
@@ -663,7 +663,7 @@ impl ByteConsumer {
 
     #[inline]
     fn read_word(&self, index: usize) -> u64 {
-        debug_assert!(index % 8 == 0 && index < self.pos.cap as usize);
+        debug_assert!(index.is_multiple_of(8) && index < self.pos.cap as usize);
         // SAFETY: callers pass a multiple of 8 below `capacity`: an aligned
         // word inside the data area (whatever value it holds).
         u64::from_le(unsafe { self.data.add(index).cast::<u64>().read() })

@@ -48,14 +48,10 @@ fn one_worker_holds_two_thousand_streams() {
 
     if let Ok((soft, hard)) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        && soft < hard
     {
-        if soft < hard {
-            let _ = nix::sys::resource::setrlimit(
-                nix::sys::resource::Resource::RLIMIT_NOFILE,
-                hard,
-                hard,
-            );
-        }
+        let _ =
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard);
     }
     let f = Fixture::new(ServerConfig {
         ttft: Duration::from_millis(20),

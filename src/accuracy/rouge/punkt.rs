@@ -155,10 +155,10 @@ fn end_contexts(text: &str) -> Vec<(Candidate, &str)> {
             Some(i) if i > 0 => slice.1 + i + 1,
             _ => slice.0,
         };
-        if let Some((p, start, stop)) = prev {
-            if stop <= word_start {
-                out.push((p, &text[start..p.after_end]));
-            }
+        if let Some((p, start, stop)) = prev
+            && stop <= word_start
+        {
+            out.push((p, &text[start..p.after_end]));
         }
         prev = Some((cand, word_start, cand.at));
         slice = (word_start, cand.at);

@@ -69,14 +69,14 @@ impl Conn {
             .parse(body)
             .map_err(|m| Rejection::new(Status::BadRequest, Problem::Invalid, m))
             .and_then(|req| {
-                if let Some(m) = req.model.as_deref() {
-                    if !ctx.access.serves(m) {
-                        return Err(Rejection::new(
-                            Status::NotFound,
-                            Problem::UnknownModel,
-                            format!("The model `{m}` does not exist."),
-                        ));
-                    }
+                if let Some(m) = req.model.as_deref()
+                    && !ctx.access.serves(m)
+                {
+                    return Err(Rejection::new(
+                        Status::NotFound,
+                        Problem::UnknownModel,
+                        format!("The model `{m}` does not exist."),
+                    ));
                 }
                 let stream = req.stream && !ctx.settings.ignore_stream;
                 let said = match ctx.replies.as_deref() {

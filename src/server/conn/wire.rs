@@ -10,10 +10,10 @@ impl Conn {
     /// when it is due, when dripping). With TLS, ciphertext rustls already
     /// made goes first, and the socket is full once some of it waits.
     pub(super) fn flush(&mut self) -> io::Result<()> {
-        if let Some(tls) = self.tls.as_deref_mut() {
-            if tls_io::flush(tls, &mut self.sock)? {
-                return Ok(());
-            }
+        if let Some(tls) = self.tls.as_deref_mut()
+            && tls_io::flush(tls, &mut self.sock)?
+        {
+            return Ok(());
         }
         if self.drip_ns != 0 {
             return self.drip();
@@ -267,11 +267,11 @@ impl Conn {
         self.waiting_since = now;
         self.in_start = 0;
         self.in_end = 0;
-        if let Some(tls) = self.tls.as_deref_mut() {
-            if !self.tls_done {
-                tls.send_close_notify();
-                self.tls_done = true;
-            }
+        if let Some(tls) = self.tls.as_deref_mut()
+            && !self.tls_done
+        {
+            tls.send_close_notify();
+            self.tls_done = true;
         }
         self.shut_down()
     }

@@ -51,7 +51,7 @@ pub fn tokens_len(start: u32, end: u32) -> usize {
 pub fn push_tokens(out: &mut Vec<u8>, start: u32, end: u32) {
     let cycle = VOCAB.len() as u32;
     let mut k = start;
-    while k < end && k % cycle != 0 {
+    while k < end && !k.is_multiple_of(cycle) {
         out.extend_from_slice(token(k).as_bytes());
         k += 1;
     }
