@@ -40,9 +40,9 @@ if [ -z "${BIN:-}" ]; then
     BIN=target/release/llmload
 fi
 WORK=$(mktemp -d)
-SERVER_PID=""
+source perf/serve.sh
 cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+    serve_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -65,18 +65,11 @@ make_pki() {
 start_server() { # $1: output tokens, then extra serve flags
     local tokens=$1
     shift
-    rm -f "$WORK/serve.out"
-    taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --output-tokens "$tokens" "$@" >"$WORK/serve.out" &
-    SERVER_PID=$!
-    for _ in $(seq 100); do
-        [ -s "$WORK/serve.out" ] && break
-        sleep 0.05
-    done
-    ADDR=$(head -n1 "$WORK/serve.out" | sed -e 's|^https\?://||')
+    serve_start "$WORK/serve.out" taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --output-tokens "$tokens" "$@"
 }
 
 stop_server() {
-    kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+    serve_stop
     tail -n1 "$WORK/serve.out" >"$WORK/serve.stats"
 }
 

@@ -21,21 +21,15 @@ BINS=${BINS:-target/release/llmload}
 ROUNDS=${ROUNDS:-1}
 WINDOW_MS=${WINDOW_MS:-2}
 WORK=$(mktemp -d)
-SERVER_PID=""
+source perf/serve.sh
 cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+    serve_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 first=$(echo "$BINS" | awk '{print $1}')
-taskset -c 0 "$first" serve --listen 127.0.0.1:0 --ttft 0 --tpot 0 --output-tokens 16 >"$WORK/serve.out" &
-SERVER_PID=$!
-for _ in $(seq 100); do
-    [ -s "$WORK/serve.out" ] && break
-    sleep 0.1
-done
-URL="http://$(head -n1 "$WORK/serve.out" | sed -e 's|^https\?://||')"
+serve_start "$WORK/serve.out" taskset -c 0 "$first" serve --listen 127.0.0.1:0 --ttft 0 --tpot 0 --output-tokens 16
 
 python3 - "$WORK/run.json" "$RATE" "$DUR" "$SCEN" <<'EOF'
 import json, sys

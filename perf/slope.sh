@@ -19,20 +19,14 @@ R1=${R1:-2000}
 R2=${R2:-4000}
 WORK=${KEEP:-$(mktemp -d)}
 mkdir -p "$WORK"
-SERVER_PID=""
+source perf/serve.sh
 cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+    serve_stop
     if [ -z "${KEEP:-}" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
-"$BIN" serve --listen 127.0.0.1:0 --ttft 0 --tpot 0 >"$WORK/serve.out" &
-SERVER_PID=$!
-for _ in $(seq 100); do
-    [ -s "$WORK/serve.out" ] && break
-    sleep 0.1
-done
-URL="http://$(head -n1 "$WORK/serve.out" | sed -e 's|^https\?://||')"
+serve_start "$WORK/serve.out" "$BIN" serve --listen 127.0.0.1:0 --ttft 0 --tpot 0
 
 total() { # the `summary:` (or `totals:`) line of a callgrind file
     awk '/^(summary|totals):/ { print $2; exit }' "$1"
