@@ -25,6 +25,8 @@ mod emit;
 mod exchange;
 mod fold;
 mod pool;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::io;

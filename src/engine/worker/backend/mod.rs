@@ -10,8 +10,13 @@
 //!   receive run in the ring, and a turn of the loop is one
 //!   `io_uring_enter`. An https connection runs in readiness mode there (a
 //!   multishot poll, then the same synchronous TLS code as under epoll).
+//! - `fake` (unit tests only): no sockets; a test scripts what each
+//!   connection sees and the fake reports it as `uring` reports
+//!   completions, through the same calls below.
 
 mod epoll;
+#[cfg(test)]
+mod fake;
 mod uring;
 
 use std::io;
@@ -26,12 +31,16 @@ use crate::plan::IoBackend;
 use crate::shm::doorbell::Doorbell;
 
 pub(super) use epoll::Epoll;
+#[cfg(test)]
+pub(super) use fake::{Connect, Event, Fake};
 pub(super) use uring::Uring;
 
 /// The worker's backend.
 pub(super) enum Io {
     Epoll(Epoll),
     Uring(Box<Uring>),
+    #[cfg(test)]
+    Fake(Box<Fake>),
 }
 
 impl Io {
@@ -56,6 +65,8 @@ impl Worker<'_> {
         match &mut self.io {
             Io::Epoll(e) => e.wait(timeout),
             Io::Uring(u) => u.ring.enter(timeout),
+            #[cfg(test)]
+            Io::Fake(_) => Ok(()),
         }
     }
 
@@ -64,6 +75,8 @@ impl Worker<'_> {
         match self.io {
             Io::Uring(_) => self.uring_dispatch(),
             Io::Epoll(_) => self.epoll_dispatch(),
+            #[cfg(test)]
+            Io::Fake(_) => self.fake_dispatch(),
         }
     }
 
@@ -78,6 +91,8 @@ impl Worker<'_> {
         match self.io {
             Io::Uring(_) => self.uring_open(i, addr, source),
             Io::Epoll(_) => self.epoll_open(i, addr, source),
+            #[cfg(test)]
+            Io::Fake(_) => self.fake_open(i, addr),
         }
     }
 
@@ -87,6 +102,8 @@ impl Worker<'_> {
         match self.io {
             Io::Uring(_) => self.uring_release(i),
             Io::Epoll(_) => self.epoll_release(i),
+            #[cfg(test)]
+            Io::Fake(_) => self.fake_release(i),
         }
     }
 
