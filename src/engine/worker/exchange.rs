@@ -107,6 +107,11 @@ impl Worker<'_> {
             self.uring_send(i);
             return;
         }
+        #[cfg(test)]
+        if let super::backend::Io::Fake(_) = self.io {
+            self.fake_send(i);
+            return;
+        }
         let sc = &self.s.scenarios[self.conns[i].job.slot.scenario as usize];
         loop {
             let c = &mut self.conns[i];

@@ -25,6 +25,8 @@ mod emit;
 mod exchange;
 mod fold;
 mod pool;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::io;
@@ -196,6 +198,11 @@ struct Worker<'a> {
 impl<'a> Worker<'a> {
     fn new(s: WorkerSetup<'a>) -> io::Result<Worker<'a>> {
         let io = backend::Io::new(s.io, s.max_conns, &s.shared.worker_bells[s.index])?;
+        Worker::with_io(s, io)
+    }
+
+    /// A worker on backend `io`.
+    fn with_io(s: WorkerSetup<'a>, io: backend::Io) -> io::Result<Worker<'a>> {
         let (issue, out) = s
             .shared
             .take_worker_ends(s.index)

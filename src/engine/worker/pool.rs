@@ -42,7 +42,7 @@ const WARM_UP_POLL_NS: u64 = 10_000_000;
 /// Connections started between two looks at the events during warm-up:
 /// connected ones go idle as they come, and the parent sees the progress
 /// (`WorkerCounters::warming`) however many there are to open.
-const WARM_UP_BATCH: usize = 256;
+pub(super) const WARM_UP_BATCH: usize = 256;
 /// Shortest wait for a warm-up wave's session tickets; otherwise twice as
 /// long as its handshakes took (tickets follow them by about a round trip).
 /// Paid in full only once, by a server that sends no tickets.

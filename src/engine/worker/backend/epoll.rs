@@ -50,7 +50,7 @@ impl Worker<'_> {
     fn epoll(&mut self) -> &mut Epoll {
         match &mut self.io {
             Io::Epoll(e) => e,
-            Io::Uring(_) => unreachable!("epoll call on the io_uring backend"),
+            _ => unreachable!("epoll call on another backend"),
         }
     }
 

@@ -167,7 +167,7 @@ impl Worker<'_> {
     fn uring(&mut self) -> &mut Uring {
         match &mut self.io {
             Io::Uring(u) => u,
-            Io::Epoll(_) => unreachable!("io_uring call on the epoll backend"),
+            _ => unreachable!("io_uring call on another backend"),
         }
     }
 
@@ -232,7 +232,7 @@ impl Worker<'_> {
             sc.requests.pieces(c.job.slot.sample, c.target).1
         };
         let Io::Uring(u) = &mut self.io else {
-            unreachable!("io_uring call on the epoll backend")
+            unreachable!("io_uring call on another backend")
         };
         let ud = u.tag(i, Op::Send);
         // The bytes stay put until the completion: the arena for the whole
@@ -344,55 +344,15 @@ impl Worker<'_> {
         self.connected(i, false, false);
     }
 
-    fn on_sent(&mut self, i: usize, result: i32) {
-        if self.conns[i].state != ConnState::Sending {
-            return;
-        }
-        if result < 0 {
-            self.broken(i, &io::Error::from_raw_os_error(-result));
-            return;
-        }
-        let sc = &self.s.scenarios[self.conns[i].job.slot.scenario as usize];
-        let c = &mut self.conns[i];
-        c.written += result as usize;
-        let total = if c.from_wbuf {
-            c.wbuf.len()
-        } else {
-            let (head, rest) = sc.requests.pieces(c.job.slot.sample, c.target);
-            head.len() + rest.len()
-        };
-        if c.written >= total {
-            c.state = ConnState::Receiving;
-        } else {
-            self.uring_send(i);
-        }
-    }
-
     fn on_received(&mut self, i: usize, ud: UserData, c: Completion) {
         match (c.result, c.buffer()) {
             (n, Some(bid)) if n > 0 => {
                 self.take_buffer(i, bid, n as usize);
                 self.uring().ring.give_back(bid);
             }
-            (0, _) => {
-                if matches!(
-                    self.conns[i].state,
-                    ConnState::Sending | ConnState::Receiving | ConnState::Idle
-                ) {
-                    self.on_eof(i);
-                }
-                return;
-            }
             (n, _) if n == -libc::ENOBUFS => {}
-            (n, _) if n < 0 => {
-                if matches!(
-                    self.conns[i].state,
-                    ConnState::Sending | ConnState::Receiving
-                ) {
-                    self.broken(i, &io::Error::from_raw_os_error(-n));
-                } else if self.conns[i].state == ConnState::Idle {
-                    self.close_idle(i);
-                }
+            (n, _) if n <= 0 => {
+                self.on_recv_end(i, -n);
                 return;
             }
             _ => {}
@@ -400,36 +360,13 @@ impl Worker<'_> {
         self.rearm(i, ud, &c, Op::Recv);
     }
 
-    /// `n` bytes in provided buffer `bid` for connection `i`: copied into
-    /// its parse buffer, as much as fits at a time, and parsed. Bytes on an
-    /// idle connection, or after a complete response, make it unusable.
+    /// `n` bytes in provided buffer `bid` for connection `i`.
     fn take_buffer(&mut self, i: usize, bid: u16, n: usize) {
-        let proto = self.s.scenarios[self.conns[i].job.slot.scenario as usize].protocol;
-        let mut off = 0;
-        while off < n {
-            let c = &mut self.conns[i];
-            if !matches!(c.state, ConnState::Sending | ConnState::Receiving) {
-                if c.state == ConnState::Idle {
-                    self.close_idle(i);
-                }
-                return;
+        self.on_arrived(i, n, |io, off, dst| {
+            if let Io::Uring(u) = io {
+                dst.copy_from_slice(&u.ring.buffer(bid, n)[off..off + dst.len()]);
             }
-            if c.filled == c.buf.len() {
-                self.malformed(i, now_ns());
-                return;
-            }
-            let take = (n - off).min(c.buf.len() - c.filled);
-            let Io::Uring(u) = &self.io else { return };
-            let src = &u.ring.buffer(bid, n)[off..off + take];
-            c.buf[c.filled..c.filled + take].copy_from_slice(src);
-            off += take;
-            if !self.take_bytes(i, take, now_ns(), proto) {
-                if off < n && self.conns[i].state == ConnState::Idle {
-                    self.close_idle(i);
-                }
-                return;
-            }
-        }
+        });
     }
 }
 
