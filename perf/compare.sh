@@ -41,11 +41,7 @@ if [ -z "${BIN:-}" ]; then
 fi
 WORK=$(mktemp -d)
 source perf/serve.sh
-cleanup() {
-    serve_stop
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'serve_stop; rm -rf "$WORK"' EXIT
 
 # A CA and a leaf for 127.0.0.1, made fresh (P-256, as most servers use).
 make_pki() {

@@ -22,11 +22,7 @@ ROUNDS=${ROUNDS:-1}
 WINDOW_MS=${WINDOW_MS:-2}
 WORK=$(mktemp -d)
 source perf/serve.sh
-cleanup() {
-    serve_stop
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'serve_stop; rm -rf "$WORK"' EXIT
 
 first=$(echo "$BINS" | awk '{print $1}')
 serve_start "$WORK/serve.out" taskset -c 0 "$first" serve --listen 127.0.0.1:0 --ttft 0 --tpot 0 --output-tokens 16

@@ -72,7 +72,32 @@ pub(crate) struct ScenarioPlan<'a> {
     pub keep_text: bool,
 }
 
-impl ScenarioPlan<'_> {
+impl<'a> ScenarioPlan<'a> {
+    /// A plain single-turn scenario of weight 1 without checks, as the
+    /// engine's own tests build them.
+    #[cfg(test)]
+    pub(crate) fn plain(
+        name: &str,
+        protocol: &'a dyn Protocol,
+        endpoints: Vec<usize>,
+        requests: RequestSet,
+    ) -> Self {
+        ScenarioPlan {
+            name: name.into(),
+            weight: 1.0,
+            protocol,
+            endpoints,
+            requests,
+            rows: false,
+            conversation: None,
+            turns: (1, 1),
+            think_time_ns: 0,
+            order: crate::dataset::Order::Sequential,
+            checks: Checks::default(),
+            keep_text: false,
+        }
+    }
+
     /// Samples the parent picks from.
     pub(crate) fn samples(&self) -> usize {
         match &self.conversation {

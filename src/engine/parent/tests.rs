@@ -6,13 +6,12 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::dataset::Order;
 use crate::engine::record::{CONV_END, Completion, FOLDED, SERIES, STREAMED, series_bytes};
 use crate::engine::requests::RequestSet;
 use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::series::Series;
-use crate::plan::{Checks, Limits, Load, StagePlan, Thresholds};
+use crate::plan::{Limits, Load, StagePlan, Thresholds};
 use crate::shm::ring::ByteProducer;
 use crate::sys::process::{Exit, fork_child};
 
@@ -20,20 +19,12 @@ const MS: u64 = 1_000_000;
 const WORKERS: usize = 2;
 
 fn scenario(name: &str) -> ScenarioPlan<'static> {
-    ScenarioPlan {
-        name: name.into(),
-        weight: 1.0,
-        protocol: crate::protocol::find("openai-chat").unwrap(),
-        endpoints: vec![0],
-        requests: RequestSet::default(),
-        rows: false,
-        conversation: None,
-        turns: (1, 1),
-        think_time_ns: 0,
-        order: Order::Sequential,
-        checks: Checks::default(),
-        keep_text: false,
-    }
+    ScenarioPlan::plain(
+        name,
+        crate::protocol::find("openai-chat").unwrap(),
+        vec![0],
+        RequestSet::default(),
+    )
 }
 
 /// Two scenarios, two closed-loop stages of concurrency 4, two workers.

@@ -10,14 +10,14 @@ use std::sync::atomic::Ordering;
 use super::backend::{Connect, Event, Fake, Io};
 use super::pool::ConnState;
 use super::*;
-use crate::dataset::{Order, Sample};
+use crate::dataset::Sample;
 use crate::engine::io::IoPlan;
 use crate::engine::ports::LocalPorts;
 use crate::engine::record::{CONV_END, Completion};
 use crate::engine::requests::{RequestSet, RequestTemplate, Target};
 use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::http::endpoint::Endpoint;
-use crate::plan::{Checks, Limits};
+use crate::plan::Limits;
 use crate::protocol::Sampling;
 use crate::server::conn::MALFORMED;
 use crate::server::formats::{self, Format, Identity, Reply};
@@ -87,20 +87,12 @@ fn world(workers: usize, ports: &[u16]) -> World {
                 keep_alive: true,
             })
             .collect(),
-        scenarios: vec![ScenarioPlan {
-            name: "s".into(),
-            weight: 1.0,
-            protocol: proto,
-            endpoints: (0..ports.len()).collect(),
+        scenarios: vec![ScenarioPlan::plain(
+            "s",
+            proto,
+            (0..ports.len()).collect(),
             requests,
-            rows: false,
-            conversation: None,
-            turns: (1, 1),
-            think_time_ns: 0,
-            order: Order::Sequential,
-            checks: Checks::default(),
-            keep_text: false,
-        }],
+        )],
         io: IoPlan::default(),
     }
 }
