@@ -59,6 +59,8 @@ for line in open(f"{out}/events.jsonl"):
     phase = (e["scheduled_ms"] - start_ms) % 1000.0
     (near if phase < window_ms else rest).append(late)
 def row(v):
+    if not v:
+        return "n=      0  (no sends; run longer)"
     v = sorted(v)
     q = lambda p: v[min(len(v) - 1, int(p * len(v)))]
     return f"n={len(v):7d}  mean {sum(v) / len(v) * 1000:7.1f} us  p50 {q(0.5) * 1000:7.0f} us  p99 {q(0.99) * 1000:7.0f} us  max {v[-1] * 1000:7.0f} us"
