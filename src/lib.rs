@@ -6,6 +6,7 @@
 
 pub mod accuracy;
 mod ascii;
+mod capped_read;
 mod choice;
 pub mod cli;
 pub mod clock;

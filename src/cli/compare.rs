@@ -122,7 +122,8 @@ fn read(path: &Path) -> Result<(PathBuf, Value), String> {
 
 /// A summary.json as JSON, with errors that name the file.
 pub(crate) fn read_json(file: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = crate::capped_read::text(file, crate::capped_read::LARGE)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     serde_json::from_str(&text).map_err(|e| {
         format!(
             "{}: not an llmload summary.json: not JSON: {e}",

@@ -43,7 +43,7 @@ impl Replies {
 
     /// The answers in `path` (JSONL); errors name the file and line.
     pub fn load(path: &Path, echo: bool) -> Result<Self, String> {
-        let bytes = std::fs::read(path)
+        let bytes = crate::capped_read::bytes(path, crate::capped_read::LARGE)
             .map_err(|e| format!("--answers {}: cannot read: {e}", path.display()))?;
         Replies::parse(&bytes, &path.display().to_string(), echo)
     }

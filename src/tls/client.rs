@@ -153,7 +153,8 @@ fn roots(ca_cert: Option<&Path>) -> Result<RootCertStore, String> {
 /// Every certificate in the PEM file `path`; errors name the flag and file.
 pub(crate) fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("{flag} '{shown}': cannot read: {e}"))?;
+    let bytes = crate::capped_read::bytes(path, crate::capped_read::CONFIG)
+        .map_err(|e| format!("{flag} '{shown}': cannot read: {e}"))?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{flag} '{shown}': not a PEM certificate file: {e}"))?;
@@ -169,7 +170,8 @@ pub(crate) fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'
 /// name the file, never its contents.
 pub(crate) fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("key file '{shown}': cannot read: {e}"))?;
+    let bytes = crate::capped_read::bytes(path, crate::capped_read::CONFIG)
+        .map_err(|e| format!("key file '{shown}': cannot read: {e}"))?;
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|_| {
         format!("key file '{shown}': no private key in it (expected PEM: PKCS#8, PKCS#1 or SEC1)")
     })

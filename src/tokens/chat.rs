@@ -50,7 +50,7 @@ impl ChatTemplate {
     ) -> Result<Option<ChatTemplate>, String> {
         let cfg: serde_json::Value = match config {
             Some(p) => {
-                let text = std::fs::read_to_string(p)
+                let text = crate::capped_read::text(p, crate::capped_read::TOKENIZER_CONFIG)
                     .map_err(|e| format!("--tokenizer {}: {e}", p.display()))?;
                 serde_json::from_str(&text)
                     .map_err(|e| format!("--tokenizer {}: not JSON: {e}", p.display()))?
@@ -59,7 +59,7 @@ impl ChatTemplate {
         };
         let (source, origin) = match jinja {
             Some(p) => (
-                std::fs::read_to_string(p)
+                crate::capped_read::text(p, crate::capped_read::CONFIG)
                     .map_err(|e| format!("--tokenizer {}: {e}", p.display()))?,
                 p,
             ),

@@ -57,7 +57,9 @@ impl Tokenizer {
         // runs on rayon) would make the forked workers copies of a
         // multithreaded process.
         tokenizers::utils::parallelism::set_parallelism(false);
-        let inner = tokenizers::Tokenizer::from_file(file).map_err(|e| {
+        let bytes = crate::capped_read::bytes(file, crate::capped_read::LARGE)
+            .map_err(|e| format!("--tokenizer {}: cannot read: {e}", file.display()))?;
+        let inner = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
             format!(
                 "--tokenizer {}: not a usable tokenizer.json: {e}",
                 file.display()

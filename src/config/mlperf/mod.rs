@@ -10,6 +10,7 @@
 //! never run as something other than what it says.
 
 mod audit;
+mod bounds;
 pub(crate) mod env;
 mod render;
 mod schema;
@@ -41,7 +42,8 @@ pub(crate) fn is_yaml(path: &Path) -> bool {
 /// Reads the YAML file at `path` with `overrides` (dotted YAML paths, from
 /// the command line) set over it. Errors are `(yaml path, message)`.
 pub(crate) fn load_tree(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::capped_read::text(path, crate::capped_read::CONFIG)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     tree::parse(&text, &env::process_env).map_err(|errs| {
         errs.into_iter()
             .map(|(p, m)| located(&path.display().to_string(), &p, &m))

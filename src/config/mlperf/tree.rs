@@ -13,6 +13,7 @@ use std::cell::RefCell;
 use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
 
+use super::bounds;
 use super::env::{Lookup, substitute};
 
 /// The problems found, each at its YAML path (`""` for the whole file).
@@ -35,6 +36,7 @@ impl Errors {
 
 /// Parses YAML text into a tree, substituting environment references.
 pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Value, Vec<(String, String)>> {
+    bounds::check(text).map_err(|e| vec![(String::new(), e)])?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| {
         let m = e.marker();
         vec![(
@@ -109,8 +111,13 @@ fn to_json(y: &Yaml, path: &str, env: Lookup<'_>, errs: &Errors) -> Value {
             }
             Value::Object(m)
         }
+        // The loader expands aliases, so `Alias` never reaches here; an
+        // alias inside its own anchor loads as `BadValue`.
         Yaml::Alias(_) | Yaml::BadValue => {
-            errs.at(path, "unsupported YAML value (alias or malformed scalar)");
+            errs.at(
+                path,
+                "unsupported YAML value (a scalar unlike its tag, or an alias inside its own anchor)",
+            );
             Value::Null
         }
     }

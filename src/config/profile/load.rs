@@ -21,7 +21,7 @@ impl Profile {
     /// starts with the path as given and names the JSON path inside the
     /// file; expansion errors are all reported, one per line.
     pub(crate) fn load(path: &Path) -> Result<Profile, String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::capped_read::text(path, crate::capped_read::CONFIG)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         Profile::parse(&text, &path.display().to_string(), &|k| std::env::var(k))
     }
