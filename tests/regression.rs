@@ -477,3 +477,147 @@ fn the_accuracy_phase_runs_on_the_backend_asked_for() {
     );
     assert_eq!(u(&s["accuracy"]["datasets"][0]["correct"]), 8);
 }
+
+/// `llmload ARGS` for a hostile file: under a 1 GiB address-space limit
+/// (`prlimit`, where util-linux has it) and 20 s, so a file that makes the
+/// reader grow fails the test instead of the machine.
+fn under_limits(args: &[&str]) -> Run {
+    let mut cmd = if have("prlimit") {
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--as={}", 1u64 << 30)).arg("--").arg(bin());
+        c
+    } else {
+        Command::new(bin())
+    };
+    let child = cmd
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload");
+    wait_run(child, std::path::PathBuf::new(), Duration::from_secs(20))
+}
+
+/// A refusal: exit 1 and `want` in a line that names `file`.
+fn assert_refused(run: &Run, file: &std::path::Path, want: &str) {
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let file = file.display().to_string();
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains(&file) && l.contains(want)),
+        "no line naming {file} with {want:?}:\n{}",
+        run.stderr
+    );
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+}
+
+const MLPERF_OFFLINE: &str = include_str!("fixtures/mlperf/offline_template.yaml");
+
+/// Review H2: yaml-rust2 copies an anchor at every alias while it loads, so
+/// a 1.4 KB config of nine levels of ten aliases reached 2 GB and was still
+/// growing; `validate` is what one runs on a config received from someone.
+#[test]
+fn a_yaml_billion_laughs_is_refused_before_it_grows() {
+    let dir = temp_dir("yaml-laughs");
+    let mut bomb =
+        String::from("x_bomb:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for i in 1..9 {
+        let items = vec![format!("*a{}", i - 1); 10].join(", ");
+        bomb += &format!("  a{i}: &a{i} [{items}]\n");
+    }
+    let file = dir.join("laughs.yaml");
+    std::fs::write(&file, format!("{MLPERF_OFFLINE}{bomb}")).unwrap();
+    let f = file.to_str().unwrap();
+    let want = "more than 100000 values once anchors are expanded";
+    assert_refused(&under_limits(&["validate", f]), &file, want);
+    assert_refused(&under_limits(&["bench", "--config", f]), &file, want);
+}
+
+/// Review M2: a block list 20,000 levels deep (40 KB) overflowed the stack
+/// (abort, exit 134), and 10,000 levels cost 200 MB on the way to an
+/// "unknown key".
+#[test]
+fn a_deeply_nested_yaml_is_an_error_naming_its_line() {
+    let dir = temp_dir("yaml-deep");
+    let file = dir.join("deep.yaml");
+    let lines = MLPERF_OFFLINE.lines().count();
+    for depth in [10_000, 20_000] {
+        let deep = format!("{MLPERF_OFFLINE}x_deep:\n{}1\n", "- ".repeat(depth));
+        std::fs::write(&file, deep).unwrap();
+        let run = under_limits(&["validate", file.to_str().unwrap()]);
+        let want = format!(
+            "line {}: lists and mappings nested deeper than 64",
+            lines + 2
+        );
+        assert_refused(&run, &file, &want);
+    }
+}
+
+/// serde_json's recursion limit (128) holds for profiles: nothing in the
+/// build turns on `unbounded_depth`, which would make this a stack overflow.
+#[test]
+fn a_deeply_nested_json_profile_is_an_error() {
+    let dir = temp_dir("json-deep");
+    let file = dir.join("deep.json");
+    std::fs::write(
+        &file,
+        format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+    )
+    .unwrap();
+    let run = under_limits(&["bench", "--profile", file.to_str().unwrap()]);
+    assert_refused(&run, &file, "recursion limit exceeded");
+}
+
+/// Review L3/L9: certificates, keys, profiles and configs were read whole,
+/// so `/dev/zero` or the wrong huge file grew until memory ran out (1.05 GB
+/// and "out of memory" under a 2 GB limit).
+#[test]
+fn oversized_certificates_profiles_and_configs_are_refused_by_size() {
+    let dir = temp_dir("oversized");
+    let big = |name: &str| {
+        let p = dir.join(name);
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(100 << 20)
+            .unwrap();
+        p
+    };
+    let profile = big("profile.json");
+    let run = under_limits(&["bench", "--profile", profile.to_str().unwrap()]);
+    assert_refused(&run, &profile, "104857600 bytes, more than the 16 MiB");
+    let config = big("config.yaml");
+    let run = under_limits(&["validate", config.to_str().unwrap()]);
+    assert_refused(&run, &config, "104857600 bytes, more than the 16 MiB");
+    let zero = std::path::Path::new("/dev/zero");
+    for flag in ["--ca-cert", "--client-cert"] {
+        let mut args = vec!["bench", "--endpoint", "https://127.0.0.1:9/v1/completions"];
+        args.extend(["--model", "m", "--requests", "1", flag, "/dev/zero"]);
+        if flag == "--client-cert" {
+            args.extend(["--client-key", "/dev/zero"]);
+        }
+        let run = under_limits(&args);
+        assert_refused(&run, zero, "longer than the 16 MiB this file may have");
+    }
+}
+
+/// Review L2: a config saved with a UTF-8 byte-order mark (as Windows
+/// editors write one) had its first comment line read as a key: "﻿# An
+/// MLPerf offline benchmark: unknown key".
+#[test]
+fn a_yaml_config_with_a_byte_order_mark_reads_as_written() {
+    let dir = temp_dir("yaml-bom");
+    let data = dir.join("prompts.jsonl");
+    std::fs::write(&data, "{\"text_input\": \"hello\"}\n").unwrap();
+    let config = MLPERF_OFFLINE
+        .replace("'<MODEL_NAME eg: meta-llama/Llama-3.1-8B-Instruct>'", "m")
+        .replace(
+            "'<DATASET_PATH eg: tests/assets/datasets/dummy_1k.jsonl>'",
+            &format!("'{}'", data.display()),
+        );
+    let file = dir.join("bom.yaml");
+    std::fs::write(&file, format!("\u{feff}{config}")).unwrap();
+    let run = llmload(&["validate", file.to_str().unwrap()]).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("valid"), "{}", run.stdout);
+}
