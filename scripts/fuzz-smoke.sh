@@ -78,6 +78,10 @@ for target in "${targets[@]}"; do
         fi
     fi
     mkdir -p "fuzz/corpus/$target"
+    # Committed seeds (real files of the format) start the corpus.
+    if [[ -d "fuzz/seeds/$target" ]]; then
+        cp -n "fuzz/seeds/$target"/* "fuzz/corpus/$target/"
+    fi
     args=(-max_len=1048576 -timeout=2 -print_final_stats=1 "${mode[@]}")
     if [[ -f "fuzz/dict/${target}.dict" ]]; then
         args+=(-dict="$root/fuzz/dict/${target}.dict")

@@ -16,6 +16,7 @@ const MIB: u64 = 1024 * 1024;
 pub(crate) const CONFIG: u64 = 16 * MIB;
 
 /// A `tokenizer_config.json`, which may carry the whole added vocabulary.
+#[cfg(feature = "tokenizer")]
 pub(crate) const TOKENIZER_CONFIG: u64 = 64 * MIB;
 
 /// A `tokenizer.json` (large vocabularies reach tens of MiB) or a file of

@@ -28,3 +28,7 @@ pub mod sys;
 mod tls;
 pub mod tokens;
 mod uuid;
+
+/// The MLPerf YAML config reader, for its fuzz target only.
+#[doc(hidden)]
+pub use config::mlperf::fuzzing as mlperf_config_fuzzing;

@@ -134,3 +134,30 @@ mod tests {
         assert_eq!(check("a: [1, 2\nb: 3\n"), Ok(()));
     }
 }
+
+#[cfg(test)]
+mod seeds {
+    use super::super::fuzzing::read;
+
+    /// The fuzz target's committed seeds: MLPerf's templates load, and the
+    /// hostile ones are refused by the limits.
+    #[test]
+    fn the_fuzz_seeds_load_or_are_refused_as_expected() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/mlperf_config");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            let (bounded, result) = read(&std::fs::read_to_string(&path).unwrap());
+            let hostile = name.starts_with("deep") || name.starts_with("laughs");
+            assert_eq!(bounded, !hostile, "{name}");
+            if hostile {
+                assert!(result.is_err(), "{name}");
+            } else if name.contains("template") {
+                assert!(result.is_ok(), "{name}: {result:?}");
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 8);
+    }
+}

@@ -84,3 +84,28 @@ pub(crate) fn located(file: &str, path: &str, msg: &str) -> String {
         format!("{file}: {path}: {msg}")
     }
 }
+
+/// The YAML config reader on text, for the `mlperf_config` fuzz target
+/// (`llmload::mlperf_config_fuzzing`); nothing else uses it.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Deepest nesting a tree read from YAML may have.
+    pub const MAX_DEPTH: usize = super::bounds::MAX_DEPTH;
+
+    /// Reads `text` as the `--config` reader does, with one variable set
+    /// (`FUZZ`); `Ok` holds the tree as JSON once the schema took it,
+    /// `Err` every message. Whether the limits passed is `bounded`.
+    pub fn read(text: &str) -> (bool, Result<serde_json::Value, Vec<String>>) {
+        let env = |k: &str| (k == "FUZZ").then(|| "8000".to_string());
+        let bounded = super::bounds::check(text).is_ok();
+        let tree = match super::tree::parse(text, &env) {
+            Ok(t) => t,
+            Err(e) => return (bounded, Err(e.into_iter().map(|(_, m)| m).collect())),
+        };
+        let kept = tree.clone();
+        let read = super::read(tree)
+            .map(|_| kept)
+            .map_err(|e| e.into_iter().map(|(p, m)| format!("{p}: {m}")).collect());
+        (bounded, read)
+    }
+}
