@@ -8,6 +8,7 @@
 //! and, where memory is the point, the workers' peak RSS.
 
 use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -607,4 +608,162 @@ fn sigterm_gives_an_interrupted_summary_and_130() {
 #[test]
 fn sighup_gives_an_interrupted_summary_and_130() {
     interrupted_by(libc::SIGHUP);
+}
+
+/// `llmload ARGS` for a hostile file: under a 1 GiB address-space limit
+/// (`prlimit`, where util-linux has it) and 20 s, so a file that makes the
+/// reader grow fails the test instead of the machine.
+pub(crate) fn under_limits(args: &[&str]) -> Run {
+    let mut cmd = if have("prlimit") {
+        let mut c = Command::new("prlimit");
+        c.arg(format!("--as={}", 1u64 << 30)).arg("--").arg(bin());
+        c
+    } else {
+        Command::new(bin())
+    };
+    let child = cmd
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llmload");
+    wait_run(child, std::path::PathBuf::new(), Duration::from_secs(20))
+}
+
+/// A refusal: exit 1 and `want` in a line that names `file`.
+pub(crate) fn assert_refused(run: &Run, file: &std::path::Path, want: &str) {
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let file = file.display().to_string();
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.contains(&file) && l.contains(want)),
+        "no line naming {file} with {want:?}:\n{}",
+        run.stderr
+    );
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+}
+
+/// Hostile files given where a config, profile, certificate, tokenizer or
+/// answer file is read: each refused at once, naming the file and the
+/// limit, under a 1 GiB address-space limit.
+#[test]
+fn hostile_files_are_refused_in_bounded_memory_and_time() {
+    let dir = temp_dir("hostile-files");
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let sparse = |name: &str, len: u64| {
+        let p = dir.join(name);
+        std::fs::File::create(&p).unwrap().set_len(len).unwrap();
+        p
+    };
+    let laughs = |indent: &str| {
+        let mut s = format!(
+            "{indent}a0: &a0 {{k0: lol, k1: lol, k2: lol, k3: lol, k4: lol, k5: lol, k6: lol, k7: lol, k8: lol, k9: lol}}\n"
+        );
+        for i in 1..9 {
+            let items: Vec<String> = (0..10).map(|k| format!("k{k}: *a{}", i - 1)).collect();
+            s += &format!("{indent}a{i}: &a{i} {{{}}}\n", items.join(", "));
+        }
+        s
+    };
+    let values = "more than 100000 values once anchors are expanded";
+    let deep = "lists and mappings nested deeper than 64 levels";
+    let yaml_cases = [
+        // Mappings of aliases (the dict form of billion laughs).
+        (write("map-laughs.yaml", laughs("")), values),
+        // The same under a merge key, which MLPerf's schema does not know.
+        (
+            write(
+                "merge-laughs.yaml",
+                format!("x:\n{}  <<: *a8\n", laughs("  ")),
+            ),
+            values,
+        ),
+        // The scanner's own flow limit (which looks ahead) answers first.
+        (
+            write("flow.yaml", format!("x: {}", "[".repeat(300))),
+            "line 1, column 259: recursion limit exceeded",
+        ),
+        (
+            write("flow-65.yaml", format!("x: {}", "[".repeat(65))),
+            deep,
+        ),
+        (
+            write(
+                "maps.yaml",
+                (0..3000)
+                    .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+                    .collect(),
+            ),
+            deep,
+        ),
+        (
+            write(
+                "many.yaml",
+                (0..300_000).map(|i| format!("x_{i}: 1\n")).collect(),
+            ),
+            values,
+        ),
+        (
+            sparse("huge-scalar.yaml", 200 << 20),
+            "209715200 bytes, more than the 16 MiB",
+        ),
+    ];
+    for (file, want) in &yaml_cases {
+        let run = under_limits(&["validate", file.to_str().unwrap()]);
+        assert_refused(&run, file, want);
+    }
+    let huge = sparse("huge", 2 << 30);
+    let over_1g = "2147483648 bytes, more than the 1024 MiB this file may have";
+    let target = [
+        "--endpoint",
+        "http://127.0.0.1:9/v1/completions",
+        "--model",
+        "m",
+    ];
+    let cases: [(Vec<&str>, &str); 3] = [
+        (vec!["bench", "--tokenizer"], over_1g),
+        (
+            vec!["serve", "--listen", "127.0.0.1:0", "--answers"],
+            over_1g,
+        ),
+        (
+            vec!["bench", "--profile"],
+            "2147483648 bytes, more than the 16 MiB",
+        ),
+    ];
+    for (mut args, want) in cases {
+        args.push(huge.to_str().unwrap());
+        if args[0] == "bench" {
+            args.extend(target);
+        }
+        assert_refused(&under_limits(&args), &huge, want);
+    }
+    let zero = std::path::Path::new("/dev/zero");
+    let endless = "longer than the 16 MiB this file may have";
+    let cases: [&[&str]; 2] = [
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "/dev/zero",
+            "--tls-key",
+            "/dev/zero",
+        ],
+        &[
+            "probe",
+            "--endpoint",
+            "https://127.0.0.1:9/v1/completions",
+            "--ca-cert",
+            "/dev/zero",
+        ],
+    ];
+    for args in cases {
+        assert_refused(&under_limits(args), zero, endless);
+    }
 }

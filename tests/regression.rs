@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::failures::{CHAT_BODY, RawServer, Then, json_200};
+use crate::faults::{assert_refused, under_limits};
 use crate::util::*;
 
 /// A panic in a bench worker unwound out of the worker into the bench
@@ -476,40 +477,6 @@ fn the_accuracy_phase_runs_on_the_backend_asked_for() {
         s["generator"]
     );
     assert_eq!(u(&s["accuracy"]["datasets"][0]["correct"]), 8);
-}
-
-/// `llmload ARGS` for a hostile file: under a 1 GiB address-space limit
-/// (`prlimit`, where util-linux has it) and 20 s, so a file that makes the
-/// reader grow fails the test instead of the machine.
-fn under_limits(args: &[&str]) -> Run {
-    let mut cmd = if have("prlimit") {
-        let mut c = Command::new("prlimit");
-        c.arg(format!("--as={}", 1u64 << 30)).arg("--").arg(bin());
-        c
-    } else {
-        Command::new(bin())
-    };
-    let child = cmd
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llmload");
-    wait_run(child, std::path::PathBuf::new(), Duration::from_secs(20))
-}
-
-/// A refusal: exit 1 and `want` in a line that names `file`.
-fn assert_refused(run: &Run, file: &std::path::Path, want: &str) {
-    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
-    let file = file.display().to_string();
-    assert!(
-        run.stderr
-            .lines()
-            .any(|l| l.contains(&file) && l.contains(want)),
-        "no line naming {file} with {want:?}:\n{}",
-        run.stderr
-    );
-    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
 }
 
 const MLPERF_OFFLINE: &str = include_str!("fixtures/mlperf/offline_template.yaml");
