@@ -97,8 +97,8 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_path_buf();
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = crate::capped_read::text(&file, crate::capped_read::LARGE)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         let doc = serde_json::from_str(&text).map_err(|e| {
             format!(
                 "{}: not an llmload summary.json: not JSON: {e}",

@@ -16,7 +16,8 @@ use crate::report::mlperf::{LoadPattern, MlperfInfo, RunConfig, WarmupConfig};
 const RESULT_SUMMARY: &str = "performance/result_summary.json";
 
 fn read(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::capped_read::text(path, crate::capped_read::CONFIG)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
 }
 

@@ -139,7 +139,7 @@ fn snapshot(repo: &Path) -> Result<PathBuf, String> {
         return Err(format!("no {}", repo.display()));
     }
     let snapshots = repo.join("snapshots");
-    if let Ok(rev) = std::fs::read_to_string(repo.join("refs/main")) {
+    if let Ok(rev) = crate::capped_read::text(&repo.join("refs/main"), crate::capped_read::CONFIG) {
         let dir = snapshots.join(rev.trim());
         if dir.join("tokenizer.json").is_file() {
             return Ok(dir);

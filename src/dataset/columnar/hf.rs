@@ -134,7 +134,8 @@ fn data_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::capped_read::text(path, crate::capped_read::CONFIG)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))
 }
 
