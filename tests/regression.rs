@@ -477,3 +477,69 @@ fn the_accuracy_phase_runs_on_the_backend_asked_for() {
     );
     assert_eq!(u(&s["accuracy"]["datasets"][0]["correct"]), 8);
 }
+
+/// A chat completion as a server writes it, for bodies cut or spoiled.
+const WHOLE_CHAT: &str = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+
+/// Runs a non-streamed bench of 3 requests against `server`.
+fn bench_no_stream(server: &RawServer) -> Run {
+    let url = server.url();
+    let args = ["--endpoint", &url, "--model", "m", "--no-stream"];
+    let more = ["--requests", "3", "--server-metrics", "off"];
+    bench(&[&args[..], &more[..]].concat(), Duration::from_secs(60))
+}
+
+/// A non-streamed body the server cut short by closing its connection
+/// (`connection: close`, no length) was read for its keys and counted as a
+/// completed request with 0 tokens (review M5).
+#[test]
+fn a_whole_body_cut_by_the_close_is_truncated() {
+    use std::io::Write;
+    let server = RawServer::start(|s, _| {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+        let _ = write!(s, "{head}{}", &WHOLE_CHAT[..120]);
+        Then::Close
+    });
+    let run = bench_no_stream(&server);
+    let s = run.summary();
+    let r = &s["requests"];
+    assert_eq!(u(&r["completed"]), 0, "{r}");
+    assert_eq!(u(&r["failed"]), 3, "{r}");
+    assert_eq!(u(&r["errors"]["truncated"]), 3, "{r}");
+    assert_eq!(
+        s["error_messages"]["truncated"][0],
+        "the server closed the connection inside the body's JSON document"
+    );
+    assert_eq!(run.status.code(), Some(1), "no request succeeded");
+}
+
+/// A body of the length its head declared that is not one JSON document
+/// (cut inside, or a page after it) was counted as completed (review M5).
+#[test]
+fn a_whole_body_that_is_not_one_json_document_is_malformed() {
+    let bodies = [
+        WHOLE_CHAT[..150].to_string(),
+        format!("{WHOLE_CHAT} trailing junk <html>"),
+    ];
+    for body in bodies {
+        let answer = body.clone();
+        let server = RawServer::start(move |s, _| {
+            json_200(s, &answer);
+            Then::Next
+        });
+        let run = bench_no_stream(&server);
+        let s = run.summary();
+        let r = &s["requests"];
+        assert_eq!(u(&r["completed"]), 0, "{body}: {r}");
+        assert_eq!(u(&r["errors"]["malformed_response"]), 3, "{body}: {r}");
+        assert_eq!(run.status.code(), Some(1), "{body}");
+    }
+    // The same body whole is a success: the check is not what failed them.
+    let server = RawServer::start(|s, _| {
+        json_200(s, WHOLE_CHAT);
+        Then::Next
+    });
+    let run = bench_no_stream(&server);
+    run.assert_success();
+    assert_eq!(u(&run.summary()["requests"]["completed"]), 3);
+}
