@@ -543,3 +543,50 @@ fn a_whole_body_that_is_not_one_json_document_is_malformed() {
     run.assert_success();
     assert_eq!(u(&run.summary()["requests"]["completed"]), 3);
 }
+
+/// A `/metrics` body longer than the scraper's cap was cut there, its
+/// prefix summed and the scrape counted a success: `running` read 37449
+/// from a server running one request (review M8).
+#[test]
+fn a_metrics_body_over_the_cap_is_a_failed_scrape() {
+    use std::io::Write;
+    let metrics = RawServer::start(|s, _| {
+        let line = "vllm:num_requests_running 1\n";
+        let body = line.repeat((1 << 20) / line.len() + 64);
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        Then::Close
+    });
+    let url = format!("{}/metrics", metrics.url());
+    let server = Server::start(&[]);
+    let run = bench_at(
+        &server,
+        &[
+            "--duration",
+            "1s",
+            "--concurrency",
+            "1",
+            "--server-metrics",
+            &url,
+            "--server-metrics-interval",
+            "200ms",
+        ],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let s = run.summary();
+    let m = &s["server_metrics"];
+    assert!(u(&m["scrapes"]) >= 2, "{m}");
+    assert_eq!(u(&m["failures"]), u(&m["scrapes"]), "{m}");
+    assert_eq!(
+        m["error"], "the body is longer than 1 MiB: not read, its sums would be partial",
+        "{m}"
+    );
+    assert!(
+        !m["series"].to_string().contains("running"),
+        "no series from a cut body: {m}"
+    );
+}
