@@ -590,3 +590,86 @@ fn a_metrics_body_over_the_cap_is_a_failed_scrape() {
         "no series from a cut body: {m}"
     );
 }
+
+/// A server that echoed the Authorization header in its 401 message had
+/// the key written verbatim to summary.json, events.jsonl, the reports and
+/// stdout, and for model discovery to stderr; probe masked it (review M6).
+#[test]
+fn a_key_a_server_echoes_is_masked_everywhere_bench_writes() {
+    use std::io::Write;
+    const KEY: &str = "SECECHO13";
+    let server = RawServer::start(|s, req| {
+        let auth = req
+            .text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("authorization: ")
+                    .or(l.strip_prefix("Authorization: "))
+            })
+            .unwrap_or("none")
+            .to_string();
+        let body = format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: {auth}","type":"invalid_request_error"}}}}"#
+        );
+        let _ = write!(
+            s,
+            "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        Then::Next
+    });
+    let url = format!("{}/v1/chat/completions", server.url());
+    // With a model the requests are refused; without one, model discovery.
+    for model in [&["--model", "m"][..], &[]] {
+        let out = temp_dir("echoed-key");
+        let child = Command::new(bin())
+            .args(["bench", "--endpoint", &url, "--api-key", KEY])
+            .args(model)
+            .args(["--requests", "3", "--server-metrics", "off"])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn llmload bench");
+        let run = wait_run(child, out.clone(), Duration::from_secs(60));
+        assert!(
+            run.stderr.contains("<redacted>") || run.stdout.contains("<redacted>"),
+            "the echo reached no output: {model:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(!run.stdout.contains(KEY), "stdout: {}", run.stdout);
+        assert!(!run.stderr.contains(KEY), "stderr: {}", run.stderr);
+        let mut files = 0;
+        let mut dirs = vec![out];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(KEY),
+                    "{}",
+                    p.display()
+                );
+                files += 1;
+            }
+        }
+        if !model.is_empty() {
+            assert!(files >= 4, "summary, events and reports written: {files}");
+            let s = run.summary();
+            assert_eq!(
+                u(&s["requests"]["errors"]["http_401"]),
+                3,
+                "{}",
+                s["requests"]
+            );
+            let shown = s["error_messages"]["http_401"][0].as_str().unwrap();
+            assert!(shown.contains("provided: <redacted>"), "{shown}");
+        }
+    }
+}
