@@ -588,3 +588,199 @@ fn a_yaml_config_with_a_byte_order_mark_reads_as_written() {
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("valid"), "{}", run.stdout);
 }
+
+/// A chat completion as a server writes it, for bodies cut or spoiled.
+const WHOLE_CHAT: &str = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+
+/// Runs a non-streamed bench of 3 requests against `server`.
+fn bench_no_stream(server: &RawServer) -> Run {
+    let url = server.url();
+    let args = ["--endpoint", &url, "--model", "m", "--no-stream"];
+    let more = ["--requests", "3", "--server-metrics", "off"];
+    bench(&[&args[..], &more[..]].concat(), Duration::from_secs(60))
+}
+
+/// A non-streamed body the server cut short by closing its connection
+/// (`connection: close`, no length) was read for its keys and counted as a
+/// completed request with 0 tokens (review M5).
+#[test]
+fn a_whole_body_cut_by_the_close_is_truncated() {
+    use std::io::Write;
+    let server = RawServer::start(|s, _| {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+        let _ = write!(s, "{head}{}", &WHOLE_CHAT[..120]);
+        Then::Close
+    });
+    let run = bench_no_stream(&server);
+    let s = run.summary();
+    let r = &s["requests"];
+    assert_eq!(u(&r["completed"]), 0, "{r}");
+    assert_eq!(u(&r["failed"]), 3, "{r}");
+    assert_eq!(u(&r["errors"]["truncated"]), 3, "{r}");
+    assert_eq!(
+        s["error_messages"]["truncated"][0],
+        "the server closed the connection inside the body's JSON document"
+    );
+    assert_eq!(run.status.code(), Some(1), "no request succeeded");
+}
+
+/// A body of the length its head declared that is not one JSON document
+/// (cut inside, or a page after it) was counted as completed (review M5).
+#[test]
+fn a_whole_body_that_is_not_one_json_document_is_malformed() {
+    let bodies = [
+        WHOLE_CHAT[..150].to_string(),
+        format!("{WHOLE_CHAT} trailing junk <html>"),
+    ];
+    for body in bodies {
+        let answer = body.clone();
+        let server = RawServer::start(move |s, _| {
+            json_200(s, &answer);
+            Then::Next
+        });
+        let run = bench_no_stream(&server);
+        let s = run.summary();
+        let r = &s["requests"];
+        assert_eq!(u(&r["completed"]), 0, "{body}: {r}");
+        assert_eq!(u(&r["errors"]["malformed_response"]), 3, "{body}: {r}");
+        assert_eq!(run.status.code(), Some(1), "{body}");
+    }
+    // The same body whole is a success: the check is not what failed them.
+    let server = RawServer::start(|s, _| {
+        json_200(s, WHOLE_CHAT);
+        Then::Next
+    });
+    let run = bench_no_stream(&server);
+    run.assert_success();
+    assert_eq!(u(&run.summary()["requests"]["completed"]), 3);
+}
+
+/// A `/metrics` body longer than the scraper's cap was cut there, its
+/// prefix summed and the scrape counted a success: `running` read 37449
+/// from a server running one request (review M8).
+#[test]
+fn a_metrics_body_over_the_cap_is_a_failed_scrape() {
+    use std::io::Write;
+    let metrics = RawServer::start(|s, _| {
+        let line = "vllm:num_requests_running 1\n";
+        let body = line.repeat((1 << 20) / line.len() + 64);
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        Then::Close
+    });
+    let url = format!("{}/metrics", metrics.url());
+    let server = Server::start(&[]);
+    let run = bench_at(
+        &server,
+        &[
+            "--duration",
+            "1s",
+            "--concurrency",
+            "1",
+            "--server-metrics",
+            &url,
+            "--server-metrics-interval",
+            "200ms",
+        ],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let s = run.summary();
+    let m = &s["server_metrics"];
+    assert!(u(&m["scrapes"]) >= 2, "{m}");
+    assert_eq!(u(&m["failures"]), u(&m["scrapes"]), "{m}");
+    assert_eq!(
+        m["error"], "the body is longer than 1 MiB: not read, its sums would be partial",
+        "{m}"
+    );
+    assert!(
+        !m["series"].to_string().contains("running"),
+        "no series from a cut body: {m}"
+    );
+}
+
+/// A server that echoed the Authorization header in its 401 message had
+/// the key written verbatim to summary.json, events.jsonl, the reports and
+/// stdout, and for model discovery to stderr; probe masked it (review M6).
+#[test]
+fn a_key_a_server_echoes_is_masked_everywhere_bench_writes() {
+    use std::io::Write;
+    const KEY: &str = "SECECHO13";
+    let server = RawServer::start(|s, req| {
+        let auth = req
+            .text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("authorization: ")
+                    .or(l.strip_prefix("Authorization: "))
+            })
+            .unwrap_or("none")
+            .to_string();
+        let body = format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: {auth}","type":"invalid_request_error"}}}}"#
+        );
+        let _ = write!(
+            s,
+            "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        Then::Next
+    });
+    let url = format!("{}/v1/chat/completions", server.url());
+    // With a model the requests are refused; without one, model discovery.
+    for model in [&["--model", "m"][..], &[]] {
+        let out = temp_dir("echoed-key");
+        let child = Command::new(bin())
+            .args(["bench", "--endpoint", &url, "--api-key", KEY])
+            .args(model)
+            .args(["--requests", "3", "--server-metrics", "off"])
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn llmload bench");
+        let run = wait_run(child, out.clone(), Duration::from_secs(60));
+        assert!(
+            run.stderr.contains("<redacted>") || run.stdout.contains("<redacted>"),
+            "the echo reached no output: {model:?}\n{}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert!(!run.stdout.contains(KEY), "stdout: {}", run.stdout);
+        assert!(!run.stderr.contains(KEY), "stderr: {}", run.stderr);
+        let mut files = 0;
+        let mut dirs = vec![out];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(KEY),
+                    "{}",
+                    p.display()
+                );
+                files += 1;
+            }
+        }
+        if !model.is_empty() {
+            assert!(files >= 4, "summary, events and reports written: {files}");
+            let s = run.summary();
+            assert_eq!(
+                u(&s["requests"]["errors"]["http_401"]),
+                3,
+                "{}",
+                s["requests"]
+            );
+            let shown = s["error_messages"]["http_401"][0].as_str().unwrap();
+            assert!(shown.contains("provided: <redacted>"), "{shown}");
+        }
+    }
+}

@@ -109,6 +109,9 @@ impl<'a> ScenarioPlan<'a> {
 
 /// Everything the engine needs for a run.
 pub(crate) struct Plan<'a> {
+    /// Masked in every message a server sent back (`http::redact`): some
+    /// echo the credentials they refused.
+    pub secrets: Vec<String>,
     /// Every endpoint scenarios send to, resolved once.
     pub endpoints: Vec<EndpointPlan>,
     pub scenarios: Vec<ScenarioPlan<'a>>,

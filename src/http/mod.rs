@@ -10,6 +10,7 @@ pub(crate) mod blocking;
 pub mod chunked;
 pub(crate) mod endpoint;
 pub(crate) mod headers;
+pub(crate) mod redact;
 pub(crate) mod request;
 pub mod response;
 pub mod sse;

@@ -275,6 +275,142 @@ fn string_end_long(json: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// How a whole response body stands as one JSON document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Document {
+    /// One object or array, closed, with nothing but white space after it.
+    Whole,
+    /// An object or array still open where the bytes end: a body cut short.
+    Cut,
+    /// An object or array that is not JSON: a bracket closing the other
+    /// kind, a byte JSON has no use for outside strings, nesting deeper than
+    /// `MAX_DEPTH`, or bytes after its end.
+    Invalid,
+    /// Does not start an object or array: empty, a page, a bare value.
+    Other,
+}
+
+/// Deepest nesting `document` follows (one bit per level); an API's
+/// response nests a handful of levels.
+const MAX_DEPTH: u32 = u128::BITS;
+
+/// How `document` reads a byte outside strings, by value.
+static OUTSIDE: [u8; 256] = {
+    let mut t = [BAD; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = match b as u8 {
+            b' '
+            | b'\t'
+            | b'\n'
+            | b'\r'
+            | b':'
+            | b','
+            | b'-'
+            | b'+'
+            | b'.'
+            | b'0'..=b'9'
+            | b'E'
+            | b'a'..=b'z' => TOKEN,
+            b'"' => QUOTE,
+            b'{' | b'[' => OPEN,
+            b'}' | b']' => CLOSE,
+            _ => BAD,
+        };
+        b += 1;
+    }
+    t
+};
+const TOKEN: u8 = 0;
+const QUOTE: u8 = 1;
+const OPEN: u8 = 2;
+const CLOSE: u8 = 3;
+const BAD: u8 = 4;
+
+/// Reads `json` as one JSON object or array: its strings must end, its
+/// brackets match and nothing but white space follow it. Outside strings
+/// only the bytes of JSON's tokens are allowed, not their order (a literal's
+/// spelling, a missing comma), which is as far as a body cut short or with a
+/// page appended can be told from a whole one without a full parse. Linear
+/// time, no allocation: strings are skipped a word or a vector at a time,
+/// the bytes between them are classed by a table.
+pub(crate) fn document(json: &[u8]) -> Document {
+    let start = skip_ws(json, 0);
+    if !matches!(json.get(start), Some(b'{' | b'[')) {
+        return Document::Other;
+    }
+    // Bit 0 is the innermost open container: set for an object.
+    let mut objects = 0u128;
+    let mut depth = 0u32;
+    let mut i = start;
+    while i < json.len() {
+        let b = json[i];
+        match OUTSIDE[b as usize] {
+            TOKEN => {}
+            QUOTE => match string_close(json, i + 1) {
+                Some(end) => i = end,
+                None => return Document::Cut,
+            },
+            OPEN => {
+                if depth == MAX_DEPTH {
+                    return Document::Invalid;
+                }
+                objects = objects << 1 | u128::from(b == b'{');
+                depth += 1;
+            }
+            CLOSE => {
+                if (objects & 1 == 1) != (b == b'}') {
+                    return Document::Invalid;
+                }
+                objects >>= 1;
+                depth -= 1;
+                if depth == 0 {
+                    return if skip_ws(json, i + 1) == json.len() {
+                        Document::Whole
+                    } else {
+                        Document::Invalid
+                    };
+                }
+            }
+            _ => return Document::Invalid,
+        }
+        i += 1;
+    }
+    Document::Cut
+}
+
+/// `string_end` for `document`: the first two words are searched 8 bytes
+/// at a time, without the set-up of a vector search (most of a body's
+/// strings are keys and short values), a longer string by vector search.
+#[inline]
+fn string_close(json: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // The high bit of each byte of `w` equal to `c`; bytes above the first
+    // may be flagged wrongly (a borrow), never the first itself.
+    let eq = |w: u64, c: u8| {
+        let x = w ^ (ONES * u64::from(c));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    for _ in 0..2 {
+        let Some(word) = json.get(i..i + 8) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        let hit = eq(w, b'"') | eq(w, b'\\');
+        if hit != 0 {
+            let k = i + (hit.trailing_zeros() / 8) as usize;
+            return if json[k] == b'"' {
+                Some(k)
+            } else {
+                string_end_long(json, k)
+            };
+        }
+        i += 8;
+    }
+    string_end_long(json, i)
+}
+
 /// Index of the bracket closing the object or array opened at `i`.
 fn container_end(json: &[u8], i: usize) -> Option<usize> {
     let mut depth = 0usize;
@@ -452,6 +588,49 @@ mod tests {
         assert_eq!(find_u32(br#"{"n": 99999999999}"#, &N), None);
     }
 
+    #[test]
+    fn document_tells_whole_from_cut_and_invalid() {
+        use Document::*;
+        let chat = br#"{"id":"x","choices":[{"message":{"content":"hi \"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3}}"#;
+        assert_eq!(document(chat), Whole);
+        assert_eq!(document(&[b" \n", &chat[..], b"\r\n "].concat()), Whole);
+        assert_eq!(document(br#"[1, true, null, -2.5e+3, "]"]"#), Whole);
+        for cut in 1..chat.len() {
+            assert_eq!(document(&chat[..cut]), Cut, "{cut}");
+        }
+        assert_eq!(
+            document(&[&chat[..], b" trailing junk <html>"].concat()),
+            Invalid
+        );
+        assert_eq!(document(&[&chat[..], b"{}"].concat()), Invalid);
+        assert_eq!(document(br#"{"a":[1}"#), Invalid);
+        assert_eq!(document(br#"{"a":1]"#), Invalid);
+        assert_eq!(document(b"{<html>}"), Invalid);
+        assert_eq!(document(&[&b"["[..]; 128].concat()), Cut);
+        assert_eq!(document(&[&b"["[..]; 129].concat()), Invalid);
+        // A quote or an escape at every place in and past the words read
+        // before the vector search.
+        for n in 0..40 {
+            let x = "x".repeat(n);
+            for whole in [format!(r#"{{"{x}":1}}"#), format!(r#"{{"{x}\"\\":"\\"}}"#)] {
+                assert_eq!(document(whole.as_bytes()), Whole, "{whole}");
+            }
+            for cut in [format!(r#"{{"{x}"#), format!(r#"{{"{x}\":1}}"#)] {
+                assert_eq!(document(cut.as_bytes()), Cut, "{cut}");
+            }
+        }
+        for other in [
+            &b""[..],
+            b"  ",
+            b"<html></html>",
+            b"\"text\"",
+            b"42",
+            b"null",
+        ] {
+            assert_eq!(document(other), Other);
+        }
+    }
+
     /// `find`, `find_u32` and `for_each_key` against serde_json on random
     /// documents: serde_json parses the text, and walking its tree in
     /// document order (a key before its value, entries in the order they
@@ -623,6 +802,26 @@ mod tests {
             }
             // The generator reaches both answers often.
             assert!(present > 5_000 && absent > 5_000, "{present} {absent}");
+        }
+
+        /// Every generated document is whole, every proper prefix of it is
+        /// cut and bytes after it make it invalid, as serde_json agrees.
+        #[test]
+        fn document_agrees_with_serde_json() {
+            let mut rng = Rng::seeded(13);
+            for _ in 0..2000 {
+                let (_, texts) = document(&mut rng);
+                for text in &texts {
+                    let shown = String::from_utf8_lossy(text);
+                    assert_eq!(super::document(text), Document::Whole, "{shown}");
+                    let cut = 1 + rng.below(text.len() as u64 - 1) as usize;
+                    let prefix = &text[..cut];
+                    assert!(serde_json::from_slice::<J>(prefix).is_err());
+                    assert_eq!(super::document(prefix), Document::Cut, "{cut} of {shown}");
+                    let junk = [&text[..], b" x"].concat();
+                    assert_eq!(super::document(&junk), Document::Invalid, "{shown}");
+                }
+            }
         }
 
         /// The value of the first `key` in document order that is a

@@ -69,13 +69,14 @@ impl Target {
         if resp.status != 200 {
             return Err(format!("HTTP {}", resp.status));
         }
-        let mut body = resp.body.as_slice();
+        // Sums over a prefix would be counted as the server's whole state.
         if resp.truncated {
-            // Cut at the client's cap: the last line may be partial.
-            let end = body.iter().rposition(|&b| b == b'\n').unwrap_or(0);
-            body = &body[..end];
+            return Err(format!(
+                "the body is longer than {} MiB: not read, its sums would be partial",
+                blocking::MAX_BODY >> 20
+            ));
         }
-        let text = std::str::from_utf8(body)
+        let text = std::str::from_utf8(&resp.body)
             .map_err(|e| format!("not Prometheus text: not UTF-8 at byte {}", e.valid_up_to()))?;
         let mut sums = vec![None; watched.len()];
         let n = parse::parse(text, |s| {

@@ -159,3 +159,30 @@ fn the_thread_counts_failures_and_keeps_the_first_reason() {
     assert_eq!(got.error.as_deref(), Some("HTTP 500"));
     assert_eq!(got.found(0).server, "unknown");
 }
+
+#[test]
+fn a_body_cut_at_the_cap_is_a_failed_scrape() {
+    let line = "vllm:num_requests_running 1\n";
+    let body = line.repeat(blocking::MAX_BODY / line.len() + 1);
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let t = serve(Box::leak(answer.into_boxed_str()), 1);
+    let watched = HashMap::from([("vllm:num_requests_running", 0)]);
+    let e = t.scrape(&watched, Duration::from_secs(5)).unwrap_err();
+    assert_eq!(
+        e,
+        "the body is longer than 1 MiB: not read, its sums would be partial"
+    );
+    // One line less fits and is read whole.
+    let fits = line.repeat(blocking::MAX_BODY / line.len());
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{fits}",
+        fits.len()
+    );
+    let t = serve(Box::leak(answer.into_boxed_str()), 1);
+    let (sums, n) = t.scrape(&watched, Duration::from_secs(5)).unwrap();
+    assert_eq!(n, fits.len() / line.len());
+    assert_eq!(sums, vec![Some(n as f64)]);
+}

@@ -20,6 +20,7 @@ use crate::engine::requests::{RequestSet, RequestTemplate, Target};
 use crate::engine::{EndpointPlan, ScenarioPlan};
 use crate::http::endpoint::Endpoint;
 use crate::http::headers::{is_auth_header, is_secret_header};
+use crate::http::redact::{redact, secrets};
 use crate::protocol::errors::one_line;
 use crate::report::summary::{TlsEndpoint, TlsSummary};
 use crate::server::{ServerConfig, ServerHandle};
@@ -41,6 +42,9 @@ pub(super) struct Built<'a> {
     pub datasets: Vec<DatasetInfo>,
     /// How the https endpoints were reached; `None` when none is https.
     pub tls: Option<TlsSummary>,
+    /// What no server's message may show (`http::redact::secrets`): every
+    /// scenario's credentials and URL query values.
+    pub secrets: Vec<String>,
 }
 
 /// What makes two scenarios' endpoints one entry of the engine's table:
@@ -192,7 +196,9 @@ pub(super) fn build<'a>(
         model: String::new(),
         datasets: Vec::new(),
         tls: None,
+        secrets: Vec::new(),
     };
+    let (mut sent_headers, mut urls) = (Vec::new(), Vec::new());
     if let Some(w) = cleartext_warning(cfg) {
         errln!("llmload bench: warning: {w}");
     }
@@ -218,6 +224,12 @@ pub(super) fn build<'a>(
         {
             headers.extend(proto.auth_headers(key));
         }
+        sent_headers.extend(headers.iter().cloned());
+        urls.extend(
+            std::iter::once(&endpoint)
+                .chain(&sc.more_endpoints)
+                .map(|e| e.url.clone()),
+        );
         let model = match &sc.model {
             Some(m) => m.clone(),
             None if sc.endpoint.is_none() => "llmload-mock".to_string(),
@@ -383,6 +395,8 @@ pub(super) fn build<'a>(
         out.scenarios.push(plan);
     }
     out.endpoints = table.endpoints;
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    out.secrets = secrets(cfg.api_key.as_deref(), &sent_headers, &urls);
     Ok(out)
 }
 
@@ -597,6 +611,7 @@ fn discover_model(
     tls: Option<&TlsClient>,
 ) -> Result<String, String> {
     let connect = Duration::from_nanos(cfg.limits.connect_ns);
+    let hidden = secrets(None, headers, &[&endpoint.url]);
     let headers: Vec<(&str, &str)> = headers
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -613,14 +628,14 @@ fn discover_model(
                 "the endpoint refused the credentials: GET /v1/models on {} answered {}; {sent} \
                  (or name the model with --model to skip this request)",
                 endpoint.host,
-                one_line(&e.to_string(), 300)
+                one_line(&redact(&e.to_string(), &hidden), 300)
             ))
         }
         Err(e) => {
             errln!(
                 "llmload bench: could not list models at {} ({}); sending model 'default' (pass --model)",
                 endpoint.display(),
-                one_line(&e.to_string(), 300)
+                one_line(&redact(&e.to_string(), &hidden), 300)
             );
             Ok("default".to_string())
         }

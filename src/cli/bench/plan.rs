@@ -66,6 +66,7 @@ pub(super) fn plan<'a>(
         start_at_unix_ns: cfg.start_at_ns,
         uniform_phase: part.uniform_phase,
         partition: part.partition,
+        secrets: built.secrets.clone(),
     };
     Ok(Planned { plan, live, io })
 }

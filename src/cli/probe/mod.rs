@@ -14,12 +14,12 @@
 //!
 //! `exchange` makes the requests and records what came back; `diagnose`
 //! turns those records into findings with no I/O (table-tested in `tests`);
-//! `render` prints them as text or `--json`; `redact` masks the API key and
-//! secret-looking header values in everything printed, server echoes too.
+//! `render` prints them as text or `--json`; `http::redact` masks the API
+//! key and secret-looking header values in everything printed, server
+//! echoes too.
 
 mod diagnose;
 mod exchange;
-mod redact;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -39,9 +39,9 @@ use crate::protocol::errors::printable;
 use crate::protocol::{self, Protocol};
 use crate::tls::{TlsClient, TlsSettings};
 
+use crate::http::redact::{redact, secrets};
 use diagnose::{Asked, ModelSource, Verdict};
 use exchange::{Check, Kind};
-use redact::{redact, secrets};
 
 /// What `probe` does when a flag is not given; its help shows them.
 pub(crate) mod defaults {
@@ -197,7 +197,7 @@ fn resolve(a: ProbeArgs) -> Result<Config, String> {
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
-    let secrets = secrets(api_key.as_deref(), &headers, &a.endpoint);
+    let secrets = secrets(api_key.as_deref(), &headers, &[&a.endpoint]);
     Ok(Config {
         api_key_from_env: api_key.is_some() && !given,
         url: a.endpoint,

@@ -19,6 +19,7 @@ use crate::http::chunked::ChunkedDecoder;
 use crate::http::response::{BodyKind, Head, MAX_HEAD_LEN, parse_head};
 use crate::http::sse::{MAX_EVENT, SseSplitter};
 use crate::metrics::errors::ErrorClass;
+use crate::protocol::scan::{self, Document};
 use crate::protocol::{EventInfo, Finish, Protocol, StreamState};
 
 /// Per-connection receive buffer `Rx::receive` reads from; a response head
@@ -567,7 +568,8 @@ impl Rx {
     }
 
     /// The response is complete: reads a kept body into the tally and says
-    /// how the request went: an error status, an in-band error, a success
+    /// how the request went: an error status, a non-streamed body that is
+    /// not one whole JSON document (see `body_not_whole`), an in-band error, a success
     /// status with nothing of the API's shape in it (`NoOutput`, its first
     /// bytes kept as the message), a close-delimited stream the server ended
     /// before `[DONE]` or a finish reason (`Truncated`: with no framing, the
@@ -578,6 +580,11 @@ impl Rx {
     pub(crate) fn conclude(&mut self, proto: &dyn Protocol) -> ErrorClass {
         if !(200..300).contains(&self.status()) {
             return ErrorClass::HttpStatus;
+        }
+        if self.keep_body
+            && let Some(class) = self.body_not_whole()
+        {
+            return class;
         }
         self.finish_body(proto);
         let t = &self.tally;
@@ -597,6 +604,33 @@ impl Rx {
         } else {
             ErrorClass::None
         }
+    }
+
+    /// A kept body that opens a JSON document without holding a whole one:
+    /// cut short by the server's close (`Truncated`: with no framing, the
+    /// close is all there is), cut short inside its own framing or not JSON
+    /// (`MalformedResponse`). Its keys may still be found, but what they say
+    /// is not the server's whole answer. A body that is no JSON document at
+    /// all is left to `NoOutput`, which keeps its first bytes.
+    #[inline]
+    fn body_not_whole(&mut self) -> Option<ErrorClass> {
+        let (class, why): (_, &[u8]) = match scan::document(&self.body) {
+            Document::Whole | Document::Other => return None,
+            Document::Cut if self.head.is_some_and(|h| h.body == BodyKind::UntilClose) => (
+                ErrorClass::Truncated,
+                b"the server closed the connection inside the body's JSON document",
+            ),
+            Document::Cut => (
+                ErrorClass::MalformedResponse,
+                b"the body ends inside its JSON document",
+            ),
+            Document::Invalid => (
+                ErrorClass::MalformedResponse,
+                b"the body is not one JSON document",
+            ),
+        };
+        self.set_message(why);
+        Some(class)
     }
 
     /// Whether a first token is still awaited in the `ttft_timeout` sense:

@@ -987,6 +987,61 @@ fn a_close_delimited_stream_cut_short_is_truncated() {
 }
 
 #[test]
+fn a_whole_body_cut_short_or_not_json_fails() {
+    let body = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}"#;
+    let json = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+    let close = |b: &str| format!("{json}Connection: close\r\n\r\n{b}");
+    let framed = |b: &str| format!("{json}Content-Length: {}\r\n\r\n{b}", b.len());
+    let closed = |verdict| End::Done {
+        keep_alive: false,
+        verdict,
+    };
+    let cut_by_close = "the server closed the connection inside the body's JSON document";
+    let cut = "the body ends inside its JSON document";
+    let not_json = "the body is not one JSON document";
+    let cases = [
+        (close(body), true, closed(ErrorClass::None), ""),
+        (
+            close(&body[..120]),
+            true,
+            closed(ErrorClass::Truncated),
+            cut_by_close,
+        ),
+        (
+            framed(&body[..150]),
+            false,
+            done(ErrorClass::MalformedResponse),
+            cut,
+        ),
+        (
+            framed(&format!("{body} trailing junk <html>")),
+            false,
+            done(ErrorClass::MalformedResponse),
+            not_json,
+        ),
+        (
+            close(&format!("{body}{body}")),
+            true,
+            closed(ErrorClass::MalformedResponse),
+            not_json,
+        ),
+    ];
+    for (bytes, closes, end, msg) in cases {
+        let got = verdict_of(bytes.as_bytes(), closes, &OpenAiChat);
+        assert_eq!(got, (end, msg.to_string()), "{bytes:?}");
+    }
+    // Every format's whole body, cut anywhere inside its JSON, fails.
+    for format in Format::ALL {
+        let r = Reply::new(format, 3, 0, PROMPT, false);
+        let w = whole(&r, Shape::Whole);
+        let at = w.bytes.len() - 1;
+        let cut = [&w.bytes[..at], b" "].concat();
+        let got = verdict_of(&cut, false, protocol(format)).0;
+        assert_eq!(got, done(ErrorClass::MalformedResponse), "{format:?}");
+    }
+}
+
+#[test]
 fn switching_protocols_ends_the_connection() {
     let bytes =
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";

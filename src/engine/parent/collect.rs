@@ -13,6 +13,7 @@ use crate::clock::now_ns;
 use crate::engine::record::{self, Completion, Decoded};
 use crate::engine::requests::{InputSource, RequestSet};
 use crate::engine::stages;
+use crate::http::redact::redact;
 use crate::metrics::block::{InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::goodput;
@@ -218,7 +219,10 @@ impl Parent<'_, '_, '_> {
             row: sc.rows.then_some(d.c.sample),
             gaps: d.gaps,
             text: Cow::Borrowed(d.text),
-            message: (!d.msg.is_empty()).then(|| errors::readable(d.msg, MAX_MESSAGE)),
+            // Masked here, where a server's message becomes text, so the
+            // summary, the events and every report get it masked.
+            message: (!d.msg.is_empty())
+                .then(|| redact(&errors::readable(d.msg, MAX_MESSAGE), &self.plan.secrets)),
         };
         if let Some(lane) = self.lane.as_mut()
             && policy != TokenPolicy::Usage

@@ -37,6 +37,7 @@ fn plan() -> Plan<'static> {
         min_ns: None,
     };
     Plan {
+        secrets: Vec::new(),
         endpoints: vec![EndpointPlan {
             url: "http://127.0.0.1:9".into(),
             addr: None,

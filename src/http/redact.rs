@@ -1,8 +1,10 @@
-//! Secrets out of everything the probe prints: the API key, the values
-//! of headers whose names suggest credentials and the values in the
-//! endpoint URL's query, masked raw and JSON-escaped, since a server may
-//! echo them in an error message. Masking the whole output text once, after
-//! rendering, means no code path can forget it; the cost is that a secret
+//! Secrets out of what llmload prints of a server's words: the API key,
+//! the values of headers whose names suggest credentials and the values in
+//! the endpoint URLs' query, masked raw and JSON-escaped, since a server may
+//! echo them in an error message. `probe` masks its whole output text once,
+//! after rendering, so no code path can forget it; `bench` masks each
+//! message a server sent (a request's error, model discovery's refusal)
+//! where it becomes text, before it reaches any output; the cost is that a secret
 //! too short to mask safely is not masked at all. (The URL itself is shown
 //! redacted already; this catches a server's echo of a query value.)
 
@@ -14,17 +16,19 @@ const MIN_SECRET: usize = 4;
 
 /// The API key, the values of headers whose names suggest credentials
 /// (with the token after a scheme such as `Bearer` on its own too, since a
-/// server may echo just that part), and the query values of `url`.
-pub(super) fn secrets(
+/// server may echo just that part), and the query values of `urls`.
+pub(crate) fn secrets(
     api_key: Option<&str>,
     headers: &[(String, String)],
-    url: &str,
+    urls: &[&str],
 ) -> Vec<String> {
     let mut out: Vec<String> = api_key.into_iter().map(str::to_string).collect();
-    if let Some((_, query)) = url.split_once('?') {
-        for pair in query.split(['&', '#']) {
-            let v = pair.split_once('=').map_or(pair, |(_, v)| v);
-            out.push(v.to_string());
+    for url in urls {
+        if let Some((_, query)) = url.split_once('?') {
+            for pair in query.split(['&', '#']) {
+                let v = pair.split_once('=').map_or(pair, |(_, v)| v);
+                out.push(v.to_string());
+            }
         }
     }
     for (name, value) in headers {
@@ -43,7 +47,7 @@ pub(super) fn secrets(
 }
 
 /// `text` with every secret, raw or JSON-escaped, replaced by `MASK`.
-pub(super) fn redact(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets {
         out = out.replace(s.as_str(), MASK);
@@ -70,18 +74,19 @@ mod tests {
         let s = secrets(
             Some("sk-\"q\"-99"),
             &headers,
-            "http://h/p?key=qry-secret-3&v=1",
+            &["http://h/p?key=qry-secret-3&v=1", "http://g/?k=second-q-4"],
         );
         let text = r#"key sk-"q"-99 json "sk-\"q\"-99" hdr-secret-1 tok-2345 qry-secret-3 visible"#;
         let out = redact(text, &s);
         assert!(!out.contains("sk-"), "{out}");
         assert!(!out.contains("qry-secret"), "{out}");
+        assert_eq!(redact("second-q-4", &s), "<redacted>");
         assert!(out.contains("<redacted>"), "{out}");
         assert!(!out.contains("hdr-secret"), "{out}");
         assert!(!out.contains("tok-2345"), "{out}");
         assert!(out.contains("visible"));
         assert!(
-            secrets(Some("ab"), &[], "http://h/?v=1").is_empty(),
+            secrets(Some("ab"), &[], &["http://h/?v=1"]).is_empty(),
             "too short to mask"
         );
     }
