@@ -9,23 +9,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use llmload::accuracy::fuzzing::extract_all;
+use llmload::accuracy::fuzzing::check_extractors;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(reply) = std::str::from_utf8(data) else {
         return;
     };
-    let [identity, abcd, _boxed, code, call] = extract_all(reply);
-    assert_eq!(identity.as_deref(), Some(reply));
-    let abcd = abcd.expect("ABCD always answers");
-    assert!(
-        ["", "choice1", "choice2", "choice3", "choice4"].contains(&abcd.as_str()),
-        "{abcd}"
-    );
-    if let Some(c) = code {
-        assert_eq!(c.trim(), c, "a code block comes out stripped");
-    }
-    if let Some(j) = call {
-        serde_json::from_str::<serde_json::Value>(&j).expect("function calls come out as JSON");
-    }
+    check_extractors(reply);
 });
