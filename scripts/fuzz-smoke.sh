@@ -65,8 +65,24 @@ for key in usage reasoning finish_reason meta_info delta error; do
     } >"$hostile/$key"
 done
 
+# 1 MiB replies of the shapes that made the accuracy extractors quadratic
+# (whitespace after "answer" with no letter to end it, unclosed calls and
+# boxes), run once each through accuracy_extractors in the same way.
+replies="$(mktemp -d)"
+trap 'rm -rf "$hostile" "$replies"' EXIT
+python3 - "$replies" <<'PY'
+import os, sys
+shapes = {"spaces": ("answer", " ", "x"), "newlines": ("Answer", " \n", "?"),
+          "calls": ("", "f(", ""), "quoted": ("", "f('", ""), "boxes": ("", "\\boxed{", ""),
+          "fences": ("", "```python\n", ""), "wraps": ("", "**A)", "")}
+for name, (head, unit, tail) in shapes.items():
+    n = (1048000 - len(head) - len(tail)) // len(unit)
+    with open(os.path.join(sys.argv[1], name), "w") as f:
+        f.write(head + unit * n + tail)
+PY
+
 logs="$(mktemp -d)"
-trap 'rm -rf "$hostile" "$logs"' EXIT
+trap 'rm -rf "$hostile" "$replies" "$logs"' EXIT
 failed=()
 summary=()
 for target in "${targets[@]}"; do
@@ -74,6 +90,13 @@ for target in "${targets[@]}"; do
         echo "fuzz-smoke: ${target} on 1 MiB nested-key events" >&2
         if ! "${fuzz[@]}" "$target" "$hostile"/* -- -timeout=2 -runs=1; then
             failed+=("$target (nested-key events)")
+            continue
+        fi
+    fi
+    if [[ "$target" == accuracy_extractors ]]; then
+        echo "fuzz-smoke: ${target} on 1 MiB degenerate replies" >&2
+        if ! "${fuzz[@]}" "$target" "$replies"/* -- -timeout=2 -runs=1; then
+            failed+=("$target (degenerate replies)")
             continue
         fi
     fi

@@ -784,3 +784,128 @@ fn a_key_a_server_echoes_is_masked_everywhere_bench_writes() {
         }
     }
 }
+
+/// H1: the accuracy extractors ran MLPerf's patterns on a backtracking
+/// engine and rescanned to the end of the reply from every unclosed call,
+/// on the parent: "answer" and a run of spaces with no letter after them
+/// took 6 s at 10,000 spaces (hours at 256 KiB), `f(` × 40,000 took 9 s,
+/// and Ctrl-C went unheard until they returned. Both replies, 256 KiB and
+/// 200 KB, are scored now in a run bounded at 20 s.
+#[test]
+fn accuracy_extractors_take_linear_time_on_hostile_replies() {
+    let dir = temp_dir("acc-hostile");
+    let spaces = format!("answer{}x", " ".repeat(256 << 10));
+    let calls = "f(".repeat(100_000);
+    let answers: String = [("q1", spaces.as_str()), ("q2", calls.as_str())]
+        .iter()
+        .map(|(prompt, reply)| {
+            serde_json::json!({"prompt": prompt, "reply": reply}).to_string() + "\n"
+        })
+        .collect();
+    let answers_path = dir.join("answers.jsonl");
+    std::fs::write(&answers_path, answers).unwrap();
+    let write = |name: &str, prompt: &str, answer: &str| {
+        let p = dir.join(name);
+        std::fs::write(
+            &p,
+            serde_json::json!({"prompt": prompt, "answer": answer}).to_string() + "\n",
+        )
+        .unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let abcd = write("abcd.jsonl", "q1", "choice1") + ",extractor=abcd";
+    let call = write("call.jsonl", "q2", "[]") + ",extractor=function_call";
+    let server = Server::start(&["--answers", answers_path.to_str().unwrap()]);
+    let run = bench_at(
+        &server,
+        &[
+            "--phase",
+            "acc",
+            "--no-stream",
+            "--accuracy-dataset",
+            &abcd,
+            "--accuracy-dataset",
+            &call,
+        ],
+        Duration::from_secs(20),
+    );
+    run.assert_success();
+    let s = run.summary();
+    let datasets = s["accuracy"]["datasets"].as_array().expect("datasets");
+    assert_eq!(datasets.len(), 2, "{}", s["accuracy"]);
+    // Answered in full and scored: no letter follows "answer", so MLPerf
+    // falls back to the reply's first character, `a` (choice1, right); no
+    // call closes, so nothing is extracted (wrong).
+    for (d, correct) in datasets.iter().zip([1, 0]) {
+        assert_eq!(
+            (u(&d["issued"]), u(&d["scored"]), u(&d["correct"])),
+            (1, 1, correct),
+            "{d}"
+        );
+        assert_eq!(d["complete"], true, "{d}");
+    }
+}
+
+/// M7: a chat template from tokenizer_config.json ran without a bound:
+/// three nested `range(1000)` loops ran for minutes, and a template
+/// writing 100 MB aborted the process while it was tokenized. Each now
+/// stops at its budget, in a run bounded at 20 s, with a warning naming
+/// the template's file and the budget it passed.
+#[test]
+fn chat_templates_stop_at_their_fuel_and_output_budgets() {
+    let server = Server::start(&[]);
+    for (name, template, why) in [
+        (
+            "loops",
+            "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}\
+             {% endfor %}{% endfor %}{% endfor %}x",
+            "used up its budget of",
+        ),
+        (
+            "output",
+            "{{ 'x' * 100000000 }}",
+            "wrote more than its cap of",
+        ),
+    ] {
+        let dir = temp_dir(&format!("chat-budget-{name}"));
+        let tok = dir.join("tok");
+        std::fs::create_dir(&tok).unwrap();
+        let fixture =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-chat");
+        std::fs::copy(fixture.join("tokenizer.json"), tok.join("tokenizer.json")).unwrap();
+        let mut config: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture.join("tokenizer_config.json")).unwrap(),
+        )
+        .unwrap();
+        config["chat_template"] = template.into();
+        let config_path = tok.join("tokenizer_config.json");
+        std::fs::write(&config_path, config.to_string()).unwrap();
+        let data = dir.join("m.jsonl");
+        std::fs::write(
+            &data,
+            "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n\
+             {\"messages\":[{\"role\":\"user\",\"content\":\"ho\"}]}\n",
+        )
+        .unwrap();
+        let run = bench_at(
+            &server,
+            &[
+                "--requests",
+                "2",
+                "--dataset",
+                data.to_str().unwrap(),
+                "--tokenizer",
+                tok.to_str().unwrap(),
+            ],
+            Duration::from_secs(20),
+        );
+        run.assert_success();
+        let warning = format!(
+            "the chat template failed on 2 message prompt(s), counted as plain text instead \
+             (first: the chat template of {} {why}",
+            config_path.display()
+        );
+        assert!(run.stderr.contains(&warning), "{name}: {}", run.stderr);
+        assert_eq!(u(&run.summary()["requests"]["completed"]), 2);
+    }
+}

@@ -8,26 +8,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use llmload::accuracy::fuzzing::{extract_all, rouge_pair};
+use llmload::accuracy::fuzzing::{check_extractors, rouge_pair};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     let (reply, reference) = text.split_once('\0').unwrap_or((text, ""));
-    let [identity, abcd, _boxed, code, call] = extract_all(reply);
-    assert_eq!(identity.as_deref(), Some(reply));
-    let abcd = abcd.expect("ABCD always answers");
-    assert!(
-        ["", "choice1", "choice2", "choice3", "choice4"].contains(&abcd.as_str()),
-        "{abcd}"
-    );
-    if let Some(c) = code {
-        assert_eq!(c.trim(), c, "a code block comes out stripped");
-    }
-    if let Some(j) = call {
-        serde_json::from_str::<serde_json::Value>(&j).expect("function calls come out as JSON");
-    }
+    check_extractors(reply);
     let forward = rouge_pair(reply, reference);
     for f in forward {
         assert!((0.0..=1.0).contains(&f), "{forward:?}");

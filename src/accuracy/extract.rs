@@ -2,12 +2,19 @@
 //! answer out of a reply exactly as MLPerf's Python does on the same text.
 //!
 //! Exactness is the point, so the patterns are Python `re` patterns
-//! re-spelled for fancy-regex with Python's own character classes written
-//! out (`\w`, `\s`, `\b` and case-insensitive letters differ at the edges of
-//! Unicode between the two engines), and the function-call extractor carries
-//! small readers of Python's JSON and Python literals. The price is that
-//! every pattern runs on a backtracking engine; replies are scored one at a
-//! time, so that does not matter.
+//! re-spelled with Python's own character classes written out (`\w`, `\s`
+//! and case-insensitive letters differ at the edges of Unicode between the
+//! two engines), and the function-call extractor carries small readers of
+//! Python's JSON and Python literals.
+//!
+//! Replies come from the endpoint under test, so every extractor runs in
+//! time linear in the reply: the patterns run on the `regex` crate's
+//! automata, which have no look-around, and Python's `\b` and MLPerf's
+//! `(?<!…)`/`(?!…)` are spelled as one consumed character (or the end of
+//! the text) on the side that needs it — the same first match and groups,
+//! since only the first match or non-overlapping groups are read. On a
+//! backtracking engine the same patterns took seconds to minutes on a
+//! reply that degenerates into whitespace after "Answer".
 
 mod function_call;
 mod json;
@@ -20,7 +27,7 @@ mod value;
 
 use std::sync::LazyLock;
 
-use fancy_regex::{Regex, RegexBuilder};
+use regex::Regex;
 
 /// An answer extractor, by MLPerf's definition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,12 +128,29 @@ fn py_strip(s: &str) -> &str {
     s.trim_matches(is_py_space)
 }
 
-/// Turns a pattern written with Python's class names into one fancy-regex
-/// reads the same way: `\s` and `\w` become Python's classes and `\b` a
-/// boundary between them. The patterns here use these escapes only outside
-/// character classes.
+/// Python's `\b` before a word character, or MLPerf's `(?<![A-Za-z0-9])`
+/// with `class` = `A-Za-z0-9`: the start of the text or one character
+/// outside `class`, consumed. A match found with it starts one character
+/// early, so a search for the next one starts one character before the end
+/// of the last (`text_calls`).
+fn not_before(class: &str) -> String {
+    format!(r"(?:\A|[^{class}])")
+}
+
+/// Python's `\b` after a word character, or `(?![A-Za-z0-9])`: one
+/// character outside `class`, consumed, or the end of the text.
+fn not_after(class: &str) -> String {
+    format!(r"(?:[^{class}]|\z)")
+}
+
+/// The characters of Python's `\w`, for `not_before`/`not_after`.
+const PY_W_CLASS: &str = r"\p{L}\p{N}_";
+
+/// Turns a pattern written with Python's class names into one the `regex`
+/// crate reads the same way: `\s` and `\w` become Python's classes. The
+/// patterns here use these escapes only outside character classes, and
+/// spell word boundaries with `not_before`/`not_after`.
 fn py_pattern(p: &str) -> Regex {
-    let boundary = format!("(?:(?<={PY_W})(?!{PY_W})|(?<!{PY_W})(?={PY_W}))");
     let mut out = String::new();
     let mut chars = p.chars();
     while let Some(c) = chars.next() {
@@ -137,7 +161,7 @@ fn py_pattern(p: &str) -> Regex {
         match chars.next() {
             Some('s') => out.push_str(PY_S),
             Some('w') => out.push_str(PY_W),
-            Some('b') => out.push_str(&boundary),
+            Some('b') => panic!("spell \\b with not_before/not_after: {p}"),
             Some(other) => {
                 out.push('\\');
                 out.push(other);
@@ -145,19 +169,13 @@ fn py_pattern(p: &str) -> Regex {
             None => out.push('\\'),
         }
     }
-    // Python's `re` has no backtracking budget; neither do these, so a
-    // long reply never loses a match Python would find.
-    RegexBuilder::new(&out)
-        .backtrack_limit(usize::MAX)
-        .build()
-        .expect("extractor patterns are valid")
+    Regex::new(&out).expect("extractor patterns are valid")
 }
 
 /// The first capture group of the first match (Python's `search`), or
 /// `None`.
 fn first_group<'t>(re: &Regex, text: &'t str) -> Option<&'t str> {
-    let caps = re.captures(text).ok()??;
-    caps.get(1).map(|m| m.as_str())
+    re.captures(text)?.get(1).map(|m| m.as_str())
 }
 
 /// MLPerf's ABCD patterns in priority order. Python compiles them with
@@ -169,21 +187,26 @@ static ABCD_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     const WRAP: &str = r"(?:\*{1,2}|_{1,2})";
     const OPTION: &str = "[Oo][Pp][Tt][IiİıI][Oo][Nn]";
     const CHOICE: &str = "[Cc][Hh][Oo][IiİıI][Cc][Ee]";
-    const NOT_ALNUM_BEFORE: &str = "(?<![A-Za-z0-9])";
-    const NOT_ALNUM_AFTER: &str = "(?![A-Za-z0-9])";
+    // `[Ssſ]?\b\s*[:\-–]?\s*X` with X a letter: the boundary asks for a
+    // gap that is not empty. Before `\(` it is implied.
+    const GAP: &str = r"(?:\s+[:\-–]?\s*|[:\-–]\s*)";
+    let word_before = not_before(PY_W_CLASS);
+    let word_after = not_after(PY_W_CLASS);
+    let alnum_before = not_before("A-Za-z0-9");
+    let alnum_after = not_after("A-Za-z0-9");
     [
-        format!(r"{WRAP}{ANSWER}[Ssſ]?\s*[:\-–]?{WRAP}\s*([ABCDabcd])\b"),
+        format!(r"{WRAP}{ANSWER}[Ssſ]?\s*[:\-–]?{WRAP}\s*([ABCDabcd]){word_after}"),
         format!(r"(?m)^\s*{WRAP}?{ANSWER}:?{WRAP}?\s*:?\s*{WRAP}?([ABCDabcd]){WRAP}?\s*"),
-        format!(r"\b{ANSWER}[Ssſ]?\b\s*[:\-–]?\s*\(\s*([ABCDabcd])\s*\)"),
-        format!(r"\b{ANSWER}[Ssſ]?\b\s*[:\-–]?\s*([ABCDabcd])\b"),
-        format!(r"\b(?:{OPTION}|{CHOICE})\b\s*[:\-–]?\s*([ABCDabcd])\b"),
+        format!(r"{word_before}{ANSWER}[Ssſ]?\s*[:\-–]?\s*\(\s*([ABCDabcd])\s*\)"),
+        format!(r"{word_before}{ANSWER}[Ssſ]?{GAP}([ABCDabcd]){word_after}"),
+        format!(r"{word_before}(?:{OPTION}|{CHOICE}){GAP}([ABCDabcd]){word_after}"),
         r"\\boxed\{[^}]*?([ABCD])[^}]*\}".to_string(),
         r"\\boxed\{[^}]*?\\textbf\{[^}]*?([ABCD])[^}]*\}[^}]*\}".to_string(),
         r"\\boxed\{[^}]*?\\text\{[^}]*?([ABCD])[^}]*\}[^}]*\}".to_string(),
-        format!(r"{NOT_ALNUM_BEFORE}[\(\[]\s*([ABCD])\s*[\)\]]{NOT_ALNUM_AFTER}"),
-        format!(r"{NOT_ALNUM_BEFORE}{WRAP}([ABCD]){WRAP}{NOT_ALNUM_AFTER}"),
+        format!(r"{alnum_before}[\(\[]\s*([ABCD])\s*[\)\]]{alnum_after}"),
+        format!(r"{alnum_before}{WRAP}([ABCD]){WRAP}{alnum_after}"),
         r"\\textbf\{[^}]*?([ABCD])[^}]*\}".to_string(),
-        format!(r"{NOT_ALNUM_BEFORE}{WRAP}\s*([ABCD])\)[^*_\n]+?{WRAP}{NOT_ALNUM_AFTER}"),
+        format!(r"{alnum_before}{WRAP}\s*([ABCD])\)[^*_\n]+?{WRAP}{alnum_after}"),
         format!(r"(?m)^\s*{WRAP}?([ABCD]){WRAP}?\s*[\.\)\-–:]?\s*.*$"),
     ]
     .iter()
@@ -215,7 +238,7 @@ static DIGITS: LazyLock<Regex> = LazyLock::new(|| py_pattern(r"\d+"));
 /// The last `boxed{…}`/`framebox{…}` with content, its last comma-separated
 /// piece stripped; else the last run of (Unicode) digits.
 fn boxed_math(text: &str) -> Option<String> {
-    let boxes: Vec<_> = BOXED.captures_iter(text).map_while(Result::ok).collect();
+    let boxes: Vec<_> = BOXED.captures_iter(text).collect();
     for caps in boxes.iter().rev() {
         let group = [caps.get(1), caps.get(2)]
             .into_iter()
@@ -229,7 +252,6 @@ fn boxed_math(text: &str) -> Option<String> {
     }
     DIGITS
         .find_iter(text)
-        .map_while(Result::ok)
         .last()
         .map(|m| m.as_str().to_string())
 }
@@ -248,7 +270,6 @@ fn python_code(text: &str) -> Option<String> {
     }
     let last_group = |re: &Regex| {
         re.captures_iter(text)
-            .map_while(Result::ok)
             .last()
             .and_then(|c| c.get(1).map(|m| m.as_str()))
     };
@@ -256,10 +277,6 @@ fn python_code(text: &str) -> Option<String> {
         return Some(py_strip(code).to_string());
     }
     let code = py_strip(last_group(&ANY_BLOCK)?);
-    let tag_end = LANGUAGE_TAG
-        .find(code)
-        .ok()
-        .flatten()
-        .map_or(0, |m| m.end());
+    let tag_end = LANGUAGE_TAG.find(code).map_or(0, |m| m.end());
     Some(code[tag_end..].to_string())
 }

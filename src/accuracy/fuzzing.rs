@@ -13,6 +13,26 @@ pub fn extract_all(text: &str) -> [Option<String>; 5] {
     ALL.map(|e| e.extract(text))
 }
 
+/// Every extractor on `text`, panicking where one breaks its promise:
+/// identity returns the text, ABCD always answers (`""` or
+/// `choice1`…`choice4`), python_code's block comes out stripped and
+/// function_call's answer is JSON.
+pub fn check_extractors(text: &str) {
+    let [identity, abcd, _boxed, code, call] = extract_all(text);
+    assert_eq!(identity.as_deref(), Some(text));
+    let abcd = abcd.expect("ABCD always answers");
+    assert!(
+        ["", "choice1", "choice2", "choice3", "choice4"].contains(&abcd.as_str()),
+        "{abcd}"
+    );
+    if let Some(c) = code {
+        assert_eq!(c.trim(), c, "a code block comes out stripped");
+    }
+    if let Some(j) = call {
+        serde_json::from_str::<serde_json::Value>(&j).expect("function calls come out as JSON");
+    }
+}
+
 /// ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum F-measures (0–1) of one pair.
 pub fn rouge_pair(prediction: &str, reference: &str) -> [f64; 4] {
     let r = rouge::score_pair(prediction, reference);

@@ -9,8 +9,15 @@
 //!
 //! The engine is minijinja; its Jinja is close to Python's but not
 //! identical, and a template that fails here is reported, not guessed at.
+//!
+//! A template comes from a model directory or a downloaded repository, so a
+//! render runs under a budget: minijinja's fuel (instructions, and the data
+//! the template creates at about one unit per 64 bytes) and a cap on the
+//! output, both scaled to the prompt. A template that passes either is
+//! refused for every later prompt too, so a hostile one costs one budget.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind};
@@ -26,10 +33,25 @@ const SPECIAL_TOKENS: [&str; 7] = [
     "mask_token",
 ];
 
+/// Fuel every render may use whatever the prompt: real templates use a few
+/// hundred units per message.
+const BASE_FUEL: u64 = 4_000_000;
+/// Fuel per byte of the prompt: room for 16 passes over the messages' text
+/// at minijinja's one unit per 64 bytes.
+const FUEL_PER_4_BYTES: u64 = 1;
+/// Output every render may write whatever the prompt.
+const BASE_OUTPUT: usize = 4 << 20;
+/// Output per byte of the prompt (the messages and special tokens).
+const OUTPUT_PER_BYTE: usize = 4;
+
 /// A compiled chat template and the special tokens it is rendered with.
 pub struct ChatTemplate {
     env: Environment<'static>,
     special: Vec<(&'static str, String)>,
+    /// Where the template came from, for errors.
+    origin: String,
+    /// Why it is refused, once a render passed its budget.
+    refused: OnceLock<String>,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -72,9 +94,10 @@ impl ChatTemplate {
             .iter()
             .filter_map(|&k| token_text(cfg.get(k)?).map(|t| (k, t)))
             .collect();
-        Self::compile(source, special)
-            .map(Some)
-            .map_err(|e| format!("--tokenizer {}: chat template: {e}", origin.display()))
+        let mut t = Self::compile(source, special)
+            .map_err(|e| format!("--tokenizer {}: chat template: {e}", origin.display()))?;
+        t.origin = format!("the chat template of {}", origin.display());
+        Ok(Some(t))
     }
 
     /// A template from its source and special tokens.
@@ -95,12 +118,27 @@ impl ChatTemplate {
         env.add_filter("tojson", tojson);
         env.add_template_owned("chat_template", source)
             .map_err(|e| e.to_string())?;
-        Ok(ChatTemplate { env, special })
+        Ok(ChatTemplate {
+            env,
+            special,
+            origin: "the chat template".to_string(),
+            refused: OnceLock::new(),
+        })
     }
 
     /// The prompt text for `messages` (role, content), oldest first, with
     /// the generation prompt appended.
     pub fn render(&self, messages: &[(&str, &str)]) -> Result<String, String> {
+        if let Some(why) = self.refused.get() {
+            return Err(why.clone());
+        }
+        let prompt_bytes = messages
+            .iter()
+            .map(|(role, content)| role.len() + content.len())
+            .chain(self.special.iter().map(|(_, v)| v.len()))
+            .sum::<usize>();
+        let fuel = BASE_FUEL.saturating_add(prompt_bytes as u64 / 4 * FUEL_PER_4_BYTES);
+        let cap = BASE_OUTPUT.saturating_add(prompt_bytes.saturating_mul(OUTPUT_PER_BYTE));
         let messages: Vec<Value> = messages
             .iter()
             .map(|(role, content)| {
@@ -121,15 +159,61 @@ impl ChatTemplate {
                 .iter()
                 .map(|(k, v)| (*k, Value::from(v.as_str()))),
         );
-        let t = self
-            .env
+        let mut env = self.env.clone();
+        env.set_fuel(Some(fuel));
+        let t = env
             .get_template("chat_template")
             .map_err(|e| e.to_string())?;
-        t.render(Value::from_pairs(ctx))
-            .map_err(|e| match e.detail() {
+        let mut out = CappedOutput {
+            bytes: Vec::new(),
+            cap,
+            over: false,
+        };
+        let rendered = t.render_captured_to(Value::from_pairs(ctx), &mut out);
+        let refuse = |why: String| {
+            let why = format!(
+                "{} {why} on a prompt of {prompt_bytes} bytes, so it is not used for any prompt",
+                self.origin
+            );
+            Err(self.refused.get_or_init(|| why).clone())
+        };
+        match rendered {
+            Ok(_) => String::from_utf8(out.bytes).map_err(|e| e.to_string()),
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => refuse(format!(
+                "used up its budget of {fuel} units of work (minijinja fuel: instructions, and \
+                 data at one unit per 64 bytes)"
+            )),
+            Err(_) if out.over => {
+                refuse(format!("wrote more than its cap of {cap} bytes of output"))
+            }
+            Err(e) => Err(match e.detail() {
                 Some(d) if e.kind() == ErrorKind::InvalidOperation => d.to_string(),
                 _ => e.to_string(),
-            })
+            }),
+        }
+    }
+}
+
+/// A render's output, refusing to grow past `cap` bytes: the render stops
+/// with a write error at the first write that would.
+struct CappedOutput {
+    bytes: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > self.cap - self.bytes.len() {
+            self.over = true;
+            return Err(std::io::Error::other("output cap"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -304,6 +388,54 @@ mod tests {
 
     fn chatml() -> ChatTemplate {
         ChatTemplate::compile(CHATML.into(), vec![("bos_token", "<s>".into())]).unwrap()
+    }
+
+    /// Three nested loops of a thousand (10^9 steps) and a string doubled
+    /// forty times stop at the fuel budget, with an error naming the
+    /// template; the template is then refused without running.
+    #[test]
+    fn a_template_past_its_fuel_is_refused() {
+        for src in [
+            "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in range(1000) %}\
+             {% endfor %}{% endfor %}{% endfor %}x",
+            "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}\
+             {% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+        ] {
+            let mut t = ChatTemplate::compile(src.into(), Vec::new()).unwrap();
+            t.origin = "the chat template of m/tokenizer_config.json".into();
+            let start = std::time::Instant::now();
+            let e = t.render(&[("user", "hi")]).unwrap_err();
+            assert!(
+                e.starts_with("the chat template of m/tokenizer_config.json used up its budget of 4000001 units"),
+                "{e}"
+            );
+            let first = start.elapsed();
+            assert_eq!(t.render(&[("user", "hi")]).unwrap_err(), e);
+            assert!(start.elapsed() < first * 2, "the second render ran again");
+        }
+    }
+
+    /// Output past the cap (4 MiB and four times the prompt) stops the
+    /// render at the cap: 100 MB in one value and 100 MB from a loop.
+    #[test]
+    fn a_template_past_its_output_cap_is_refused() {
+        for src in [
+            "{{ 'x' * 100000000 }}",
+            "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
+        ] {
+            let t = ChatTemplate::compile(src.into(), Vec::new()).unwrap();
+            let e = t.render(&[("user", "hi")]).unwrap_err();
+            let cap = (4 << 20) + 4 * "userhi".len();
+            assert!(
+                e.starts_with(&format!(
+                    "the chat template wrote more than its cap of {cap} bytes of output on a prompt of 6 bytes"
+                )),
+                "{e}"
+            );
+        }
+        // Just under the cap renders.
+        let t = ChatTemplate::compile("{{ 'x' * 4194304 }}".into(), Vec::new()).unwrap();
+        assert_eq!(t.render(&[("user", "hi")]).map(|s| s.len()), Ok(4 << 20));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use fancy_regex::Regex;
+use regex::Regex;
 
 /// `repr(float)`: the shortest text that reads back to the same float,
 /// positional from 1e-4 up to 1e16 and scientific (`1e-05`, `1e+16`)
@@ -82,9 +82,7 @@ pub(super) fn is_printable(c: u32) -> bool {
         None => false,
         Some(ch) => {
             let mut buf = [0u8; 4];
-            !UNPRINTABLE
-                .is_match(ch.encode_utf8(&mut buf))
-                .unwrap_or(false)
+            !UNPRINTABLE.is_match(ch.encode_utf8(&mut buf))
         }
     }
 }

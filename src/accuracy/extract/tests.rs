@@ -157,3 +157,96 @@ fn long_reply() {
     assert_eq!(Extractor::FunctionCall.extract(&text), None);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
+
+/// Python's `\b` and MLPerf's look-arounds, spelled as consumed
+/// characters, keep the first match where a reply starts, ends or puts
+/// two candidates side by side.
+#[test]
+fn boundaries_without_look_around() {
+    let x = |t: &str| Extractor::Abcd.extract(t).unwrap();
+    assert_eq!(x("answer B"), "choice2");
+    assert_eq!(x("xanswer B"), "");
+    assert_eq!(x("é answer: C!"), "choice3");
+    assert_eq!(x("the answerB"), "");
+    assert_eq!(x("answers-D"), "choice4");
+    assert_eq!(x("so answer Bx, option: C"), "choice3");
+    assert_eq!(x("x(B) y"), "");
+    assert_eq!(x("*(B)*"), "choice2");
+    assert_eq!(x("***A**"), "choice1");
+    assert_eq!(x("a**B**c then **C**"), "choice2");
+    assert_eq!(x("a**B**c then (C)"), "choice3");
+    let f = |t: &str| Extractor::FunctionCall.extract(t);
+    // A call right after another's `(` is found though the search for it
+    // starts on that `(`.
+    assert_eq!(
+        f("f(g(x=1) h(y=2)").as_deref(),
+        Some(r#"[{"name": "g", "arguments": {"x": 1}}, {"name": "h", "arguments": {"y": 2}}]"#)
+    );
+    assert_eq!(
+        f("xf(a=1) _g(b=2)").as_deref(),
+        Some(r#"[{"name": "xf", "arguments": {"a": 1}}, {"name": "_g", "arguments": {"b": 2}}]"#)
+    );
+}
+
+/// Replies that made a backtracking engine or a restarting scan quadratic:
+/// runs of whitespace after "Answer" with no letter to end them, unclosed
+/// calls, unclosed boxes and fences. Every extractor runs on each at 4 KiB,
+/// 64 KiB and 1 MiB; each size may take at most 40 times as long as the one
+/// before (16 times the text: linear is 16, quadratic 256), and a run is
+/// abandoned, failing the test, as soon as it passes that bound.
+#[test]
+fn degenerate_replies_take_linear_time() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let cases: [(&str, &str, &str, &str); 16] = [
+        ("answer + spaces + x", "answer", " ", "x"),
+        ("Answer + space-newline + ?", "Answer", " \n", "?"),
+        ("answer: + newlines", "The answer:", "\n", ""),
+        ("**answer + tabs", "**answer", "\t", "**"),
+        ("option + spaces", "option", " ", "("),
+        ("( + spaces", "(", " ", ""),
+        ("** repeated", "", "**", ""),
+        ("**A) repeated", "", "**A)", ""),
+        ("\\boxed{ repeated", "", "\\boxed{", ""),
+        ("f( repeated", "", "f(", ""),
+        ("f(' repeated", "", "f('", ""),
+        ("f(\"\\ repeated", "", "f(\"\\", ""),
+        ("f() repeated", "", "f() ", ""),
+        ("[ repeated", "", "[", ""),
+        ("```python newline repeated", "", "```python\n", ""),
+        ("words", "", "the answer is not here (maybe) ", ""),
+    ];
+    let text = |(_, head, unit, tail): (&str, &str, &str, &str), len: usize| {
+        let mut t = head.to_string();
+        t.push_str(&unit.repeat((len - head.len() - tail.len()) / unit.len()));
+        t.push_str(tail);
+        t
+    };
+    for case in cases {
+        let small = text(case, 4 << 10);
+        let mut base = Duration::ZERO;
+        for _ in 0..3 {
+            let start = Instant::now();
+            std::hint::black_box(super::ALL.map(|e| e.extract(&small)));
+            base = base.max(start.elapsed());
+        }
+        let mut report = format!("{}: 4 KiB {base:?}", case.0);
+        for (len, size) in [(64 << 10, "64 KiB"), (1 << 20, "1 MiB")] {
+            let reply = text(case, len);
+            let (done, wait) = mpsc::channel();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                std::hint::black_box(super::ALL.map(|e| e.extract(&reply)));
+                let _ = done.send(start.elapsed());
+            });
+            // The slack covers timer and cache noise on a small base; a
+            // quadratic extractor takes hours on 1 MiB.
+            let bound = base * 40 + Duration::from_millis(200);
+            base = wait
+                .recv_timeout(bound)
+                .unwrap_or_else(|_| panic!("{report}, {size} took longer than {bound:?}"));
+            report.push_str(&format!(", {size} {base:?}"));
+        }
+        eprintln!("{report}");
+    }
+}
