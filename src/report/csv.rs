@@ -92,7 +92,7 @@ pub(crate) fn render(summary: &Summary) -> String {
     for d in accuracy {
         let mut r = vec![String::new(); header.len() - ACCURACY.len()];
         r[0] = "accuracy".into();
-        r[1] = d["name"].as_str().unwrap_or("").to_string();
+        r[1] = name(d["name"].as_str().unwrap_or(""));
         r.extend(
             ACCURACY.map(|k| match &d[k.trim_start_matches("accuracy_")] {
                 serde_json::Value::String(s) => s.clone(),
@@ -139,8 +139,8 @@ fn row(s: &Slice, classes: &BTreeSet<&str>) -> Vec<String> {
         Some(Load::Offline) | None => (None, None),
     };
     let mut r = vec![
-        s.stage.clone().unwrap_or_else(|| "*".into()),
-        s.scenario.clone().unwrap_or_else(|| "*".into()),
+        s.stage.as_deref().map_or_else(|| "*".into(), name),
+        s.scenario.as_deref().map_or_else(|| "*".into(), name),
         s.load.map_or("", Load::mode).to_string(),
         concurrency.map_or_else(String::new, |c| c.to_string()),
         number(rates.map(|r| r.0)),
@@ -168,6 +168,18 @@ fn row(s: &Slice, classes: &BTreeSet<&str>) -> Vec<String> {
             .map(|c| req.errors.get(*c).copied().unwrap_or(0).to_string()),
     );
     r
+}
+
+/// A user-given name as a cell a spreadsheet shows as text: one that a
+/// spreadsheet would read as a formula (OWASP's CSV injection: `=`, `+`,
+/// `-`, `@`, tab, CR) gets a leading `'`. Only names go through this; the
+/// numbers this file writes (`-1`) must stay numbers.
+pub(crate) fn name(s: &str) -> String {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
 }
 
 /// A number exactly as summary.json spells it; nothing (or a value JSON
@@ -271,6 +283,35 @@ mod tests {
         assert_eq!(rows[0][0], "a, \"b\"\nc");
         assert_eq!(rows[2][1], "chat#2");
         assert_eq!(rows[3][0], "*#2");
+    }
+
+    #[test]
+    fn names_that_read_as_formulas_are_text() {
+        let mut s = fixture::summary();
+        s.stages[0].name = "=HYPERLINK(\"http://evil.example/\",\"click\")".into();
+        s.stages[1].name = "@SUM(1+1)".into();
+        s.stages[0].scenarios[0].name = "+1+1".into();
+        s.stages[0].scenarios[1].name = "-2".into();
+        s.stages[1].scenarios[0].name = "\tx".into();
+        s.stages[1].scenarios[1].name = "\rcmd".into();
+        let (_, rows) = parse(&render(&s));
+        let keys: Vec<(&str, &str)> = rows.iter().map(|r| (&*r[0], &*r[1])).collect();
+        assert_eq!(
+            &keys[..6],
+            [
+                ("'=HYPERLINK(\"http://evil.example/\",\"click\")", "*"),
+                ("'=HYPERLINK(\"http://evil.example/\",\"click\")", "'+1+1"),
+                ("'=HYPERLINK(\"http://evil.example/\",\"click\")", "'-2"),
+                ("'@SUM(1+1)", "*"),
+                ("'@SUM(1+1)", "'\tx"),
+                ("'@SUM(1+1)", "'\rcmd"),
+            ]
+        );
+        // Plain names and the numbers beside them are left alone.
+        assert_eq!(
+            (name("low"), name("a-b"), name("")),
+            ("low".into(), "a-b".into(), String::new())
+        );
     }
 
     #[test]

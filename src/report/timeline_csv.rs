@@ -3,6 +3,7 @@
 //! `Summary` (so it never disagrees with summary.json, and numbers are
 //! spelled as there). RFC 4180: CRLF line ends, fields quoted when needed.
 
+use super::csv::name;
 use super::summary::Summary;
 use super::summary::timeline::{TimelinePoint, TimelineSeries};
 
@@ -44,8 +45,11 @@ pub(crate) fn render(summary: &Summary) -> String {
 fn row(series: &TimelineSeries, p: &TimelinePoint) -> [String; 16] {
     [
         number(Some(p.t_s)),
-        p.stage.clone(),
-        series.scenario.clone().unwrap_or_else(|| "all".into()),
+        name(&p.stage),
+        series
+            .scenario
+            .as_deref()
+            .map_or_else(|| "all".into(), name),
         p.completed.to_string(),
         p.failed.to_string(),
         number(Some(p.requests_per_s)),
@@ -123,5 +127,23 @@ mod tests {
         assert_eq!(lines[3], "0.0,warmup,chat,1,0,1.0,0,0.0,0,,0,,,,,");
         assert_eq!((lines.len(), lines[4]), (5, ""));
         assert_eq!(render(&Summary::default()), HEADER.join(",") + "\r\n");
+    }
+
+    #[test]
+    fn names_that_read_as_formulas_are_text() {
+        let summary = Summary {
+            timeline: Some(Timeline {
+                interval_s: 1.0,
+                series: vec![TimelineSeries {
+                    scenario: Some("@SUM(1+1)".into()),
+                    points: vec![point(-1.0, "=1+1", 1)],
+                }],
+                ..Timeline::default()
+            }),
+            ..Summary::default()
+        };
+        let text = render(&summary);
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert_eq!(lines[1], "-1.0,'=1+1,'@SUM(1+1),1,0,1.0,0,0.0,0,,0,,,,,");
     }
 }
