@@ -17,6 +17,7 @@ pub mod http;
 mod merge;
 mod metrics;
 mod plan;
+mod printable;
 pub mod protocol;
 mod report;
 pub mod rng;

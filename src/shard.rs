@@ -119,9 +119,12 @@ fn detect(
 ) -> Result<(u32, u32, &'static str), String> {
     let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let number = |name: &str, v: &str| {
-        v.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("--shard auto: ${name} is '{v}', not a whole number"))
+        v.trim().parse::<u32>().map_err(|_| {
+            format!(
+                "--shard auto: ${name} is '{}', not a whole number",
+                crate::printable::printable(v)
+            )
+        })
     };
     for &(rank_var, size_var) in SCHEDULERS {
         let Some(rank) = set(rank_var) else {
@@ -420,6 +423,17 @@ mod tests {
         assert!(e.contains("$LLMLOAD_SHARDS"), "{e}");
         let e = auto(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2")], Some(3)).unwrap_err();
         assert!(e.contains("--shards 3"), "{e}");
+    }
+
+    #[test]
+    fn auto_errors_spell_out_control_characters_of_variables() {
+        let e = auto(
+            &[("SLURM_PROCID", "\x1b]0;x\x07"), ("SLURM_NTASKS", "2")],
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains(r"'\u{1b}]0;x\u{7}'"), "{e}");
+        assert!(!e.contains(['\x1b', '\x07']), "{e:?}");
     }
 
     #[test]

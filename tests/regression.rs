@@ -909,3 +909,31 @@ fn chat_templates_stop_at_their_fuel_and_output_budgets() {
         assert_eq!(u(&run.summary()["requests"]["completed"]), 2);
     }
 }
+
+/// L1: a model name with ESC and BEL from a config received from someone
+/// reaches the terminal spelled out, not as an escape sequence.
+#[test]
+fn validate_prints_control_characters_of_config_values_escaped() {
+    let dir = temp_dir("validate-escapes");
+    let data = dir.join("prompts.jsonl");
+    std::fs::write(&data, "{\"text_input\": \"hello\"}\n").unwrap();
+    let config = MLPERF_OFFLINE
+        .replace(
+            "'<MODEL_NAME eg: meta-llama/Llama-3.1-8B-Instruct>'",
+            r#""m\x1b[31mRED\x07""#,
+        )
+        .replace(
+            "'<DATASET_PATH eg: tests/assets/datasets/dummy_1k.jsonl>'",
+            &format!("'{}'", data.display()),
+        );
+    let file = dir.join("escapes.yaml");
+    std::fs::write(&file, config).unwrap();
+    let run = llmload(&["validate", file.to_str().unwrap()]).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains(r"model m\u{1b}[31mRED\u{7}"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains(['\x1b', '\x07']), "{:?}", run.stdout);
+}

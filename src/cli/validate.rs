@@ -17,6 +17,7 @@ use crate::config::profile::{Content, Profile};
 use crate::config::resolve::resolve;
 use crate::http::endpoint::redact_url;
 use crate::plan::{Load, StagePlan};
+use crate::printable::printable;
 
 /// Check a run profile (or MLPerf YAML config) and summarize the run it describes.
 #[derive(FromArgs, Debug)]
@@ -57,7 +58,7 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     };
     match resolve(profile) {
         Ok(cfg) => {
-            outln!("{}", wrap(&summary(&label, &cfg), 78));
+            outln!("{}", wrap(&printable(&summary(&label, &cfg)), 78));
             0
         }
         Err(errors) => {
