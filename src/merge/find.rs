@@ -3,7 +3,7 @@
 //! shard directories themselves), read and checked to be shards of one run
 //! before anything is merged. What is wrong is named with its file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::metrics::run::RunResult;
@@ -34,31 +34,53 @@ pub(crate) struct Found {
 const MAX_DEPTH: usize = 8;
 
 /// Every `summary.json` under `dirs`, sorted, leaving out `skip` (the
-/// merge's own output directory).
+/// merge's own output directory). Each file and directory counts once by
+/// its canonical path, so a link back into the tree (`self -> .`) or a
+/// shard named twice neither repeats a shard nor loops.
 fn summaries(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
+    let mut found = Seen::default();
     for d in dirs {
         if d.is_file() {
-            out.push(d.clone());
+            found.file(d.clone());
             continue;
         }
         if !d.is_dir() {
             return Err(format!("{}: no such directory", d.display()));
         }
-        walk(d, skip, 0, &mut out)?;
+        walk(d, skip, 0, &mut found)?;
     }
+    let mut out: Vec<PathBuf> = found.files.into_values().collect();
     out.sort();
-    out.dedup();
     Ok(out)
 }
 
-fn walk(
-    dir: &Path,
-    skip: Option<&Path>,
-    depth: usize,
-    out: &mut Vec<PathBuf>,
-) -> Result<(), String> {
-    if depth > MAX_DEPTH || skip.is_some_and(|s| same(s, dir)) {
+/// What the search has seen, by canonical path.
+#[derive(Default)]
+struct Seen {
+    dirs: HashSet<PathBuf>,
+    /// Canonical path to the shortest path it was found by (the one
+    /// through fewest links, as a person would name it).
+    files: BTreeMap<PathBuf, PathBuf>,
+}
+
+impl Seen {
+    fn file(&mut self, path: PathBuf) {
+        let key = path.canonicalize().unwrap_or_else(|_| path.clone());
+        let known = self.files.entry(key).or_insert_with(|| path.clone());
+        if (path.components().count(), &path) < (known.components().count(), &*known) {
+            *known = path;
+        }
+    }
+
+    /// False when `dir` was searched already.
+    fn first_visit(&mut self, dir: &Path) -> bool {
+        self.dirs
+            .insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
+    }
+}
+
+fn walk(dir: &Path, skip: Option<&Path>, depth: usize, found: &mut Seen) -> Result<(), String> {
+    if depth > MAX_DEPTH || skip.is_some_and(|s| same(s, dir)) || !found.first_visit(dir) {
         return Ok(());
     }
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -69,11 +91,14 @@ fn walk(
         if path.is_dir() {
             subdirs.push(path);
         } else if entry.file_name() == "summary.json" {
-            out.push(path);
+            found.file(path);
         }
     }
+    // Real directories before links, so a directory reached both ways is
+    // searched (and its depth counted) along its own path.
+    subdirs.sort_by_key(|d| (d.is_symlink(), d.clone()));
     for d in subdirs {
-        walk(&d, skip, depth + 1, out)?;
+        walk(&d, skip, depth + 1, found)?;
     }
     Ok(())
 }

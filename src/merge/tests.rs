@@ -381,3 +381,20 @@ fn mlperf_shards_merge_into_mlperf_files() {
     assert_eq!(map["performance"].as_object().unwrap().len(), 6);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A link back into the tree (`self -> .`) or to a shard given twice
+/// finds each summary once; a loop of links does not recurse to the cap.
+#[test]
+fn a_symlink_back_into_the_tree_finds_each_shard_once() {
+    let root = tmp("selflink");
+    three(&root);
+    std::os::unix::fs::symlink(".", root.join("self")).unwrap();
+    std::os::unix::fs::symlink("../shard-2", root.join("shard-1/twin")).unwrap();
+    let m = load(std::slice::from_ref(&root), None).unwrap();
+    assert_eq!(m.run.total.completed, 6_000);
+    assert_eq!(m.info.merged.as_ref().unwrap().merged, [1, 2, 3]);
+    // The same shard named twice on the command line, once through a link.
+    let m = load(&[root.join("shard-3"), root.join("self/shard-3")], None).unwrap();
+    assert_eq!(m.info.merged.as_ref().unwrap().merged, [3]);
+    std::fs::remove_dir_all(&root).unwrap();
+}
