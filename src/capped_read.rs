@@ -58,10 +58,14 @@ pub(crate) fn text(path: &Path, cap: u64) -> io::Result<String> {
 }
 
 fn too_big(size: Option<u64>, cap: u64) -> io::Error {
-    let cap = cap / MIB;
+    let cap = if cap.is_multiple_of(MIB) {
+        format!("{} MiB", cap / MIB)
+    } else {
+        format!("{} KiB", cap / 1024)
+    };
     let msg = match size {
-        Some(s) => format!("{s} bytes, more than the {cap} MiB this file may have"),
-        None => format!("longer than the {cap} MiB this file may have"),
+        Some(s) => format!("{s} bytes, more than the {cap} this file may have"),
+        None => format!("longer than the {cap} this file may have"),
     };
     io::Error::new(io::ErrorKind::FileTooLarge, msg)
 }

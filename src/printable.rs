@@ -4,19 +4,13 @@
 //! recolour, retitle or hide output). File outputs have their own escaping
 //! (JSON, CSV) and do not go through this.
 
-use std::fmt::Write;
-
 /// `s` with every control character (C0 including newline and tab, DEL, C1)
 /// spelled `\u{1b}` — Rust's spelling, so it reads unambiguously.
 pub(crate) fn printable(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 8);
+    let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_control() {
-            // Writing into a String cannot fail.
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }

@@ -654,17 +654,14 @@ const MAX_KEY_FILE: u64 = 64 * 1024;
 /// The key `path` holds, surrounding white space (the editor's trailing
 /// newline) dropped. Errors name the file, never its contents.
 pub(crate) fn read_key_file(path: &std::path::Path) -> Result<String, String> {
-    use std::io::Read;
     let shown = path.display();
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_KEY_FILE + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{shown}: {e}"))?;
-    if bytes.len() as u64 > MAX_KEY_FILE {
-        return Err(format!(
-            "{shown}: longer than {MAX_KEY_FILE} bytes; expected a file holding only the key"
-        ));
-    }
+    let bytes = crate::capped_read::bytes(path, MAX_KEY_FILE).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            format!("{shown}: {e}; expected a file holding only the key")
+        } else {
+            format!("{shown}: {e}")
+        }
+    })?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| format!("{shown}: not UTF-8 text; expected a file holding only the key"))?;
     let key = text.trim();
