@@ -16,7 +16,9 @@ const MIN_SECRET: usize = 4;
 
 /// The API key, the values of headers whose names suggest credentials
 /// (with the token after a scheme such as `Bearer` on its own too, since a
-/// server may echo just that part), and the query values of `urls`.
+/// server may echo just that part), and the query values of `urls`, each
+/// also in its JSON-escaped spelling when that differs: made once per run,
+/// so masking a message is only searching it.
 pub(crate) fn secrets(
     api_key: Option<&str>,
     headers: &[(String, String)],
@@ -40,21 +42,25 @@ pub(crate) fn secrets(
         }
     }
     out.retain(|s| s.len() >= MIN_SECRET);
+    let escaped: Vec<String> = out
+        .iter()
+        .map(|s| serde_json::to_string(s).expect("a string always serializes"))
+        .map(|q| q[1..q.len() - 1].to_string())
+        .collect();
+    out.extend(escaped);
     // Longest first, so a secret containing another is masked whole.
     out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     out.dedup();
     out
 }
 
-/// `text` with every secret, raw or JSON-escaped, replaced by `MASK`.
+/// `text` with every one of `secrets` (as `secrets` makes them) replaced
+/// by `MASK`.
 pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets {
-        out = out.replace(s.as_str(), MASK);
-        let escaped = serde_json::to_string(s).expect("a string always serializes");
-        let escaped = &escaped[1..escaped.len() - 1];
-        if escaped != s {
-            out = out.replace(escaped, MASK);
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), MASK);
         }
     }
     out
