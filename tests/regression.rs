@@ -849,8 +849,8 @@ fn accuracy_extractors_take_linear_time_on_hostile_replies() {
 /// M7: a chat template from tokenizer_config.json ran without a bound:
 /// three nested `range(1000)` loops ran for minutes, and a template
 /// writing 100 MB aborted the process while it was tokenized. Each now
-/// stops at its budget, in a run bounded at 20 s, with a warning naming
-/// the template's file and the budget it passed.
+/// stops at its budget, in a run bounded at 20 s, and the run does not
+/// start: an error names the template's file and the budget it passed.
 #[test]
 fn chat_templates_stop_at_their_fuel_and_output_budgets() {
     let server = Server::start(&[]);
@@ -899,14 +899,12 @@ fn chat_templates_stop_at_their_fuel_and_output_budgets() {
             ],
             Duration::from_secs(20),
         );
-        run.assert_success();
-        let warning = format!(
-            "the chat template failed on 2 message prompt(s), counted as plain text instead \
-             (first: the chat template of {} {why}",
+        assert_eq!(run.status.code(), Some(1), "{name}: {}", run.stderr);
+        let error = format!(
+            "--tokenizer: the chat template of {} {why}",
             config_path.display()
         );
-        assert!(run.stderr.contains(&warning), "{name}: {}", run.stderr);
-        assert_eq!(u(&run.summary()["requests"]["completed"]), 2);
+        assert!(run.stderr.contains(&error), "{name}: {}", run.stderr);
     }
 }
 
@@ -936,4 +934,107 @@ fn validate_prints_control_characters_of_config_values_escaped() {
         run.stdout
     );
     assert!(!run.stdout.contains(['\x1b', '\x07']), "{:?}", run.stdout);
+}
+
+/// Every file under `dir`, as text (lossy), with its path.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            out.push((p, text));
+        }
+    }
+    out
+}
+
+/// L11: a refused config value that came from `${VAR}` was printed as the
+/// variable's value (an untrusted config could read any variable into an
+/// error message); so was a refused value under a key naming a credential.
+#[test]
+fn refused_config_values_from_the_environment_are_redacted() {
+    let dir = temp_dir("config-env-redacted");
+    let data = dir.join("prompts.jsonl");
+    std::fs::write(&data, "{\"text_input\": \"hello\"}\n").unwrap();
+    let config = MLPERF_OFFLINE
+        .replace(
+            "'<DATASET_PATH eg: tests/assets/datasets/dummy_1k.jsonl>'",
+            &format!("'{}'", data.display()),
+        )
+        .replace("http://localhost:8000", "${LLMLOAD_T_SECRET}");
+    let file = dir.join("env.yaml");
+    std::fs::write(&file, config).unwrap();
+    let secret = "sk-env-secret-4711";
+    let run = llmload(&["validate", file.to_str().unwrap()])
+        .env("LLMLOAD_T_SECRET", secret)
+        .run();
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("'<redacted>': a URL must include its scheme"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    assert!(!run.stdout.contains(secret), "{}", run.stdout);
+}
+
+/// A key given in a config as `${NAME}` is read at run time, and what the
+/// run records (config.yaml, summary.json) names the variable, never the
+/// value; the server's check of the key shows it was sent.
+#[test]
+fn an_api_key_from_a_variable_is_recorded_by_its_name() {
+    let key = "sk-var-key-0815";
+    let server = Server::start(&["--api-key", key, "--output-tokens", "2"]);
+    let dir = temp_dir("config-key-var");
+    let data = dir.join("prompts.jsonl");
+    let rows: String = (0..6)
+        .map(|i| format!("{{\"text_input\": \"q {i}\"}}\n"))
+        .collect();
+    std::fs::write(&data, rows).unwrap();
+    let config = format!(
+        "name: offline_benchmark\ntype: offline\nmodel_params:\n  name: m\n  max_new_tokens: 2\n\
+         datasets:\n- name: perf\n  type: performance\n  path: {}\n  parser:\n    prompt: text_input\n\
+         settings:\n  runtime:\n    n_samples_to_issue: 6\n    min_duration_ms: 0\n\
+         endpoint_config:\n  endpoints:\n  - {}\n  api_key: ${{LLMLOAD_T_KEY}}\n",
+        data.display(),
+        server.url()
+    );
+    let yaml = dir.join("key.yaml");
+    std::fs::write(&yaml, config).unwrap();
+    let out = dir.join("report");
+    let run = llmload(&[
+        "benchmark",
+        "from-config",
+        "-c",
+        yaml.to_str().unwrap(),
+        "--report-dir",
+        out.to_str().unwrap(),
+    ])
+    .env("LLMLOAD_T_KEY", key)
+    .out(&out)
+    .run();
+    run.assert_success();
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["completed"]), 6, "{s}");
+    assert_eq!(
+        s["config"]["api_key"], "${LLMLOAD_T_KEY}",
+        "{}",
+        s["config"]
+    );
+    let c = read(&out.join("config.yaml"));
+    assert!(c.contains("api_key: \"${LLMLOAD_T_KEY}\""), "{c}");
+    for (path, text) in files_under(&out) {
+        assert!(!text.contains(key), "{} holds the key", path.display());
+    }
+    assert!(!run.stdout.contains(key) && !run.stderr.contains(key));
+    // Unset, the run refuses to start and names the variable.
+    let run = llmload(&["validate", yaml.to_str().unwrap()])
+        .env_remove("LLMLOAD_T_KEY")
+        .run();
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("${LLMLOAD_T_KEY}"), "{}", run.stderr);
 }

@@ -15,8 +15,8 @@ pub fn extract_all(text: &str) -> [Option<String>; 5] {
 
 /// Every extractor on `text`, panicking where one breaks its promise:
 /// identity returns the text, ABCD always answers (`""` or
-/// `choice1`…`choice4`), python_code's block comes out stripped and
-/// function_call's answer is JSON.
+/// `choice1`…`choice4`), python_code's block comes out stripped at its
+/// end and function_call's answer is JSON.
 pub fn check_extractors(text: &str) {
     let [identity, abcd, _boxed, code, call] = extract_all(text);
     assert_eq!(identity.as_deref(), Some(text));
@@ -26,10 +26,19 @@ pub fn check_extractors(text: &str) {
         "{abcd}"
     );
     if let Some(c) = code {
-        assert_eq!(c.trim(), c, "a code block comes out stripped");
+        // MLPerf strips a plain block before it drops a language tag, so
+        // what followed the tag keeps its leading blanks (`py\n x`).
+        assert_eq!(c.trim_end(), c, "a code block comes out stripped");
     }
     if let Some(j) = call {
-        serde_json::from_str::<serde_json::Value>(&j).expect("function calls come out as JSON");
+        // JSON without a limit on numbers: a Python integer of any length
+        // is copied as it is, valid JSON that serde_json's f64 cannot hold.
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(&j) {
+            assert!(
+                e.to_string().starts_with("number out of range"),
+                "function calls come out as JSON: {e}"
+            );
+        }
     }
 }
 

@@ -243,6 +243,24 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     {
         errs.at("api_key", "contains a line break");
     }
+    // A key given as `${NAME}` is read here, so the profile (and all a run
+    // records of it) keeps the variable's name.
+    let given_key = match p.api_key.as_deref() {
+        Some(k) => match crate::config::mlperf::env::whole_reference(k) {
+            Some(name) => match std::env::var(name) {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    errs.at(
+                        "api_key",
+                        format!("environment variable ${{{name}}} is not set"),
+                    );
+                    None
+                }
+            },
+            None => Some(k.to_string()),
+        },
+        None => None,
+    };
     let key_file = match (&p.api_key, &p.api_key_file) {
         (Some(_), Some(_)) => {
             errs.at(
@@ -447,12 +465,7 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
         },
         extra_body: p.extra_body.clone(),
         api_key_from_env: p.api_key.is_none() && p.api_key_file.is_none() && env_key.is_some(),
-        api_key: p
-            .api_key
-            .clone()
-            .or(key_file)
-            .or(env_key)
-            .filter(|k| !k.is_empty()),
+        api_key: given_key.or(key_file).or(env_key).filter(|k| !k.is_empty()),
         stages,
         run_length,
         warmup_ns: nanos(or_default(p.warmup, defaults::WARMUP)),

@@ -41,6 +41,12 @@ pub(crate) fn secrets(
             }
         }
     }
+    spellings(out)
+}
+
+/// `values` as `redact` takes them: each long enough to mask safely, also
+/// in its JSON-escaped spelling, longest first.
+pub(crate) fn spellings(mut out: Vec<String>) -> Vec<String> {
     out.retain(|s| s.len() >= MIN_SECRET);
     let escaped: Vec<String> = out
         .iter()

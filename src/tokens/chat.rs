@@ -126,6 +126,12 @@ impl ChatTemplate {
         })
     }
 
+    /// Why the template is refused for every prompt, once a render went
+    /// past its budget.
+    pub fn refused(&self) -> Option<&str> {
+        self.refused.get().map(String::as_str)
+    }
+
     /// The prompt text for `messages` (role, content), oldest first, with
     /// the generation prompt appended.
     pub fn render(&self, messages: &[(&str, &str)]) -> Result<String, String> {
@@ -171,10 +177,7 @@ impl ChatTemplate {
         };
         let rendered = t.render_captured_to(Value::from_pairs(ctx), &mut out);
         let refuse = |why: String| {
-            let why = format!(
-                "{} {why} on a prompt of {prompt_bytes} bytes, so it is not used for any prompt",
-                self.origin
-            );
+            let why = format!("{} {why} on a prompt of {prompt_bytes} bytes", self.origin);
             Err(self.refused.get_or_init(|| why).clone())
         };
         match rendered {

@@ -109,6 +109,19 @@ impl Tokenizer {
         }
     }
 
+    /// Why the chat template was refused for every prompt (it went past
+    /// its work or output budget on one), naming the template.
+    pub fn chat_template_refused(&self) -> Option<&str> {
+        #[cfg(feature = "tokenizer")]
+        {
+            self.chat.as_ref()?.refused()
+        }
+        #[cfg(not(feature = "tokenizer"))]
+        {
+            None
+        }
+    }
+
     /// Tokens of `messages` (role, content) rendered through the chat
     /// template with the generation prompt, as `apply_chat_template(...,
     /// add_generation_prompt=True)` counts them (the template writes the

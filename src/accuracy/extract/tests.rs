@@ -114,6 +114,9 @@ fn python_code_prefers_python_blocks() {
     assert_eq!(x("```py\nx = 1\n```"), Some("x = 1".into()));
     assert_eq!(x("no code"), None);
     assert_eq!(x("  \n"), None);
+    // Found by fuzzing: MLPerf strips a plain block, then drops its tag up
+    // to the first line break, so what follows keeps its leading blank.
+    assert_eq!(x("1```py\n 1.1```py\n|"), Some(" 1.1".into()));
 }
 
 #[test]
@@ -136,6 +139,13 @@ fn function_calls_as_bfcl_json() {
         Some(r#"[{"name": "f", "arguments": {"_raw": "a=1, 2"}}]"#)
     );
     assert_eq!(x("f(city, unit: str)"), None);
+    // Found by fuzzing: an integer past f64's range is copied whole, as
+    // json.dumps writes Python's unbounded int.
+    let big = format!("1{}", "0".repeat(400));
+    assert_eq!(
+        x(&format!("f(n={big})")),
+        Some(format!(r#"[{{"name": "f", "arguments": {{"n": {big}}}}}]"#))
+    );
     // json.dumps refuses a set: MLPerf raises, we extract nothing.
     assert_eq!(x("f(a={1, 2})"), None);
 }

@@ -358,6 +358,12 @@ pub(super) fn build<'a>(
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),
             }
             plan.requests.add_targets(&targets[1..]);
+            // A template past its budget on one prompt is one that a
+            // hostile or broken file made unbounded: the run's input
+            // counts would rest on a guess, so it does not start.
+            if let Some(why) = tokenizer.and_then(|t| t.chat_template_refused()) {
+                return Err(format!("--tokenizer: {why}"));
+            }
             if let Some((n, first)) = plan.requests.chat_failures() {
                 errln!(
                     "llmload bench: warning: scenario '{}': the chat template failed on {n} \

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::cli::bench;
 use crate::cli::{errln, out};
 use crate::config::mlperf::AuditBlock;
-use crate::config::mlperf::{self, located, tree};
+use crate::config::mlperf::{self, Tree, located, tree};
 use args::{Override, Parsed, Sub};
 
 /// Run an MLPerf benchmark with its command line: offline, online or from-config.
@@ -57,6 +57,15 @@ pub(crate) fn run(args: BenchmarkArgs) -> i32 {
     }
 }
 
+/// A tree built from the command line alone: nothing in it came from the
+/// environment.
+fn plain(value: Value) -> Tree {
+    Tree {
+        value,
+        hidden: Vec::new(),
+    }
+}
+
 /// The profile a parsed command line describes, and what to call its
 /// origin in later errors.
 fn profile_of(
@@ -69,11 +78,12 @@ fn profile_of(
             };
             (mlperf::load_tree(Path::new(path))?, Some(path.clone()))
         }
-        Sub::Offline => (json!({"type": "offline"}), None),
-        Sub::Online => (json!({"type": "online"}), None),
+        Sub::Offline => (plain(json!({"type": "offline"})), None),
+        Sub::Online => (plain(json!({"type": "online"})), None),
     };
     if !p.datasets.is_empty() {
         let has = tree
+            .value
             .get("datasets")
             .is_some_and(|d| d.as_array().is_some_and(|a| !a.is_empty()));
         if has {
@@ -88,10 +98,10 @@ fn profile_of(
             .map(|d| args::dataset_entry(d))
             .collect::<Result<Vec<Value>, String>>()
             .map_err(|e| format!("llmload benchmark: {e}"))?;
-        tree::set(&mut tree, "datasets", Value::Array(entries));
+        tree::set(&mut tree.value, "datasets", Value::Array(entries));
     }
     for Override { path, value, .. } in &p.overrides {
-        tree::set(&mut tree, path, value.clone());
+        tree::set(&mut tree.value, path, value.clone());
     }
     let read = mlperf::read(tree).map_err(|errs| {
         errs.iter()

@@ -14,7 +14,19 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
 }
 
 /// `text` with its references replaced; `Err` names the unset variable.
+#[cfg(test)]
 pub(crate) fn substitute(text: &str, env: Lookup<'_>) -> Result<String, String> {
+    substitute_noting(text, env, &mut Vec::new())
+}
+
+/// `substitute`, pushing every value that came from the environment (not
+/// from a default) onto `from_env`: a config may name any variable, so
+/// what it pulled in is kept out of everything printed about it.
+pub(crate) fn substitute_noting(
+    text: &str,
+    env: Lookup<'_>,
+    from_env: &mut Vec<String>,
+) -> Result<String, String> {
     if !text.contains('$') {
         return Ok(text.to_string());
     }
@@ -29,10 +41,13 @@ pub(crate) fn substitute(text: &str, env: Lookup<'_>) -> Result<String, String> 
             i += 1;
             continue;
         }
-        let Some((end, value)) = reference(text, i, env)? else {
+        let Some((end, value, set)) = reference(text, i, env)? else {
             i += 1;
             continue;
         };
+        if set {
+            from_env.push(value.clone());
+        }
         out.push_str(&text[copied..i]);
         out.push_str(&value);
         copied = end;
@@ -42,9 +57,14 @@ pub(crate) fn substitute(text: &str, env: Lookup<'_>) -> Result<String, String> 
     Ok(out.replace("$$", "$"))
 }
 
-/// The reference starting at `at` (a `$`): where it ends and its value, or
-/// `None` when the text there is not one.
-fn reference(text: &str, at: usize, env: Lookup<'_>) -> Result<Option<(usize, String)>, String> {
+/// The reference starting at `at` (a `$`): where it ends, its value and
+/// whether the value came from the environment, or `None` when the text
+/// there is not one.
+fn reference(
+    text: &str,
+    at: usize,
+    env: Lookup<'_>,
+) -> Result<Option<(usize, String, bool)>, String> {
     let rest = &text[at + 1..];
     if let Some(inner) = rest.strip_prefix('{') {
         let name_len = name_len(inner);
@@ -54,7 +74,7 @@ fn reference(text: &str, at: usize, env: Lookup<'_>) -> Result<Option<(usize, St
             if after.starts_with('}') {
                 let end = at + 2 + name_len + 1;
                 return match env(name) {
-                    Some(v) => Ok(Some((end, v))),
+                    Some(v) => Ok(Some((end, v, true))),
                     None => Err(format!(
                         "environment variable ${{{name}}} is not set and has no default"
                     )),
@@ -67,8 +87,10 @@ fn reference(text: &str, at: usize, env: Lookup<'_>) -> Result<Option<(usize, St
                 && !tail[..close].contains('\n')
             {
                 let end = at + 2 + name_len + 2 + close + 1;
-                let value = env(name).unwrap_or_else(|| tail[..close].to_string());
-                return Ok(Some((end, value)));
+                return Ok(Some(match env(name) {
+                    Some(v) => (end, v, true),
+                    None => (end, tail[..close].to_string(), false),
+                }));
             }
         }
         return Ok(None);
@@ -79,9 +101,18 @@ fn reference(text: &str, at: usize, env: Lookup<'_>) -> Result<Option<(usize, St
     }
     let name = &rest[..n];
     match env(name) {
-        Some(v) => Ok(Some((at + 1 + n, v))),
+        Some(v) => Ok(Some((at + 1 + n, v, true))),
         None => Err(format!("environment variable ${name} is not set")),
     }
+}
+
+/// The variable `text` is exactly a reference to (`${NAME}`), if it is one:
+/// a secret field given so is kept as the reference, read from the
+/// environment only when the run is resolved, so that what a run records
+/// names the variable and never holds its value.
+pub(crate) fn whole_reference(text: &str) -> Option<&str> {
+    let name = text.strip_prefix("${")?.strip_suffix('}')?;
+    (name_len(name) == name.len() && !name.is_empty()).then_some(name)
 }
 
 /// The length of the variable name `s` starts with: a letter or `_`, then
@@ -148,6 +179,24 @@ mod tests {
         assert_eq!(sub("cost $$5").unwrap(), "cost $5");
         // The collapse runs over the substituted text too, as MLPerf's does.
         assert_eq!(sub("$DOLLARS").unwrap(), "a$b");
+    }
+
+    #[test]
+    fn values_from_the_environment_are_noted_and_defaults_are_not() {
+        let mut noted = Vec::new();
+        let s = substitute_noting("${HOST}/${NOPE:-d}/$HOST", &env, &mut noted).unwrap();
+        assert_eq!(s, "h:1/d/h:1");
+        assert_eq!(noted, ["h:1", "h:1"]);
+    }
+
+    #[test]
+    fn whole_references_are_only_exact_ones() {
+        assert_eq!(whole_reference("${KEY_1}"), Some("KEY_1"));
+        for s in [
+            "$KEY", "${KEY}x", "x${KEY}", "${}", "${1A}", "${A:-b}", "${A}${B}",
+        ] {
+            assert_eq!(whole_reference(s), None, "{s}");
+        }
     }
 
     #[test]

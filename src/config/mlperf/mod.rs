@@ -23,14 +23,13 @@ mod tests;
 
 use std::path::Path;
 
-use serde_json::Value;
-
 // The audit runner takes it from `Read::audit`.
 #[cfg_attr(not(test), allow(unused_imports))]
 pub(crate) use audit::AuditBlock;
 pub(crate) use render::render_config_yaml;
 pub(crate) use schema::Read;
 use tree::Errors;
+pub(crate) use tree::Tree;
 
 /// Whether `path` names a YAML file (by extension).
 pub(crate) fn is_yaml(path: &Path) -> bool {
@@ -39,9 +38,9 @@ pub(crate) fn is_yaml(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"))
 }
 
-/// Reads the YAML file at `path` with `overrides` (dotted YAML paths, from
-/// the command line) set over it. Errors are `(yaml path, message)`.
-pub(crate) fn load_tree(path: &Path) -> Result<Value, String> {
+/// Reads the YAML file at `path`; errors are lines `FILE: yaml.path:
+/// message`.
+pub(crate) fn load_tree(path: &Path) -> Result<Tree, String> {
     let text = crate::capped_read::text(path, crate::capped_read::CONFIG)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     tree::parse(&text, &env::process_env).map_err(|errs| {
@@ -52,10 +51,11 @@ pub(crate) fn load_tree(path: &Path) -> Result<Value, String> {
     })
 }
 
-/// Reads a config tree; `Err` holds every problem at its YAML path.
-pub(crate) fn read(tree: Value) -> Result<Read, Vec<(String, String)>> {
-    let errs = Errors::default();
-    let read = schema::read(tree, &errs);
+/// Reads a config tree; `Err` holds every problem at its YAML path, none
+/// of them showing what the tree hides.
+pub(crate) fn read(tree: Tree) -> Result<Read, Vec<(String, String)>> {
+    let errs = Errors::hiding(tree.hidden);
+    let read = schema::read(tree.value, &errs);
     if errs.is_empty() {
         Ok(read)
     } else {
@@ -102,7 +102,7 @@ pub mod fuzzing {
             Ok(t) => t,
             Err(e) => return (bounded, Err(e.into_iter().map(|(_, m)| m).collect())),
         };
-        let kept = tree.clone();
+        let kept = tree.value.clone();
         let read = super::read(tree)
             .map(|_| kept)
             .map_err(|e| e.into_iter().map(|(p, m)| format!("{p}: {m}")).collect());

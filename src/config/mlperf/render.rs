@@ -2,8 +2,9 @@
 //! schema, unset fields left out as MLPerf leaves them), written beside the
 //! results of every MLPerf-mode run. MLPerf's submission checker reads
 //! `type`, `model_params.streaming`, `settings.runtime.*` and
-//! `settings.load_pattern.*` from it. The API key is written as
-//! `<redacted>`, endpoint URLs through `redact_url`.
+//! `settings.load_pattern.*` from it. The API key is written as the
+//! `${NAME}` it was read from, or else `<redacted>`; endpoint URLs go
+//! through `redact_url`.
 
 use std::path::Path;
 
@@ -196,8 +197,12 @@ pub(crate) fn render_config_yaml(
         (None, None) => vec![s(&redact_url(endpoint_url))],
     };
     ep.put("endpoints", Yaml::Array(urls));
-    if cfg.api_key.is_some() || p.api_key.is_some() || p.api_key_file.is_some() {
-        ep.put("api_key", s(REDACTED));
+    match p.api_key.as_deref() {
+        Some(k) if super::env::whole_reference(k).is_some() => ep.put("api_key", s(k)),
+        _ if cfg.api_key.is_some() || p.api_key.is_some() || p.api_key_file.is_some() => {
+            ep.put("api_key", s(REDACTED))
+        }
+        _ => {}
     }
     let api = match cfg.protocol.name() {
         "openai-chat" => "openai",

@@ -14,28 +14,60 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
 
 use super::bounds;
-use super::env::{Lookup, substitute};
+use super::env::{Lookup, substitute_noting, whole_reference};
+use crate::http::redact::{redact, spellings};
 
-/// The problems found, each at its YAML path (`""` for the whole file).
+/// The problems found, each at its YAML path (`""` for the whole file),
+/// and the values no message may show.
 #[derive(Debug, Default)]
-pub(crate) struct Errors(RefCell<Vec<(String, String)>>);
+pub(crate) struct Errors {
+    found: RefCell<Vec<(String, String)>>,
+    hidden: RefCell<Vec<String>>,
+}
 
 impl Errors {
+    /// Errors whose messages never show any of `hidden` (as
+    /// `http::redact::secrets` makes such a list).
+    pub(crate) fn hiding(hidden: Vec<String>) -> Errors {
+        Errors {
+            found: RefCell::default(),
+            hidden: RefCell::new(hidden),
+        }
+    }
+
     pub(crate) fn at(&self, path: &str, msg: impl Into<String>) {
-        self.0.borrow_mut().push((path.to_string(), msg.into()));
+        self.found.borrow_mut().push((path.to_string(), msg.into()));
+    }
+
+    fn hide(&self, value: String) {
+        self.hidden.borrow_mut().push(value);
     }
 
     pub(crate) fn into_vec(self) -> Vec<(String, String)> {
-        self.0.into_inner()
+        let hidden = spellings(self.hidden.into_inner());
+        self.found
+            .into_inner()
+            .into_iter()
+            .map(|(path, msg)| (path, redact(&msg, &hidden)))
+            .collect()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.borrow().is_empty()
+        self.found.borrow().is_empty()
     }
 }
 
+/// A config's tree, and what nothing printed about it may show: every
+/// value substituted from the environment (a config may name any
+/// variable) and every string under a key that names a credential.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    pub value: Value,
+    pub hidden: Vec<String>,
+}
+
 /// Parses YAML text into a tree, substituting environment references.
-pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Value, Vec<(String, String)>> {
+pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Tree, Vec<(String, String)>> {
     bounds::check(text).map_err(|e| vec![(String::new(), e)])?;
     let docs = YamlLoader::load_from_str(text).map_err(|e| {
         let m = e.marker();
@@ -65,7 +97,76 @@ pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Value, Vec<(String, S
             "expected a mapping at the top".into(),
         )]);
     }
-    Ok(v)
+    Ok(Tree {
+        value: v,
+        hidden: errs.hidden.into_inner(),
+    })
+}
+
+/// The one secret field a run reads: given as exactly `${NAME}`, it stays
+/// the reference in the tree, and the run reads the variable when it is
+/// resolved (`config::resolve`), so what it records names the variable.
+const SECRET_FIELD: &str = "endpoint_config.api_key";
+
+/// Whether the key at the end of `path` names a credential: a word of it
+/// (split at `_`, `-` and `.`) is one, so `api_key` and `auth_token` are
+/// and `max_new_tokens` or `tokenizer_name` are not.
+fn names_secret(path: &str) -> bool {
+    let key = path.rsplit('.').next().unwrap_or(path);
+    let key = key.split('[').next().unwrap_or(key).to_ascii_lowercase();
+    key.split(['_', '-']).any(|w| {
+        matches!(
+            w,
+            "key"
+                | "apikey"
+                | "token"
+                | "secret"
+                | "password"
+                | "passwd"
+                | "credential"
+                | "credentials"
+                | "auth"
+                | "authorization"
+        )
+    })
+}
+
+fn string_value(s: &str, path: &str, env: Lookup<'_>, errs: &Errors) -> Value {
+    let secret = names_secret(path);
+    if path == SECRET_FIELD
+        && let Some(name) = whole_reference(s)
+    {
+        return match env(name) {
+            Some(v) => {
+                errs.hide(v);
+                Value::String(s.to_string())
+            }
+            None => {
+                errs.at(
+                    path,
+                    format!("environment variable ${{{name}}} is not set and has no default"),
+                );
+                Value::Null
+            }
+        };
+    }
+    let mut from_env = Vec::new();
+    let v = substitute_noting(s, env, &mut from_env);
+    for value in from_env {
+        errs.hide(value);
+    }
+    match v {
+        Ok(v) => {
+            if secret {
+                errs.hide(v.clone());
+            }
+            Value::String(v)
+        }
+        Err(e) => {
+            errs.at(path, e);
+            Value::Null
+        }
+    }
 }
 
 fn to_json(y: &Yaml, path: &str, env: Lookup<'_>, errs: &Errors) -> Value {
@@ -77,13 +178,7 @@ fn to_json(y: &Yaml, path: &str, env: Lookup<'_>, errs: &Errors) -> Value {
             Some(n) => Value::Number(n),
             None => Value::String(s.clone()),
         },
-        Yaml::String(s) => match substitute(s, env) {
-            Ok(s) => Value::String(s),
-            Err(e) => {
-                errs.at(path, e);
-                Value::Null
-            }
-        },
+        Yaml::String(s) => string_value(s, path, env, errs),
         Yaml::Array(items) => Value::Array(
             items
                 .iter()
@@ -359,7 +454,9 @@ mod tests {
 
     #[test]
     fn yaml_becomes_json_with_paths_for_env_errors() {
-        let v = parse("a: 1\nb: [x, 2.5]\nc: {d: null, e: true}\n", &no_env).unwrap();
+        let v = parse("a: 1\nb: [x, 2.5]\nc: {d: null, e: true}\n", &no_env)
+            .unwrap()
+            .value;
         assert_eq!(v["a"], 1);
         assert_eq!(v["b"][1], 2.5);
         assert_eq!(v["c"]["e"], true);
@@ -383,7 +480,8 @@ mod tests {
             "n: 16777216\nf: 0.5\ns: INFO\nb: 'false'\nz: null\nbad: 3\n",
             &no_env,
         )
-        .unwrap();
+        .unwrap()
+        .value;
         let mut s = Section::new(Some(v), String::new(), &errs);
         s.only_default("n", 16777216.into());
         s.only_default("f", 0.5.into());
@@ -396,5 +494,48 @@ mod tests {
         assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].0, "bad");
         assert!(e[0].1.contains("3 is not supported"), "{e:?}");
+    }
+
+    #[test]
+    fn credential_keys_are_told_by_their_words() {
+        for k in [
+            "api_key",
+            "a.auth_token",
+            "x.password",
+            "b[0].secret",
+            "x.API-KEY",
+        ] {
+            assert!(names_secret(k), "{k}");
+        }
+        for k in [
+            "max_new_tokens",
+            "model_params.tokenizer_name",
+            "keys",
+            "monkey",
+        ] {
+            assert!(!names_secret(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn what_came_from_the_environment_or_a_credential_key_is_hidden() {
+        let env = |k: &str| (k == "SECRET_MODEL").then(|| "sekrit-model".to_string());
+        let t = parse(
+            "m: ${SECRET_MODEL}\nauth_token: tok-1234\nplain: visible\nendpoint_config: {api_key: '${SECRET_MODEL}'}\n",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(t.value["m"], "sekrit-model");
+        assert_eq!(t.value["endpoint_config"]["api_key"], "${SECRET_MODEL}");
+        assert!(
+            t.hidden.contains(&"sekrit-model".to_string()),
+            "{:?}",
+            t.hidden
+        );
+        assert!(t.hidden.contains(&"tok-1234".to_string()), "{:?}", t.hidden);
+        assert!(!t.hidden.contains(&"visible".to_string()));
+        let errs = Errors::hiding(t.hidden);
+        errs.at("m", "'sekrit-model' is not supported");
+        assert_eq!(errs.into_vec()[0].1, "'<redacted>' is not supported");
     }
 }

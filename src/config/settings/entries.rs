@@ -134,13 +134,19 @@ pub(super) fn shown_min_duration(
     }
 }
 
-/// The key itself never: `<redacted>` when there is one (given, from its
-/// file or from the environment).
+/// The key itself never: the variable it was read from when given as
+/// `${NAME}`, else `<redacted>` when there is one (given, from its file or
+/// from the environment).
 pub(super) fn shown_api_key(
     cfg: &BenchConfig,
     _: &ConfigContext,
     v: Option<Value>,
 ) -> Option<Value> {
+    if let Some(Value::String(k)) = &v
+        && crate::config::mlperf::env::whole_reference(k).is_some()
+    {
+        return Some(k.as_str().into());
+    }
     Some(if v.is_some() || cfg.api_key.is_some() {
         REDACTED.into()
     } else {

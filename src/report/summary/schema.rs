@@ -41,7 +41,13 @@ pub(super) fn config(_: &mut SchemaGenerator) -> Schema {
         "required": ["endpoint", "api", "model", "mode", "stream", "max_tokens", "workers"],
         "properties": {
             "endpoint": {"type": "string"},
-            "api_key": {"enum": ["<redacted>", null]},
+            "api_key": {
+                "description": "`<redacted>`, or the `${NAME}` the key was read from.",
+                "anyOf": [
+                    {"enum": ["<redacted>", null]},
+                    {"type": "string", "pattern": "^\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}$"},
+                ]
+            },
             "headers": {"type": "object", "additionalProperties": {"type": "string"}},
             "run_length": {
                 "type": "object",
