@@ -1038,3 +1038,29 @@ fn an_api_key_from_a_variable_is_recorded_by_its_name() {
     assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("${LLMLOAD_T_KEY}"), "{}", run.stderr);
 }
+
+/// L1: a refused config value with ESC reached the terminal raw in the
+/// error that quoted it.
+#[test]
+fn refused_config_values_print_control_characters_escaped() {
+    let dir = temp_dir("refused-escapes");
+    let data = dir.join("prompts.jsonl");
+    std::fs::write(&data, "{\"text_input\": \"hello\"}\n").unwrap();
+    let config = MLPERF_OFFLINE
+        .replace(
+            "'<DATASET_PATH eg: tests/assets/datasets/dummy_1k.jsonl>'",
+            &format!("'{}'", data.display()),
+        )
+        .replace("http://localhost:8000", r#""\x1b]0;owned\x07""#);
+    let file = dir.join("refused.yaml");
+    std::fs::write(&file, config).unwrap();
+    let run = llmload(&["validate", file.to_str().unwrap()]).run();
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(r"'\u{1b}]0;owned\u{7}': a URL must include its scheme"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains(['\x1b', '\x07']), "{:?}", run.stderr);
+}

@@ -16,9 +16,12 @@ use yaml_rust2::{Yaml, YamlLoader};
 use super::bounds;
 use super::env::{Lookup, substitute_noting, whole_reference};
 use crate::http::redact::{redact, spellings};
+use crate::printable::printable;
 
 /// The problems found, each at its YAML path (`""` for the whole file),
-/// and the values no message may show.
+/// and the values no message may show. Messages quote values from the file
+/// (and the environment), so they leave with control characters spelled
+/// out, safe for a terminal.
 #[derive(Debug, Default)]
 pub(crate) struct Errors {
     found: RefCell<Vec<(String, String)>>,
@@ -48,7 +51,7 @@ impl Errors {
         self.found
             .into_inner()
             .into_iter()
-            .map(|(path, msg)| (path, redact(&msg, &hidden)))
+            .map(|(path, msg)| (printable(&path), printable(&redact(&msg, &hidden))))
             .collect()
     }
 
@@ -536,6 +539,12 @@ mod tests {
         assert!(!t.hidden.contains(&"visible".to_string()));
         let errs = Errors::hiding(t.hidden);
         errs.at("m", "'sekrit-model' is not supported");
-        assert_eq!(errs.into_vec()[0].1, "'<redacted>' is not supported");
+        errs.at("x\x1b", "'a\x1b[31m' is not supported");
+        let e = errs.into_vec();
+        assert_eq!(e[0].1, "'<redacted>' is not supported");
+        assert_eq!(
+            e[1],
+            ("x\\u{1b}".into(), "'a\\u{1b}[31m' is not supported".into())
+        );
     }
 }
