@@ -146,6 +146,17 @@ pub(crate) fn clock(state: &Value) -> Result<Clock, String> {
                     b.interval
                 ));
             }
+            // A shard closes every interval into at least one bucket per
+            // slice, so a slice's buckets outnumber its intervals: what a
+            // shard's timeline spans costs its file that many buckets.
+            let n = slice.buckets.len() as u64;
+            if b.interval >= n {
+                return Err(format!(
+                    "{at}.interval {}: the slice has {n} bucket(s), one or more for every \
+                     interval",
+                    b.interval
+                ));
+            }
             if let Some(s) = b.stage
                 && s >= t.stage_names.len() as u64
             {
@@ -155,6 +166,14 @@ pub(crate) fn clock(state: &Value) -> Result<Clock, String> {
                 ));
             }
             span_s = span_s.max(b.interval + 1);
+        }
+        if t.in_flight.len() > slice.buckets.len() {
+            return Err(format!(
+                "state.timeline.in_flight: {} intervals, but slices[{i}] has {} bucket(s), one \
+                 or more for every interval",
+                t.in_flight.len(),
+                slice.buckets.len()
+            ));
         }
     }
     Ok(Clock {
