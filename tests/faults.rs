@@ -865,6 +865,9 @@ pub(crate) fn hdr_text(low: u64, high: u64, digits: u32, declared: u32, payload:
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// An edit to a summary.json.
+pub(crate) type Edit = Box<dyn Fn(&mut Value)>;
+
 /// One case: two fresh shards, `edit` applied to shard 2's summary (and
 /// to shard 1's too when `both`), merged under the cap.
 pub(crate) fn merge_case(
@@ -886,7 +889,7 @@ fn corrupted_shards_sizes_are_refused_by_file_and_field() {
     let bucket = |v: &mut Value, interval: u64| {
         v["state"]["timeline"]["slices"][0]["buckets"][0]["interval"] = interval.into();
     };
-    let cases: Vec<(&str, bool, Box<dyn Fn(&mut Value)>, &str)> = vec![
+    let cases: Vec<(&str, bool, Edit, &str)> = vec![
         (
             "interval-4e9",
             false,
@@ -1005,7 +1008,7 @@ fn corrupted_shards_sizes_are_refused_by_file_and_field() {
 
 #[test]
 fn corrupted_shards_inconsistent_counts_leave_the_shard_out() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>, &str)> = vec![
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "sum-u128",
             Box::new(|v| v["state"]["total"]["e2e"]["sum"] = u128::MAX.to_string().into()),

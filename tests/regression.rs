@@ -1047,20 +1047,20 @@ fn merge_memory_does_not_grow_with_the_shards() {
 #[test]
 fn merge_of_inconsistent_counts_is_incomplete_naming_the_shard() {
     use crate::faults::*;
-    let edits: [(&str, fn(&mut serde_json::Value), &str); 3] = [
+    let edits: [(&str, Edit, &str); 3] = [
         (
             "completed",
-            |v| v["state"]["total"]["completed"] = u64::MAX.into(),
+            Box::new(|v| v["state"]["total"]["completed"] = u64::MAX.into()),
             "total.completed 18446744073709551615",
         ),
         (
             "sum",
-            |v| v["state"]["total"]["e2e"]["sum"] = u128::MAX.to_string().into(),
+            Box::new(|v| v["state"]["total"]["e2e"]["sum"] = u128::MAX.to_string().into()),
             "total.e2e.sum",
         ),
         (
             "issued",
-            |v| v["state"]["total"]["issued"] = 0.into(),
+            Box::new(|v| v["state"]["total"]["issued"] = 0.into()),
             "of 0 issued",
         ),
     ];
