@@ -33,3 +33,7 @@ mod uuid;
 /// The MLPerf YAML config reader, for its fuzz target only.
 #[doc(hidden)]
 pub use config::mlperf::fuzzing as mlperf_config_fuzzing;
+
+/// The `merge` shard-state reader, for its fuzz target only.
+#[doc(hidden)]
+pub use merge::fuzzing as merge_state_fuzzing;

@@ -767,3 +767,334 @@ fn hostile_files_are_refused_in_bounded_memory_and_time() {
         assert_refused(&under_limits(args), zero, endless);
     }
 }
+
+// Corrupted shards: `llmload merge` on two real shards, one of them edited
+// as a damaged or hostile file would be. Each merge runs under a 1 GiB
+// address-space cap and a deadline: a field that sizes an allocation is
+// refused (exit 2, naming the file and the field) before anything is
+// allocated by it, and counts that contradict themselves leave the shard
+// out and make the merged run incomplete (exit 1, naming the shard).
+
+/// The merge's address-space cap, MiB: a merge of two shards uses tens.
+pub(crate) const MERGE_CAP_MIB: u64 = 1024;
+
+/// `llmload merge --quiet ROOT --out ROOT/merged`, capped, stated to end
+/// within `bound` and without a panic or an abort.
+pub(crate) fn merge_capped(root: &std::path::Path, bound: Duration) -> Capped {
+    let out = root.join("merged");
+    let args = [
+        "merge".as_ref(),
+        "--quiet".as_ref(),
+        root.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    let run = capped(&args, MERGE_CAP_MIB, bound + Duration::from_secs(10));
+    assert!(run.code.is_some(), "killed by a signal: {}", run.stderr);
+    assert_ne!(run.code, Some(101), "panic: {}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(
+        run.elapsed < bound,
+        "took {:?}, over {bound:?}: {}",
+        run.elapsed,
+        run.stderr
+    );
+    run
+}
+
+/// A merge refused: exit 2, the file and `field` named.
+pub(crate) fn assert_merge_refused(run: &Capped, shard: u32, field: &str) {
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let file = format!("shard-{shard}/summary.json");
+    assert!(
+        run.stderr.contains(&file) && run.stderr.contains(field),
+        "{file}, {field}: {}",
+        run.stderr
+    );
+}
+
+/// A merge done but incomplete: exit 1, and the merged summary says which
+/// shard was left out and why (`why` in its reason).
+pub(crate) fn assert_merge_left_out(root: &std::path::Path, run: &Capped, shard: u32, why: &str) {
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let s: Value = serde_json::from_str(&read(&root.join("merged/summary.json"))).unwrap();
+    assert_eq!(s["complete"], false);
+    let reasons = s["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains(&format!("shard {shard} of 2 left out"))
+            && reasons.contains("inconsistent")
+            && reasons.contains(why),
+        "{why}: {reasons}"
+    );
+    assert!(
+        !s["merged"]["merged"]
+            .as_array()
+            .unwrap()
+            .contains(&shard.into()),
+        "{}",
+        s["merged"]
+    );
+}
+
+/// An HdrHistogram V2 text (base64) whose header declares `declared`
+/// payload bytes, compressed, with the bytes of `payload` actually there.
+pub(crate) fn hdr_text(low: u64, high: u64, digits: u32, declared: u32, payload: u64) -> String {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let mut plain = Vec::new();
+    plain.extend_from_slice(&0x1c84_9313u32.to_be_bytes());
+    plain.extend_from_slice(&declared.to_be_bytes());
+    plain.extend_from_slice(&0u32.to_be_bytes());
+    plain.extend_from_slice(&digits.to_be_bytes());
+    plain.extend_from_slice(&low.to_be_bytes());
+    plain.extend_from_slice(&high.to_be_bytes());
+    plain.extend_from_slice(&1f64.to_be_bytes());
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&plain).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = payload;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        z.write_all(&zeros[..n]).unwrap();
+        left -= n as u64;
+    }
+    let packed = z.finish().unwrap();
+    let mut bytes = 0x1c84_9314u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(&packed);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// An edit to a summary.json.
+pub(crate) type Edit = Box<dyn Fn(&mut Value)>;
+
+/// One case: two fresh shards, `edit` applied to shard 2's summary (and
+/// to shard 1's too when `both`), merged under the cap.
+pub(crate) fn merge_case(
+    tag: &str,
+    both: bool,
+    edit: impl Fn(&mut Value),
+) -> (std::path::PathBuf, Capped) {
+    let root = two_shards(tag);
+    edit_summary(&root.join("shard-2"), &edit);
+    if both {
+        edit_summary(&root.join("shard-1"), &edit);
+    }
+    let run = merge_capped(&root, Duration::from_secs(10));
+    (root, run)
+}
+
+#[test]
+fn corrupted_shards_sizes_are_refused_by_file_and_field() {
+    let bucket = |v: &mut Value, interval: u64| {
+        v["state"]["timeline"]["slices"][0]["buckets"][0]["interval"] = interval.into();
+    };
+    let cases: Vec<(&str, bool, Edit, &str)> = vec![
+        (
+            "interval-4e9",
+            false,
+            Box::new(move |v| bucket(v, 4_000_000_000)),
+            ".interval 4000000000",
+        ),
+        (
+            "interval-5e7",
+            false,
+            Box::new(move |v| bucket(v, 50_000_000)),
+            ".interval 50000000",
+        ),
+        (
+            "interval-max",
+            false,
+            Box::new(move |v| bucket(v, u64::from(u32::MAX))),
+            ".interval 4294967295",
+        ),
+        (
+            "interval-ns-1",
+            false,
+            Box::new(|v| {
+                v["state"]["timeline"]["interval_ns"] = 1.into();
+                let w = v["state"]["started_wall_ns"].as_u64().unwrap();
+                v["state"]["started_wall_ns"] = (w + 3_000_000_000).into();
+            }),
+            "state.timeline.interval_ns 1",
+        ),
+        (
+            "wall-3-years",
+            false,
+            Box::new(|v| {
+                let w = v["state"]["started_wall_ns"].as_u64().unwrap();
+                v["state"]["started_wall_ns"] = (w + 100_000_000_000_000_000).into();
+            }),
+            "state.started_wall_ns",
+        ),
+        (
+            "mono-max",
+            false,
+            Box::new(|v| {
+                v["state"]["started_wall_ns"] = 0.into();
+                v["state"]["run_start_ns"] = u64::MAX.into();
+            }),
+            "state.run_start_ns 18446744073709551615",
+        ),
+        (
+            "count-1e8",
+            true,
+            Box::new(|v| v["shard"]["count"] = 100_000_000.into()),
+            "shard.count 100000000",
+        ),
+        (
+            "count-u32",
+            true,
+            Box::new(|v| v["shard"]["count"] = u32::MAX.into()),
+            "shard.count 4294967295",
+        ),
+        (
+            "hdr-declared-2g",
+            false,
+            Box::new(|v| {
+                v["state"]["total"]["e2e"]["hist"] =
+                    hdr_text(1, 3_600_000_000_000, 3, 0x7fff_ffff, 0).into();
+            }),
+            "total.e2e: the encoding declares 2147483647 payload bytes but holds 0",
+        ),
+        (
+            "hdr-bounds",
+            false,
+            Box::new(|v| {
+                v["state"]["total"]["e2e"]["hist"] = hdr_text(1, 1 << 62, 5, 0, 0).into();
+            }),
+            "total.e2e: histogram bounds 1..4611686018427387904 at 5 digits",
+        ),
+        (
+            "hdr-bomb",
+            false,
+            Box::new(|v| {
+                v["state"]["total"]["e2e"]["hist"] =
+                    hdr_text(1, 3_600_000_000_000, 3, 1 << 30, 1 << 30).into();
+            }),
+            // The text alone is past what the bounds allow (its inflating
+            // stops at the same bound: metrics::hdr's tests).
+            "total.e2e: ",
+        ),
+        (
+            "bucket-hists-2g",
+            false,
+            Box::new(|v| {
+                let text = hdr_text(1_000, 3_600_000_000_000, 2, 0x7fff_ffff, 0);
+                for b in v["state"]["timeline"]["slices"][0]["buckets"]
+                    .as_array_mut()
+                    .unwrap()
+                {
+                    b["ttft_hist"] = text.clone().into();
+                    b["e2e_hist"] = text.clone().into();
+                }
+            }),
+            "ttft_hist: the encoding declares 2147483647",
+        ),
+        (
+            "bucket-stage",
+            false,
+            Box::new(|v| {
+                v["state"]["timeline"]["slices"][0]["buckets"][0]["stage"] = 65_535.into();
+            }),
+            ".stage 65535",
+        ),
+    ];
+    for (tag, both, edit, field) in cases {
+        let (_root, run) = merge_case(tag, both, edit);
+        assert_merge_refused(&run, if both { 1 } else { 2 }, field);
+    }
+}
+
+#[test]
+fn corrupted_shards_inconsistent_counts_leave_the_shard_out() {
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "sum-u128",
+            Box::new(|v| v["state"]["total"]["e2e"]["sum"] = u128::MAX.to_string().into()),
+            "total.e2e.sum 340282366920938463463374607431768211455",
+        ),
+        (
+            "completed-u64",
+            Box::new(|v| v["state"]["total"]["completed"] = u64::MAX.into()),
+            "total.completed 18446744073709551615",
+        ),
+        (
+            "issued-0",
+            Box::new(|v| v["state"]["total"]["issued"] = 0.into()),
+            "total: ",
+        ),
+        (
+            "in-flight-2^63",
+            Box::new(|v| {
+                for n in v["state"]["timeline"]["in_flight"].as_array_mut().unwrap() {
+                    *n = (1u64 << 63).into();
+                }
+            }),
+            "timeline.in_flight[0] 9223372036854775808",
+        ),
+        (
+            "connect-descending",
+            Box::new(|v| {
+                v["state"]["connections"]["tcp_connect"] = serde_json::json!({
+                    "buckets": [[5, 1], [3, 1]], "count": 2, "sum_ns": "8", "min_ns": 3, "max_ns": 5
+                });
+            }),
+            "connections.tcp_connect.buckets",
+        ),
+    ];
+    for (tag, edit, why) in cases {
+        let (root, run) = merge_case(tag, false, edit);
+        assert_merge_left_out(&root, &run, 2, why);
+    }
+}
+
+/// 300,000 connect-time buckets in each shard, interleaved: one pass over
+/// both, not an insertion per bucket.
+#[test]
+fn corrupted_shards_many_connect_buckets_merge_in_one_pass() {
+    let root = two_shards("connect-buckets");
+    for i in 1..=2u64 {
+        edit_summary(&root.join(format!("shard-{i}")), |v| {
+            let t = &mut v["state"]["connections"]["tcp_connect"];
+            let values: Vec<u64> = (0..300_000u64).map(|k| 1_000 + 2 * k + i).collect();
+            t["buckets"] = values.iter().map(|&x| serde_json::json!([x, 1])).collect();
+            t["count"] = 300_000.into();
+            t["sum_ns"] = values
+                .iter()
+                .map(|&x| u128::from(x))
+                .sum::<u128>()
+                .to_string()
+                .into();
+            t["min_ns"] = values[0].into();
+            t["max_ns"] = values[values.len() - 1].into();
+        });
+    }
+    let run = merge_capped(&root, Duration::from_secs(10));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let s: Value = serde_json::from_str(&read(&root.join("merged/summary.json"))).unwrap();
+    assert_eq!(s["state"]["connections"]["tcp_connect"]["count"], 600_000);
+    assert_eq!(
+        s["state"]["connections"]["tcp_connect"]["buckets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        600_000
+    );
+}
+
+/// Ten links back to a shard's own directory inside it, and a `self -> .`
+/// at the top: each directory is searched once.
+#[test]
+fn corrupted_shards_links_back_into_the_tree_are_followed_once() {
+    let root = two_shards("links");
+    for k in 0..10 {
+        std::os::unix::fs::symlink("../shard-1", root.join(format!("shard-1/back-{k}"))).unwrap();
+    }
+    std::os::unix::fs::symlink(".", root.join("self")).unwrap();
+    let run = merge_capped(&root, Duration::from_secs(10));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let s: Value = serde_json::from_str(&read(&root.join("merged/summary.json"))).unwrap();
+    assert_eq!(s["merged"]["merged"], serde_json::json!([1, 2]));
+    assert_eq!(s["complete"], true);
+}

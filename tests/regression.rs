@@ -1063,4 +1063,148 @@ fn refused_config_values_print_control_characters_escaped() {
         run.stderr
     );
     assert!(!run.stderr.contains(['\x1b', '\x07']), "{:?}", run.stderr);
+/// M4: a timeline bucket's `interval` sized the merged timeline (4e9
+/// tried to allocate 32 GB; u32::MAX wrapped and the bucket vanished):
+/// refused, naming the shard and the field.
+#[test]
+fn merge_refuses_a_bucket_interval_past_the_shards_end() {
+    use crate::faults::*;
+    for interval in [4_000_000_000u64, u64::from(u32::MAX)] {
+        let (_root, run) = merge_case("bucket-interval", false, |v| {
+            v["state"]["timeline"]["slices"][0]["buckets"][0]["interval"] = interval.into();
+        });
+        assert_merge_refused(
+            &run,
+            2,
+            &format!("buckets[0].interval {interval}: past the shard's end"),
+        );
+    }
+}
+
+/// M4: clocks placed a shard 3 years after the other (a bucket per
+/// second between) or wrapped the offset between two clocks: refused.
+#[test]
+fn merge_refuses_shard_clocks_that_would_stretch_the_timeline() {
+    use crate::faults::*;
+    let (_root, run) = merge_case("clock-skew", false, |v| {
+        let w = v["state"]["started_wall_ns"].as_u64().unwrap();
+        v["state"]["started_wall_ns"] = (w + 100_000_000_000_000_000).into();
+    });
+    assert_merge_refused(&run, 2, "s after the earliest shard's start");
+    let (_root, run) = merge_case("clock-wrap", false, |v| {
+        v["state"]["started_wall_ns"] = 0.into();
+        v["state"]["run_start_ns"] = u64::MAX.into();
+    });
+    assert_merge_refused(&run, 2, "state.run_start_ns");
+}
+
+/// M4: `shard.count` 10^8 made a list of 10^8 missing shards (4.8 GB):
+/// merge takes the count bench allows.
+#[test]
+fn merge_refuses_a_shard_count_past_the_benchs_limit() {
+    use crate::faults::*;
+    let (_root, run) = merge_case("shard-count", true, |v| {
+        v["shard"]["count"] = 100_000_000.into();
+    });
+    assert_merge_refused(
+        &run,
+        1,
+        "shard.count 100000000: a run has 1 to 100000 shards",
+    );
+}
+
+/// M4: a histogram text declaring a 2 GiB payload cost 2.1 GB and 6 s,
+/// and in timeline buckets was silently left out: refused by its field,
+/// before anything of that size is allocated.
+#[test]
+fn merge_checks_histogram_sizes_before_allocating() {
+    use crate::faults::*;
+    let (_root, run) = merge_case("hdr-declared", false, |v| {
+        v["state"]["total"]["e2e"]["hist"] =
+            hdr_text(1, 3_600_000_000_000, 3, 0x7fff_ffff, 0).into();
+    });
+    assert_merge_refused(&run, 2, "total.e2e: the encoding declares 2147483647");
+    let (_root, run) = merge_case("hdr-bucket", false, |v| {
+        v["state"]["timeline"]["slices"][0]["buckets"][0]["e2e_hist"] =
+            hdr_text(1_000, 3_600_000_000_000, 2, 0x7fff_ffff, 0).into();
+    });
+    assert_merge_refused(
+        &run,
+        2,
+        "buckets[0].e2e_hist: the encoding declares 2147483647",
+    );
+}
+
+/// M4: every shard's decoded run was held to the end (19 MB a shard; 300
+/// shards took 5.7 GB): 200 shards now merge under a 1 GiB cap.
+#[test]
+fn merge_memory_does_not_grow_with_the_shards() {
+    use crate::faults::*;
+    let root = two_shards("many");
+    let from = root.join("shard-1");
+    let n = 200u32;
+    for i in 1..=n {
+        let dir = root.join(format!("s{i:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(from.join("summary.json"), dir.join("summary.json")).unwrap();
+        edit_summary(&dir, |v| {
+            v["shard"]["index"] = i.into();
+            v["shard"]["count"] = n.into();
+        });
+    }
+    std::fs::remove_dir_all(&from).unwrap();
+    std::fs::remove_dir_all(root.join("shard-2")).unwrap();
+    let run = merge_capped(&root, Duration::from_secs(60));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let one: serde_json::Value =
+        serde_json::from_str(&read(&root.join("s001/summary.json"))).unwrap();
+    let all: serde_json::Value =
+        serde_json::from_str(&read(&root.join("merged/summary.json"))).unwrap();
+    assert_eq!(
+        u(&all["requests"]["completed"]),
+        u64::from(n) * u(&one["requests"]["completed"])
+    );
+}
+
+/// L12: `completed` u64::MAX in two shards wrapped, `sum` u128::MAX made a
+/// mean of 4e30 ms, `issued` 0 left issued below completed — each merged
+/// as "complete", exit 0. The shard is left out and the run incomplete.
+#[test]
+fn merge_of_inconsistent_counts_is_incomplete_naming_the_shard() {
+    use crate::faults::*;
+    let edits: [(&str, Edit, &str); 3] = [
+        (
+            "completed",
+            Box::new(|v| v["state"]["total"]["completed"] = u64::MAX.into()),
+            "total.completed 18446744073709551615",
+        ),
+        (
+            "sum",
+            Box::new(|v| v["state"]["total"]["e2e"]["sum"] = u128::MAX.to_string().into()),
+            "total.e2e.sum",
+        ),
+        (
+            "issued",
+            Box::new(|v| v["state"]["total"]["issued"] = 0.into()),
+            "of 0 issued",
+        ),
+    ];
+    for (tag, edit, why) in edits {
+        let (root, run) = merge_case(tag, false, edit);
+        assert_merge_left_out(&root, &run, 2, why);
+    }
+}
+
+/// L10 and M4: ten links back to a shard's directory inside it (10^8
+/// paths at depth 8; 3.9 GB) and a `self -> .`: each directory once.
+#[test]
+fn merge_follows_links_back_into_the_tree_once() {
+    use crate::faults::*;
+    let root = two_shards("links-back");
+    for k in 0..10 {
+        std::os::unix::fs::symlink("../shard-1", root.join(format!("shard-1/l{k}"))).unwrap();
+    }
+    std::os::unix::fs::symlink(".", root.join("shard-2/self")).unwrap();
+    let run = merge_capped(&root, Duration::from_secs(10));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
 }

@@ -6,18 +6,25 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::check::{self, Clock};
 use crate::metrics::run::RunResult;
-use crate::report::state;
+use crate::report::events::EventsStats;
+use crate::report::state::{self, RunState};
 use crate::report::summary::Summary;
 use crate::report::summary::shard::ShardSummary;
 
-/// One shard's results directory, read.
+/// One shard's results directory, read: what the merge needs of its
+/// summary, without its state (decoded one shard at a time, `Shard::run`).
 pub(crate) struct Shard {
     pub dir: PathBuf,
-    pub summary: Summary,
+    /// Its summary.json.
+    pub file: PathBuf,
     pub shard: ShardSummary,
-    /// Its run, rebuilt from the summary's state.
-    pub run: RunResult,
+    pub complete: bool,
+    pub incomplete_reasons: Vec<String>,
+    pub events: EventsStats,
+    /// Its place on the merged timeline, checked.
+    pub clock: Clock,
 }
 
 /// The shards of one run, by index, and the indices missing.
@@ -27,6 +34,11 @@ pub(crate) struct Found {
     /// Ascending by index.
     pub shards: Vec<Shard>,
     pub missing: Vec<u32>,
+    /// The lowest-index shard's summary (without its state): the
+    /// description of the run.
+    pub first: Summary,
+    /// Seconds the merged timeline spans.
+    pub span_s: u64,
 }
 
 /// Directories are searched this deep at most (a scheduler's tree is two
@@ -110,28 +122,37 @@ fn same(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// `file` read as JSON, refused by name when it is not an llmload summary
+/// or its state is of another version.
+fn read(file: &Path) -> Result<serde_json::Value, String> {
+    let text = crate::capped_read::text(file, crate::capped_read::LARGE)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let doc = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not an llmload summary.json: not JSON: {e}",
+            file.display()
+        )
+    })?;
+    other_version(&doc).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(doc)
+}
+
 /// The shards under `dirs`, checked to be one run: each summary a shard's
 /// (merged outputs are passed over), one run id and count, each index once,
-/// each with its state.
+/// each with a state whose clocks and timeline fit the others'. Only what
+/// the merge needs is kept of each; the runs are read later, one at a
+/// time (`Shard::run`).
 pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, String> {
     let files = summaries(dirs, skip)?;
     let mut shards: Vec<Shard> = Vec::new();
+    let mut first: Option<Summary> = None;
     for file in files {
         let dir = file
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_path_buf();
-        let text = crate::capped_read::text(&file, crate::capped_read::LARGE)
-            .map_err(|e| format!("{}: {e}", file.display()))?;
-        let doc = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{}: not an llmload summary.json: not JSON: {e}",
-                file.display()
-            )
-        })?;
-        other_version(&doc).map_err(|e| format!("{}: {e}", file.display()))?;
-        let summary = Summary::from_value(doc)
+        let mut summary = Summary::from_value(read(&file)?)
             .map_err(|e| format!("{}: not an llmload summary.json: {e}", file.display()))?;
         if summary.merged.is_some() {
             continue;
@@ -142,28 +163,71 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
                 file.display()
             ));
         };
-        let Some(state) = &summary.state else {
+        let Some(state) = summary.state.take() else {
             return Err(format!(
                 "{}: no \"state\" (written by an llmload older than merge); rerun the shard",
                 file.display()
             ));
         };
-        let run = state
-            .to_run()
-            .map_err(|e| format!("{}: state: {e}", file.display()))?;
+        if state.version() != Some(state::VERSION) {
+            return Err(format!(
+                "{}: state without a version; this llmload reads {}",
+                file.display(),
+                state::VERSION
+            ));
+        }
+        let clock = check::clock(state.value()).map_err(|e| format!("{}: {e}", file.display()))?;
+        drop(state);
+        if first
+            .as_ref()
+            .and_then(|f| f.shard.as_ref())
+            .is_none_or(|f| shard.index < f.index)
+        {
+            first = Some(summary.clone());
+        }
         shards.push(Shard {
             dir,
-            summary,
+            file,
             shard,
-            run,
+            complete: summary.complete,
+            incomplete_reasons: summary.incomplete_reasons,
+            events: summary.events,
+            clock,
         });
     }
-    check(shards)
+    let mut found = check(shards, first)?;
+    let clocks: Vec<Clock> = found.shards.iter().map(|s| s.clock).collect();
+    found.span_s = check::merged_span(&clocks)
+        .map_err(|(i, e)| format!("{}: {e}", found.shards[i].file.display()))?;
+    Ok(found)
+}
+
+impl Shard {
+    /// The shard's run, read again from its summary and decoded: one
+    /// shard's histograms in memory at a time. An error names the file and
+    /// the field.
+    pub(crate) fn run(&self) -> Result<RunResult, String> {
+        let mut doc = read(&self.file)?;
+        let state: RunState = serde_json::from_value(doc["state"].take())
+            .map_err(|e| format!("{}: state: {e}", self.file.display()))?;
+        let run = state
+            .to_run()
+            .map_err(|e| format!("{}: state: {e}", self.file.display()))?;
+        let clock =
+            check::clock(state.value()).map_err(|e| format!("{}: {e}", self.file.display()))?;
+        if clock != self.clock {
+            return Err(format!(
+                "{}: changed while the merge read it",
+                self.file.display()
+            ));
+        }
+        Ok(run)
+    }
 }
 
 /// Refuses a shard whose state another llmload wrote, before anything
 /// else is read of it: the types behind `state` may differ.
-fn other_version(doc: &serde_json::Value) -> Result<(), String> {
+pub(super) fn other_version(doc: &serde_json::Value) -> Result<(), String> {
     let Some(v) = doc["state"]["version"].as_u64() else {
         return Ok(());
     };
@@ -179,7 +243,7 @@ fn other_version(doc: &serde_json::Value) -> Result<(), String> {
     ))
 }
 
-fn check(mut shards: Vec<Shard>) -> Result<Found, String> {
+fn check(mut shards: Vec<Shard>, first_summary: Option<Summary>) -> Result<Found, String> {
     let Some(first) = shards.first() else {
         return Err("no shard's summary.json found".into());
     };
@@ -200,8 +264,12 @@ fn check(mut shards: Vec<Shard>) -> Result<Found, String> {
         ));
     }
     let (run_id, count) = (first.shard.run_id.clone(), first.shard.count);
-    if count == 0 {
-        return Err(format!("{}: shard count 0", first.dir.display()));
+    if count == 0 || count > crate::shard::MAX_SHARDS {
+        return Err(format!(
+            "{}: shard.count {count}: a run has 1 to {} shards",
+            first.file.display(),
+            crate::shard::MAX_SHARDS
+        ));
     }
     shards.sort_by_key(|s| s.shard.index);
     for w in shards.windows(2) {
@@ -225,12 +293,14 @@ fn check(mut shards: Vec<Shard>) -> Result<Found, String> {
         ));
     }
     let missing = (1..=count)
-        .filter(|i| !shards.iter().any(|s| s.shard.index == *i))
+        .filter(|i| shards.binary_search_by_key(i, |s| s.shard.index).is_err())
         .collect();
     Ok(Found {
         run_id,
         count,
         shards,
         missing,
+        first: first_summary.expect("a shard was found"),
+        span_s: 0,
     })
 }

@@ -7,6 +7,7 @@
 //! than measures it (configuration, target, host, dataset, notes) is the
 //! lowest-index shard's.
 
+mod check;
 mod find;
 mod mlperf;
 mod run;
@@ -34,87 +35,103 @@ pub(crate) struct Merged {
 }
 
 /// Finds the shards under `dirs` (passing over `out`) and merges them;
-/// an error says why the input is not one run's shards.
+/// an error says why the input is not one run's shards, or names the
+/// shard and field that cannot be merged.
 pub(crate) fn load(dirs: &[PathBuf], out: Option<&Path>) -> Result<Merged, String> {
     let found = find::find(dirs, out)?;
-    let mut merged = merge(&found);
+    let mut merged = merge(&found)?;
     let dirs: Vec<&Path> = merged.dirs.iter().map(PathBuf::as_path).collect();
     merged.info.mlperf = mlperf::info(&dirs, &merged.run)?;
     Ok(merged)
 }
 
-/// Whole seconds between `start` and `earliest` (wall ns), rounded.
-fn shift_s(start: u64, earliest: u64, interval_ns: u64) -> u32 {
-    let d = start.saturating_sub(earliest);
-    let i = interval_ns.max(1);
-    ((d + i / 2) / i) as u32
-}
-
-fn merge(found: &Found) -> Merged {
+/// Reads each shard's run in index order and adds it to the merge, so only
+/// one shard's run is decoded at a time. A shard whose counts contradict
+/// themselves is left out, and the merged run says so.
+fn merge(found: &Found) -> Result<Merged, String> {
     let earliest = found
         .shards
         .iter()
-        .min_by_key(|s| s.run.started_wall_ns)
+        .map(|s| s.clock)
+        .min_by_key(|c| c.started_wall_ns)
         .expect("find returns at least one shard");
-    let base = run::mono_to_wall(&earliest.run);
-    let parts: Vec<Part<'_>> = found
-        .shards
-        .iter()
-        .map(|s| Part {
-            run: &s.run,
-            delta_ns: run::mono_to_wall(&s.run) - base,
-            shift: shift_s(
-                s.run.started_wall_ns,
-                earliest.run.started_wall_ns,
-                s.run.timeline.interval_ns,
-            ),
-        })
-        .collect();
+    let base = run::mono_to_wall(&earliest);
     let count = found.count;
     let mut reasons: Vec<Incomplete> = found
         .missing
         .iter()
         .map(|&index| Incomplete::ShardMissing { index, count })
         .collect();
-    reasons.extend(
-        found
-            .shards
-            .iter()
-            .filter(|s| !s.summary.complete)
-            .map(|s| Incomplete::ShardPartial {
-                index: s.shard.index,
-                count,
-                reasons: s.summary.incomplete_reasons.clone(),
-            }),
+    let mut merger = run::Merger::new(
+        earliest.started_wall_ns,
+        earliest.run_start_ns,
+        found.span_s,
     );
+    let mut merged = Vec::new();
+    for s in &found.shards {
+        let run = s.run()?;
+        let index = s.shard.index;
+        if let Err(why) = check::consistent(&run) {
+            reasons.push(Incomplete::ShardInconsistent { index, count, why });
+            continue;
+        }
+        merger
+            .add(&Part {
+                run: &run,
+                delta_ns: run::mono_to_wall(&s.clock) - base,
+                shift: check::shift_s(s.clock.started_wall_ns, earliest.started_wall_ns),
+            })
+            .map_err(|e| format!("{}: state: {e}", s.file.display()))?;
+        if !s.complete {
+            reasons.push(Incomplete::ShardPartial {
+                index,
+                count,
+                reasons: s.incomplete_reasons.clone(),
+            });
+        }
+        merged.push(index);
+    }
     reasons.sort_by_key(|r| match r {
-        Incomplete::ShardMissing { index, .. } | Incomplete::ShardPartial { index, .. } => *index,
+        Incomplete::ShardMissing { index, .. }
+        | Incomplete::ShardPartial { index, .. }
+        | Incomplete::ShardInconsistent { index, .. } => *index,
         _ => 0,
     });
-    let mut merged_run = run::merge(&parts, reasons);
-    merged_run.started_wall_ns = earliest.run.started_wall_ns;
-    let info = info(found, &merged_run);
-    Merged {
+    let merged_run = merger.finish(reasons);
+    let info = info(found, &merged, &merged_run);
+    Ok(Merged {
         run: merged_run,
         info,
-        dirs: found.shards.iter().map(|s| s.dir.clone()).collect(),
-    }
+        dirs: found
+            .shards
+            .iter()
+            .filter(|s| merged.contains(&s.shard.index))
+            .map(|s| s.dir.clone())
+            .collect(),
+    })
 }
 
-/// How the merged run was put together.
-fn merged_summary(found: &Found) -> MergedSummary {
+/// How the merged run was put together: `merged` the indices added.
+fn merged_summary(found: &Found, merged: &[u32]) -> MergedSummary {
     let shards = &found.shards;
     let starts = shards.iter().map(|s| s.shard.started_unix_ns);
     let first_at = &shards[0].shard.start_at;
     let aligned = first_at.is_some() && shards.iter().all(|s| s.shard.start_at == *first_at);
+    let added = |s: &&find::Shard| merged.binary_search(&s.shard.index).is_ok();
     MergedSummary {
         run_id: found.run_id.clone(),
         shards: found.count,
-        merged: shards.iter().map(|s| s.shard.index).collect(),
+        merged: merged.to_vec(),
         missing: found.missing.clone(),
         incomplete: shards
             .iter()
-            .filter(|s| !s.summary.complete)
+            .filter(added)
+            .filter(|s| !s.complete)
+            .map(|s| s.shard.index)
+            .collect(),
+        inconsistent: shards
+            .iter()
+            .filter(|s| !added(s))
             .map(|s| s.shard.index)
             .collect(),
         aligned,
@@ -123,34 +140,39 @@ fn merged_summary(found: &Found) -> MergedSummary {
         max_clock_error_ns: shards.iter().filter_map(|s| s.shard.clock_error_ns).max(),
         sources: shards
             .iter()
+            .filter(added)
             .map(|s| MergedSource {
                 index: s.shard.index,
                 dir: s.dir.display().to_string(),
                 started_unix_ns: s.shard.started_unix_ns,
-                complete: s.summary.complete,
+                complete: s.complete,
             })
             .collect(),
     }
 }
 
 /// The report's account of the run: the lowest-index shard's description,
-/// the shards' events counted together.
-fn info(found: &Found, run: &RunResult) -> RunInfo {
-    let s: &Summary = &found.shards[0].summary;
-    let events = found.shards.iter().fold(
-        EventsStats {
-            written: 0,
-            ..s.events.clone()
-        },
-        |mut e, sh| {
-            e.written += sh.summary.events.written;
-            e.dropped += sh.summary.events.dropped;
-            if e.error.is_none() {
-                e.error = sh.summary.events.error.clone();
-            }
-            e
-        },
-    );
+/// the merged shards' events counted together.
+fn info(found: &Found, merged: &[u32], run: &RunResult) -> RunInfo {
+    let s: &Summary = &found.first;
+    let events = found
+        .shards
+        .iter()
+        .filter(|sh| merged.binary_search(&sh.shard.index).is_ok())
+        .fold(
+            EventsStats {
+                written: 0,
+                ..s.events.clone()
+            },
+            |mut e, sh| {
+                e.written += sh.events.written;
+                e.dropped += sh.events.dropped;
+                if e.error.is_none() {
+                    e.error = sh.events.error.clone();
+                }
+                e
+            },
+        );
     RunInfo {
         config: s.config.clone(),
         target: s.target.clone(),
@@ -178,7 +200,7 @@ fn info(found: &Found, run: &RunResult) -> RunInfo {
             .unwrap_or_default(),
         io: s.generator.io.clone(),
         shard: None,
-        merged: Some(merged_summary(found)),
+        merged: Some(merged_summary(found, merged)),
     }
 }
 
@@ -204,4 +226,58 @@ pub(crate) fn concat_events(dirs: &[PathBuf], out: &Path) -> Result<Option<PathB
         .map_err(|e| format!("{}: {e}", path.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Some(path))
+}
+
+/// The shard-state reader and checks, for the fuzz target only.
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{Part, check, find, run};
+
+    /// What a shard summary read as: its run's totals, and the totals of
+    /// the run merged with itself.
+    #[derive(Debug)]
+    pub struct Read {
+        pub completed: u64,
+        pub failed: u64,
+        pub merged_completed: u64,
+        pub merged_failed: u64,
+        pub consistent: bool,
+    }
+
+    /// Reads `text` as `merge` reads a shard's summary.json (its state's
+    /// clocks, then the state decoded and checked) and merges the shard
+    /// with itself as two shards would be; `Err` is the refusal's message.
+    pub fn read(text: &str) -> Result<Read, String> {
+        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        find::other_version(&doc)?;
+        let Some(state) = crate::report::summary::Summary::from_value(doc)?.state else {
+            return Err("no state".into());
+        };
+        let clock = check::clock(state.value())?;
+        let run = state.to_run()?;
+        let consistent = check::consistent(&run).is_ok();
+        let mut read = Read {
+            completed: run.total.completed,
+            failed: run.total.failed,
+            merged_completed: 0,
+            merged_failed: 0,
+            consistent,
+        };
+        if !consistent {
+            return Ok(read);
+        }
+        let span = check::merged_span(&[clock, clock]).map_err(|(_, e)| e)?;
+        let mut m = run::Merger::new(clock.started_wall_ns, clock.run_start_ns, span);
+        for _ in 0..2 {
+            m.add(&Part {
+                run: &run,
+                delta_ns: 0,
+                shift: 0,
+            })?;
+        }
+        let merged = m.finish(Vec::new());
+        read.merged_completed = merged.total.completed;
+        read.merged_failed = merged.total.failed;
+        Ok(read)
+    }
 }

@@ -11,19 +11,21 @@ use crate::metrics::run::{
 };
 use crate::plan::Load;
 
+use super::check::Clock;
+
 /// A shard's run and how it relates to the merged one.
 pub(crate) struct Part<'a> {
     pub run: &'a RunResult,
     /// Add to its monotonic times for the merged run's.
     pub delta_ns: i64,
     /// Its timeline's interval 0 is the merged run's interval `shift`.
-    pub shift: u32,
+    pub shift: u64,
 }
 
-/// `run`'s monotonic-to-wall offset: `run_start_ns` and `started_wall_ns`
-/// are one instant.
-pub(crate) fn mono_to_wall(run: &RunResult) -> i64 {
-    run.started_wall_ns as i64 - run.run_start_ns as i64
+/// A shard's monotonic-to-wall offset: `run_start_ns` and
+/// `started_wall_ns` are one instant (both below 2^62, `check::clock`).
+pub(crate) fn mono_to_wall(c: &Clock) -> i64 {
+    c.started_wall_ns as i64 - c.run_start_ns as i64
 }
 
 fn rebase(t: u64, delta: i64) -> u64 {
@@ -96,31 +98,52 @@ fn add_load(a: Load, b: Load) -> Load {
     }
 }
 
-/// The merged run of `parts` (ascending by index, the first being the
-/// earliest start: its clock is the merged run's), with `reasons` why it is
-/// incomplete (missing or incomplete shards).
-pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
-    let base = parts
-        .iter()
-        .find(|p| p.delta_ns == 0)
-        .unwrap_or(&parts[0])
-        .run;
-    let mut out = RunResult {
-        started_wall_ns: base.started_wall_ns,
-        run_start_ns: base.run_start_ns,
-        thresholds: base.thresholds.clone(),
-        slo: base.slo,
-        connections: parts[0].run.connections.clone(),
-        ..RunResult::default()
-    };
-    let mut measured = Vec::new();
-    for (i, p) in parts.iter().enumerate() {
+/// The merged run under way: shards are added one at a time (each then
+/// dropped), so memory holds one merged run and one shard's, however many
+/// shards there are.
+pub(crate) struct Merger {
+    out: RunResult,
+    measured: Vec<(u64, u64)>,
+    /// Thresholds and `--slo` come from the shard on the merged clock
+    /// (the earliest), else from the first added.
+    based: bool,
+    added: usize,
+    timeline: super::timeline::Merger,
+}
+
+impl Merger {
+    /// A merge onto the clock whose anchors are `started_wall_ns` and
+    /// `run_start_ns`, with a timeline of at most `span_s` intervals.
+    pub(crate) fn new(started_wall_ns: u64, run_start_ns: u64, span_s: u64) -> Merger {
+        Merger {
+            out: RunResult {
+                started_wall_ns,
+                run_start_ns,
+                ..RunResult::default()
+            },
+            measured: Vec::new(),
+            based: false,
+            added: 0,
+            timeline: super::timeline::Merger::new(span_s),
+        }
+    }
+
+    /// Adds one shard (in ascending index order); an error names the field
+    /// of its state that does not fit the merged timeline.
+    pub(crate) fn add(&mut self, p: &Part<'_>) -> Result<(), String> {
+        self.timeline.add(p)?;
+        let out = &mut self.out;
         let r = p.run;
         let d = p.delta_ns;
+        if !self.based && (self.added == 0 || d == 0) {
+            out.thresholds = r.thresholds.clone();
+            out.slo = r.slo;
+            self.based = d == 0;
+        }
         out.total.merge(&rebased(&r.total, d));
         out.warmup.merge(&rebased(&r.warmup, d));
         merge_scenarios(&mut out.scenarios, &r.scenarios, d);
-        measured.extend(rebase_window(&r.measured, d));
+        self.measured.extend(rebase_window(&r.measured, d));
         for s in &r.stages {
             let st = match out.stages.iter().position(|x| x.name == s.name) {
                 Some(i) => {
@@ -146,7 +169,11 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
             st.measured.extend(rebase_window(&s.measured, d));
         }
         out.generator.merge(&r.generator);
-        if i > 0 {
+        // A first shard's connections as they are: keep-alive holds only
+        // while every shard's did, which an empty start cannot say.
+        if self.added == 0 {
+            out.connections = r.connections.clone();
+        } else {
             out.connections.merge(&r.connections);
         }
         merge_endpoints(&mut out.endpoints, &r.endpoints);
@@ -155,23 +182,31 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
         if out.aborted_on_threshold.is_none() {
             out.aborted_on_threshold = r.aborted_on_threshold.clone();
         }
+        self.added += 1;
+        Ok(())
     }
-    for st in &mut out.stages {
-        st.window_ns = union_ns(&st.measured);
-        st.measured = union(&st.measured);
-        st.thresholds = out.thresholds.evaluate(&st.block, st.window_ns);
+
+    /// The merged run, with `reasons` why it is incomplete (missing,
+    /// incomplete or inconsistent shards).
+    pub(crate) fn finish(self, reasons: Vec<Incomplete>) -> RunResult {
+        let mut out = self.out;
+        for st in &mut out.stages {
+            st.window_ns = union_ns(&st.measured);
+            st.measured = union(&st.measured);
+            st.thresholds = out.thresholds.evaluate(&st.block, st.window_ns);
+        }
+        out.thresholds_passed = out
+            .stages
+            .iter()
+            .all(|s| s.thresholds.iter().all(|v| v.pass));
+        out.total_window_ns = union_ns(&self.measured);
+        out.measured = union(&self.measured);
+        out.generator.limits = Limit::find(&out.generator, &out.total);
+        out.timeline = self.timeline.finish();
+        out.complete = reasons.is_empty();
+        out.incomplete_reasons = reasons;
+        out
     }
-    out.thresholds_passed = out
-        .stages
-        .iter()
-        .all(|s| s.thresholds.iter().all(|v| v.pass));
-    out.total_window_ns = union_ns(&measured);
-    out.measured = union(&measured);
-    out.generator.limits = Limit::find(&out.generator, &out.total);
-    out.timeline = super::timeline::merge(parts);
-    out.complete = reasons.is_empty();
-    out.incomplete_reasons = reasons;
-    out
 }
 
 fn merge_endpoints(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {

@@ -398,3 +398,69 @@ fn a_symlink_back_into_the_tree_finds_each_shard_once() {
     assert_eq!(m.info.merged.as_ref().unwrap().merged, [3]);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A shard whose counts contradict themselves is left out, named with the
+/// field, and the merged run is the others' and incomplete.
+#[test]
+fn an_inconsistent_shard_is_left_out_and_named() {
+    let root = tmp("inconsistent");
+    let (_, runs) = three(&root);
+    let file = root.join("shard-2/summary.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    doc["state"]["total"]["completed"] = u64::MAX.into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let m = load(std::slice::from_ref(&root), None).unwrap();
+    assert!(!m.run.complete);
+    assert_eq!(
+        m.run.total.completed,
+        runs[0].total.completed + runs[2].total.completed
+    );
+    let why = crate::report::summary::incomplete(&m.run.incomplete_reasons[0]);
+    assert!(
+        why.starts_with(
+            "shard 2 of 3 left out: its state is inconsistent: total.completed 18446744073709551615"
+        ),
+        "{why}"
+    );
+    let merged = m.info.merged.as_ref().unwrap();
+    assert_eq!(
+        (&merged.merged[..], &merged.inconsistent[..]),
+        (&[1, 3][..], &[2][..])
+    );
+    assert_eq!(m.dirs.len(), 2);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A bucket past the shard's end, or a shard starting far past the
+/// others, would size the merged timeline: refused before it is made.
+#[test]
+fn a_timeline_that_would_size_the_merge_is_refused() {
+    let root = tmp("span");
+    three(&root);
+    let file = root.join("shard-3/summary.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&original).unwrap();
+    doc["state"]["timeline"]["slices"][0]["buckets"][0]["interval"] = u32::MAX.into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let e = load(std::slice::from_ref(&root), None).err().unwrap();
+    assert!(
+        e.contains("shard-3/summary.json: state.timeline.slices[0].buckets[0].interval 4294967295: past the shard's end"),
+        "{e}"
+    );
+    let mut doc: serde_json::Value = serde_json::from_str(&original).unwrap();
+    let late = doc["state"]["started_wall_ns"].as_u64().unwrap() + 7 * 3_600_000_000_000;
+    doc["state"]["started_wall_ns"] = late.into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let e = load(std::slice::from_ref(&root), None).err().unwrap();
+    assert!(
+        e.contains("shard-3/summary.json: state.started_wall_ns") && e.contains("25200 s after"),
+        "{e}"
+    );
+    // Six hours apart is a queued shard, not a corrupted one.
+    doc["state"]["started_wall_ns"] = (late - 3_600_000_000_000).into();
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let m = load(std::slice::from_ref(&root), None).unwrap();
+    assert_eq!(m.run.timeline.in_flight.len(), 21_601);
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -12,17 +12,16 @@ use super::run::Part;
 use crate::metrics::hdr;
 use crate::metrics::timeline::{BOUNDS, Bucket, RunTimeline, TimelineSlice};
 
-/// Adds `text`'s histogram into `into` (made on first use). A histogram
-/// that does not decode is left out: the counts stay exact, the bucket's
-/// percentiles come from the others.
-fn add(into: &mut Option<Histogram<u32>>, text: Option<&str>) {
-    let Some(h) = text.and_then(|t| hdr::from_text::<u32>(t, BOUNDS).ok()) else {
-        return;
+/// Adds `text`'s histogram into `into` (made on first use); an error says
+/// why it does not decode or add.
+fn add(into: &mut Option<Histogram<u32>>, text: Option<&str>) -> Result<(), String> {
+    let Some(text) = text else {
+        return Ok(());
     };
+    let h = hdr::from_text::<u32>(text, BOUNDS)?;
     let sum = into.get_or_insert_with(|| BOUNDS.histogram());
-    // Same bounds, never resized: only a u32 count overflowing can fail,
-    // which no second of requests reaches.
-    let _ = sum.add(&h);
+    // Same bounds, never resized; u32 counts saturate rather than fail.
+    sum.add(&h).map_err(|e| format!("{e:?}"))
 }
 
 /// Merged buckets by (interval, warm-up 0 or 1 + stage): bucket order.
@@ -39,41 +38,72 @@ struct Cell {
     e2e: Option<Histogram<u32>>,
 }
 
-pub(crate) fn merge(parts: &[Part<'_>]) -> RunTimeline {
-    let Some(first) = parts.iter().find(|p| !p.run.timeline.slices.is_empty()) else {
-        return RunTimeline::default();
-    };
-    let t0 = &first.run.timeline;
-    let mut out = RunTimeline {
-        interval_ns: t0.interval_ns,
-        stage_names: t0.stage_names.clone(),
-        slo: t0.slo,
-        scenarios_left_out: t0.scenarios_left_out,
-        ..RunTimeline::default()
-    };
-    // Slices by scenario (the whole run first), as the first shard has them.
-    let mut slices: Vec<(Option<String>, Cells)> = Vec::new();
-    for p in parts {
+/// The merged timeline under way, shard by shard.
+pub(crate) struct Merger {
+    out: RunTimeline,
+    /// Slices by scenario (the whole run first), as the first shard with
+    /// a timeline has them.
+    slices: Vec<(Option<String>, Cells)>,
+    started: bool,
+    /// Intervals the merged timeline may have (`check::merged_span`).
+    span: u64,
+}
+
+impl Merger {
+    pub(crate) fn new(span_s: u64) -> Merger {
+        Merger {
+            out: RunTimeline::default(),
+            slices: Vec::new(),
+            started: false,
+            span: span_s,
+        }
+    }
+
+    /// Adds a shard's timeline, moved by its `shift`; an error names the
+    /// field at fault (a bucket past the span, a histogram that does not
+    /// decode), never leaving part of it out.
+    pub(crate) fn add(&mut self, p: &Part<'_>) -> Result<(), String> {
         let t = &p.run.timeline;
+        if !self.started && !t.slices.is_empty() {
+            self.out.interval_ns = t.interval_ns;
+            self.out.stage_names = t.stage_names.clone();
+            self.out.slo = t.slo;
+            self.started = true;
+        }
+        let out = &mut self.out;
         out.stragglers += t.stragglers;
         out.scenarios_left_out = out.scenarios_left_out.max(t.scenarios_left_out);
-        for (k, &n) in t.in_flight.iter().enumerate() {
-            let at = k + p.shift as usize;
-            if out.in_flight.len() <= at {
-                out.in_flight.resize(at + 1, 0);
+        let span = self.span;
+        let at = |k: u64, field: &str| {
+            let at = k + p.shift;
+            if at >= span {
+                Err(format!(
+                    "timeline.{field} {k}: past the merged timeline's {span} intervals"
+                ))
+            } else {
+                Ok(at)
             }
-            out.in_flight[at] += n;
+        };
+        if let Some(last) = t.in_flight.len().checked_sub(1) {
+            let end = at(last as u64, "in_flight")? as usize;
+            if out.in_flight.len() <= end {
+                out.in_flight.resize(end + 1, 0);
+            }
+            for (k, &n) in t.in_flight.iter().enumerate() {
+                out.in_flight[k + p.shift as usize] += n;
+            }
         }
-        for slice in &t.slices {
-            let cells = match slices.iter().position(|(s, _)| *s == slice.scenario) {
-                Some(i) => &mut slices[i].1,
+        for (i, slice) in t.slices.iter().enumerate() {
+            let cells = match self.slices.iter().position(|(s, _)| *s == slice.scenario) {
+                Some(i) => &mut self.slices[i].1,
                 None => {
-                    slices.push((slice.scenario.clone(), Cells::new()));
-                    &mut slices.last_mut().expect("just pushed").1
+                    self.slices.push((slice.scenario.clone(), Cells::new()));
+                    &mut self.slices.last_mut().expect("just pushed").1
                 }
             };
-            for b in &slice.buckets {
-                let interval = b.interval + p.shift;
+            for (j, b) in slice.buckets.iter().enumerate() {
+                let field = format!("slices[{i}].buckets[{j}]");
+                let interval = at(u64::from(b.interval), &format!("{field}.interval"))? as u32;
                 let cell = cells.entry(key(interval, b.stage)).or_insert_with(|| Cell {
                     b: Bucket {
                         interval,
@@ -84,26 +114,38 @@ pub(crate) fn merge(parts: &[Part<'_>]) -> RunTimeline {
                     e2e: None,
                 });
                 cell.b.add_counts(b);
-                add(&mut cell.ttft, b.ttft_hist.as_deref());
-                add(&mut cell.e2e, b.e2e_hist.as_deref());
+                add(&mut cell.ttft, b.ttft_hist.as_deref())
+                    .map_err(|e| format!("timeline.{field}.ttft_hist: {e}"))?;
+                add(&mut cell.e2e, b.e2e_hist.as_deref())
+                    .map_err(|e| format!("timeline.{field}.e2e_hist: {e}"))?;
             }
         }
+        Ok(())
     }
-    let intervals = slices
-        .iter()
-        .flat_map(|(_, c)| c.keys().map(|k| k.0 + 1))
-        .max()
-        .unwrap_or(0)
-        .max(out.in_flight.len() as u32);
-    out.in_flight.resize(intervals as usize, 0);
-    out.slices = slices
-        .into_iter()
-        .map(|(scenario, cells)| TimelineSlice {
-            scenario,
-            buckets: close(cells, intervals),
-        })
-        .collect();
-    out
+
+    pub(crate) fn finish(self) -> RunTimeline {
+        let mut out = self.out;
+        if !self.started {
+            return RunTimeline::default();
+        }
+        let intervals = self
+            .slices
+            .iter()
+            .flat_map(|(_, c)| c.keys().map(|k| k.0 + 1))
+            .max()
+            .unwrap_or(0)
+            .max(out.in_flight.len() as u32);
+        out.in_flight.resize(intervals as usize, 0);
+        out.slices = self
+            .slices
+            .into_iter()
+            .map(|(scenario, cells)| TimelineSlice {
+                scenario,
+                buckets: close(cells, intervals),
+            })
+            .collect();
+        out
+    }
 }
 
 /// The merged cells as buckets in interval, then stage, order: an empty

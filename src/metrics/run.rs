@@ -137,12 +137,25 @@ impl ConnTimes {
         self.sum_ns += o.sum_ns;
         self.min_ns = self.min_ns.min(o.min_ns);
         self.max_ns = self.max_ns.max(o.max_ns);
-        for &(v, n) in &o.buckets {
-            match self.buckets.binary_search_by_key(&v, |&(x, _)| x) {
-                Ok(i) => self.buckets[i].1 += n,
-                Err(i) => self.buckets.insert(i, (v, n)),
-            }
+        // Both ascending: one pass over the two, whatever their lengths.
+        let mine = std::mem::take(&mut self.buckets);
+        let mut out = Vec::with_capacity(mine.len().max(o.buckets.len()));
+        let (mut a, mut b) = (mine.into_iter().peekable(), o.buckets.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&(x, n)), Some(&&(y, m))) if x == y => {
+                    a.next();
+                    b.next();
+                    (x, n + m)
+                }
+                (Some(&(x, _)), Some(&&(y, _))) if y < x => *b.next().expect("peeked"),
+                (Some(_), _) => a.next().expect("peeked"),
+                (None, Some(_)) => *b.next().expect("peeked"),
+                (None, None) => break,
+            };
+            out.push(next);
         }
+        self.buckets = out;
     }
 
     /// The `q` quantile (0..=1) in ns, the nearest-rank bucket's middle
@@ -331,6 +344,10 @@ pub(crate) enum Incomplete {
         count: u32,
         reasons: Vec<String>,
     },
+    /// Shard `index` of `count` was left out of a merged run: its state
+    /// contradicts itself (`why` names the field), so adding it would give
+    /// numbers no run measured.
+    ShardInconsistent { index: u32, count: u32, why: String },
 }
 
 /// A scenario's results within a stage (or the whole run).

@@ -789,6 +789,9 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
             "shard {index} of {count} incomplete: {}",
             reasons.join("; ")
         ),
+        Incomplete::ShardInconsistent { index, count, why } => {
+            format!("shard {index} of {count} left out: its state is inconsistent: {why}")
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! test instead of CI; watch and signal the processes a test started; and
 //! keep the tests that start processes from overlapping (`serial`).
 
+mod limits;
 mod net;
 mod proc;
 mod run;
@@ -13,6 +14,7 @@ mod shards;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub(crate) use limits::*;
 pub(crate) use net::*;
 pub(crate) use proc::*;
 pub(crate) use run::*;

@@ -44,3 +44,45 @@ pub(crate) fn spawn_shards(
         })
         .collect()
 }
+
+/// A fresh copy (in a directory named with `tag`) of two real shards of one
+/// 2-second run at 25 requests/s each, `shard-1` and `shard-2`: run once
+/// per test binary, so a matrix of edits to them costs one run.
+pub(crate) fn two_shards(tag: &str) -> PathBuf {
+    static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let base = BASE.get_or_init(|| {
+        let root = super::temp_dir("two-shards");
+        let server = Server::start(&["--ttft", "1ms", "--tpot", "1ms"]);
+        let (at, _) = start_in(500);
+        let args = ["--rate", "25", "--duration", "2s", "--start-at", &at];
+        for (dir, child) in spawn_shards(&server, 2, &root, &args) {
+            let run = super::wait_run(child, dir, Duration::from_secs(30));
+            run.assert_success();
+        }
+        root
+    });
+    let dir = super::temp_dir(tag);
+    for i in 1..=2 {
+        let (from, to) = (
+            base.join(format!("shard-{i}")),
+            dir.join(format!("shard-{i}")),
+        );
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+    dir
+}
+
+/// Edits `dir`'s summary.json through `edit` on its JSON.
+pub(crate) fn edit_summary(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let file = dir.join("summary.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(&file, doc.to_string()).unwrap();
+}

@@ -51,6 +51,11 @@ impl RunState {
         self.0.get("version").and_then(Value::as_u64)
     }
 
+    /// The state as JSON.
+    pub(crate) fn value(&self) -> &Value {
+        &self.0
+    }
+
     /// The run this state was made of; an error names the part at fault.
     pub(crate) fn to_run(&self) -> Result<RunResult, String> {
         match self.version() {

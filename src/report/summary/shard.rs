@@ -61,6 +61,9 @@ pub(crate) struct MergedSummary {
     pub missing: Vec<u32>,
     /// Indices whose summary says the shard did not complete.
     pub incomplete: Vec<u32>,
+    /// Indices left out: their state contradicts itself (the reasons say
+    /// where).
+    pub inconsistent: Vec<u32>,
     /// Every shard waited for the same `--start-at`.
     pub aligned: bool,
     /// The common `--start-at`, when aligned.
