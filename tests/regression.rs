@@ -937,3 +937,60 @@ fn validate_prints_control_characters_of_config_values_escaped() {
     );
     assert!(!run.stdout.contains(['\x1b', '\x07']), "{:?}", run.stdout);
 }
+
+/// Worker loss: the survivors of a closed loop took over a killed worker's
+/// virtual users but only had their own connections, so the users queued
+/// behind each other and every request after the loss took two TTFTs. Now
+/// the survivors open the connections those users need, and latency after
+/// the loss stays the server's; the run still says which worker was lost.
+#[test]
+fn a_lost_workers_virtual_users_do_not_queue_on_the_survivors() {
+    const TTFT_MS: f64 = 250.0;
+    let server = Server::start(&["--ttft", "250ms", "--tpot", "1ms"]);
+    let url = server.url();
+    let (child, out) = llmload(&["bench", "--endpoint", &url, "--model", "m"])
+        .args(["--workers", "3", "--concurrency", "9", "--duration", "4s"])
+        .args(["--warmup", "0s", "--max-tokens", "8", "--quiet"])
+        .fresh_out("worker-loss")
+        .spawn();
+    let workers = crate::crash::workers_of(&child, 3);
+    std::thread::sleep(Duration::from_millis(1500));
+    sigkill(workers[0]);
+    let killed_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1e3;
+    let run = wait_run(child, out, Duration::from_secs(60));
+    assert_eq!(run.status.code(), Some(3), "{}", run.stderr);
+    let s = run.summary();
+    let reasons = s["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains(&format!("(pid {})", workers[0])) && reasons.contains("signal 9"),
+        "{reasons}"
+    );
+    let report = read(&run.out.join("report.txt"));
+    assert!(
+        report.contains(&format!("(pid {}) was killed by signal 9", workers[0])),
+        "{report}"
+    );
+    // Requests scheduled after the parent noticed the loss (it looks every
+    // 20 ms): e2e counts from the schedule, so a queue shows in it.
+    let events = read(&run.out.join("events.jsonl"));
+    let mut after: Vec<f64> = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["error"].is_null() && f(&e["scheduled_ms"]) > killed_ms + 100.0)
+        .map(|e| f(&e["latency_ms"]))
+        .collect();
+    after.sort_by(f64::total_cmp);
+    // 9 users for about 2.4 s at ~260 ms each.
+    assert!(after.len() >= 40, "{} requests after the loss", after.len());
+    let p90 = after[after.len() * 9 / 10];
+    assert!(
+        p90 <= 1.3 * TTFT_MS,
+        "e2e p90 after the loss {p90:.1} ms: {after:?}"
+    );
+    // The survivors kept all 9 users going.
+    assert_eq!(u(&s["generator"]["max_inflight"]), 9, "{}", s["generator"]);
+}

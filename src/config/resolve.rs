@@ -42,7 +42,7 @@ const MAX_OUTPUT_TEXT: u64 = 1 << 30;
 /// instance and doorbells, and whatever it inherits from the parent (the
 /// events file, the built-in endpoint's sockets). Generous, so that a run
 /// the check lets through never meets `EMFILE` halfway.
-const WORKER_OWN_FDS: u64 = 1_000;
+pub(crate) const WORKER_OWN_FDS: u64 = 1_000;
 
 /// Resolves a merged profile into a run, or says everything that is wrong
 /// with it, each error as `json.path: message` in the order of the fields.
