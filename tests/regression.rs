@@ -994,3 +994,43 @@ fn a_lost_workers_virtual_users_do_not_queue_on_the_survivors() {
     // The survivors kept all 9 users going.
     assert_eq!(u(&s["generator"]["max_inflight"]), 9, "{}", s["generator"]);
 }
+
+/// L5: a SIGINT while a shard waited for `--start-at` ended the run with
+/// nothing issued, yet its summary had a negative `start_late_ns` and its
+/// report said "started -5631 ms after --start-at". It now says the run
+/// was interrupted before it began.
+#[test]
+fn an_interrupt_before_start_at_is_not_reported_as_an_early_start() {
+    let server = Server::start(&[]);
+    let out = temp_dir("start-at-interrupt");
+    let (at, _) = start_in(30_000);
+    let child = spawn_shard(
+        &server,
+        1,
+        2,
+        &out,
+        &["--start-at", &at, "--duration", "1s"],
+    );
+    crate::crash::workers_of(&child, 1);
+    std::thread::sleep(Duration::from_millis(700));
+    signal(&child, libc::SIGINT);
+    let run = wait_run(child, out, Duration::from_secs(20));
+    assert_eq!(run.status.code(), Some(130), "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(u(&s["requests"]["issued"]), 0, "{}", s["requests"]);
+    assert_eq!(s["interrupted"], true);
+    assert_eq!(
+        s["shard"]["start_late_ns"],
+        serde_json::Value::Null,
+        "{}",
+        s["shard"]
+    );
+    let reasons = s["incomplete_reasons"].to_string();
+    assert!(
+        reasons.contains("while waiting for --start-at"),
+        "{reasons}"
+    );
+    let report = read(&run.out.join("report.txt"));
+    assert!(report.contains("interrupted before --start-at"), "{report}");
+    assert!(!report.contains("ms after --start-at"), "{report}");
+}
