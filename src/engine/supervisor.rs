@@ -253,9 +253,8 @@ impl Drop for Workers {
 /// the descriptors a worker has for sockets, and never fewer than its own
 /// share `per_worker`.
 fn most_conns(connections: usize, per_worker: usize) -> usize {
-    let sockets = getrlimit(Resource::RLIMIT_NOFILE).map_or(0, |(soft, _)| {
-        soft.saturating_sub(crate::config::resolve::WORKER_OWN_FDS)
-    });
+    let sockets = getrlimit(Resource::RLIMIT_NOFILE)
+        .map_or(0, |(soft, _)| soft.saturating_sub(process::WORKER_OWN_FDS));
     connections
         .min(usize::try_from(sockets).unwrap_or(usize::MAX))
         .max(per_worker)
