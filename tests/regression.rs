@@ -1081,8 +1081,9 @@ fn tls_fake(
     port
 }
 
-/// One request to `https://localhost:PORT`, trusting `pki`'s CA only.
-fn bench_tls(pki: &crate::pki::Pki, port: u16) -> Run {
+/// One request to `https://localhost:PORT` with `--ca-cert CA`, and a
+/// system trust store of `store` only.
+fn bench_tls(port: u16, ca: &std::path::Path, store: &std::path::Path) -> Run {
     let url = format!("https://localhost:{port}");
     llmload(&[
         "bench",
@@ -1093,10 +1094,10 @@ fn bench_tls(pki: &crate::pki::Pki, port: u16) -> Run {
         "--requests",
         "1",
     ])
-    .args(["--ca-cert", pki.ca.to_str().unwrap(), "--quiet"])
-    .env("SSL_CERT_FILE", &pki.other_ca)
+    .args(["--ca-cert", ca.to_str().unwrap(), "--quiet"])
+    .env("SSL_CERT_FILE", store)
     .env_remove("SSL_CERT_DIR")
-    .fresh_out("tls-fake")
+    .fresh_out("tls-bench")
     .limit(Duration::from_secs(30))
     .run()
 }
@@ -1136,7 +1137,7 @@ fn a_tls_stream_cut_without_close_notify_says_so() {
         std::thread::sleep(Duration::from_millis(50));
         let _ = s.sock.shutdown(std::net::Shutdown::Both);
     });
-    let (class, msgs) = only_failure(&bench_tls(&pki, port));
+    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
     assert_eq!(class, "reset", "{msgs}");
     assert!(msgs.contains("without sending TLS close_notify"), "{msgs}");
 }
@@ -1155,7 +1156,7 @@ fn plaintext_after_the_tls_handshake_is_named() {
             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
         std::thread::sleep(Duration::from_millis(500));
     });
-    let (class, msgs) = only_failure(&bench_tls(&pki, port));
+    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
     assert!(msgs.contains("not TLS"), "{class}: {msgs}");
 }
 
@@ -1176,22 +1177,7 @@ fn a_ca_certificate_as_the_servers_own_is_explained() {
     std::fs::write(&cert_path, cert.pem()).unwrap();
     std::fs::write(&key_path, key.serialize_pem()).unwrap();
     let server = tls_server(&cert_path, &key_path, &[]);
-    let url = format!("https://localhost:{}", server.addr.port());
-    let run = llmload(&[
-        "bench",
-        "--endpoint",
-        &url,
-        "--model",
-        "m",
-        "--requests",
-        "1",
-    ])
-    .args(["--ca-cert", cert_path.to_str().unwrap(), "--quiet"])
-    .env("SSL_CERT_FILE", &cert_path)
-    .env_remove("SSL_CERT_DIR")
-    .fresh_out("ca-as-leaf")
-    .limit(Duration::from_secs(30))
-    .run();
+    let run = bench_tls(server.addr.port(), &cert_path, &cert_path);
     let (class, msgs) = only_failure(&run);
     assert_eq!(class, "tls_handshake", "{msgs}");
     assert!(
