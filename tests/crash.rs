@@ -17,7 +17,7 @@ fn comm(pid: i32) -> String {
 }
 
 /// The bench's engine workers (named `llmload-worker`), once `n` are up.
-fn workers_of(bench: &Child, n: usize) -> Vec<i32> {
+pub(crate) fn workers_of(bench: &Child, n: usize) -> Vec<i32> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let found: Vec<i32> = children(bench.id() as i32)

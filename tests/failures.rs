@@ -376,7 +376,7 @@ impl RawServer {
 }
 
 /// Length of the complete request at the front of `buf`, if it is all there.
-fn request_len(buf: &[u8]) -> Option<usize> {
+pub(crate) fn request_len(buf: &[u8]) -> Option<usize> {
     let end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
     let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
     let body: usize = head

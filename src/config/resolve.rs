@@ -38,12 +38,6 @@ const MIN_GAPS: usize = 1024;
 /// measurement.
 const MAX_OUTPUT_TEXT: u64 = 1 << 30;
 
-/// Descriptors a worker keeps beside its connections: stdio, its epoll
-/// instance and doorbells, and whatever it inherits from the parent (the
-/// events file, the built-in endpoint's sockets). Generous, so that a run
-/// the check lets through never meets `EMFILE` halfway.
-const WORKER_OWN_FDS: u64 = 1_000;
-
 /// Resolves a merged profile into a run, or says everything that is wrong
 /// with it, each error as `json.path: message` in the order of the fields.
 pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
@@ -703,7 +697,7 @@ pub(crate) fn check_host(cfg: &BenchConfig, fd_limit: u64) -> Result<(), String>
         ));
     }
     if fd_limit > 0 {
-        let sockets = fd_limit.saturating_sub(WORKER_OWN_FDS);
+        let sockets = fd_limit.saturating_sub(crate::sys::process::WORKER_OWN_FDS);
         let connections = cfg.own_connections();
         if connections.div_ceil(cfg.workers) as u64 > sockets {
             return Err(format!(

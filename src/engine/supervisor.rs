@@ -9,6 +9,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use nix::sys::resource::{Resource, getrlimit};
 use nix::sys::signal::Signal;
 
 use super::Plan;
@@ -90,6 +91,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
         Shared::new(plan.workers, plan.stages.len()).map_err(|e| format!("shared memory: {e}"))?;
     let cpus = available_cpus();
     let per_worker = plan.connections.div_ceil(plan.workers).max(1);
+    let most_conns = most_conns(plan.connections, per_worker);
     let parent = std::process::id();
     let sources = plan.io.source_addrs.len();
     let ports = PortPlan::for_run(plan.connections, sources);
@@ -124,6 +126,7 @@ pub(crate) fn spawn(plan: &Plan<'_>) -> Result<Workers, String> {
                 scenarios: &plan.scenarios,
                 endpoints: &plan.endpoints,
                 max_conns: per_worker,
+                most_conns,
                 limits: plan.limits,
                 warm_conns: warm_per_worker(plan, per_worker),
                 warm_endpoints: plan
@@ -243,6 +246,18 @@ impl Drop for Workers {
         }
         reap_all(&mut self.children, Instant::now());
     }
+}
+
+/// The most connections a worker may grow to as others are lost: all
+/// `connections` of the run (the last survivor carries them all), within
+/// the descriptors a worker has for sockets, and never fewer than its own
+/// share `per_worker`.
+fn most_conns(connections: usize, per_worker: usize) -> usize {
+    let sockets = getrlimit(Resource::RLIMIT_NOFILE)
+        .map_or(0, |(soft, _)| soft.saturating_sub(process::WORKER_OWN_FDS));
+    connections
+        .min(usize::try_from(sockets).unwrap_or(usize::MAX))
+        .max(per_worker)
 }
 
 /// Connections each worker opens before the run: what the first stage's

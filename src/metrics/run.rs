@@ -312,6 +312,9 @@ pub(crate) fn union(intervals: &[(u64, u64)]) -> Vec<(u64, u64)> {
 pub(crate) enum Incomplete {
     /// SIGINT, SIGTERM or SIGHUP stopped the run.
     Interrupted,
+    /// SIGINT, SIGTERM or SIGHUP came while the run waited for
+    /// `--start-at`: it never began, and nothing was sent.
+    InterruptedBeforeStart,
     /// A worker process died with conversations in flight on it.
     WorkerDied {
         worker: usize,

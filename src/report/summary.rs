@@ -762,6 +762,10 @@ fn limit(l: &Limit) -> String {
 pub(crate) fn incomplete(i: &Incomplete) -> String {
     match i {
         Incomplete::Interrupted => "interrupted by a signal".into(),
+        Incomplete::InterruptedBeforeStart => {
+            "interrupted by a signal while waiting for --start-at: the run never began, nothing was sent"
+                .into()
+        }
         Incomplete::WorkerDied {
             worker,
             pid,

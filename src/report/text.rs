@@ -36,6 +36,9 @@ fn shard_line(sh: &super::summary::shard::ShardSummary) -> String {
                 n(late as f64 / 1e6)
             );
         }
+        (Some(at), None) => {
+            let _ = write!(line, " · interrupted before --start-at {at}");
+        }
         _ => line.push_str(" · started when launched (no --start-at)"),
     }
     match sh.clock_error_ns {

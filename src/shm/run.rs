@@ -73,6 +73,10 @@ pub(crate) struct Control {
     /// Where measuring begins (`u64::MAX` while a warm-up by count is under
     /// way), as the parent published it.
     measure_start: AtomicU64,
+    /// Connections each live worker may hold, as the parent published it
+    /// after losing a worker (0: none published; each keeps the share it
+    /// started with).
+    conn_share: AtomicU64,
 }
 
 // SAFETY: atomics only: valid as zero, no pointers.
@@ -343,6 +347,22 @@ impl Shared {
     /// Where measuring begins, as published.
     pub(crate) fn measure_start(&self) -> u64 {
         self.control().measure_start.load(Ordering::Acquire)
+    }
+
+    /// Publishes how many connections each live worker may now hold, and
+    /// wakes the workers: the parent does so when a worker is lost, so the
+    /// others can carry its conversations without queueing them.
+    pub(crate) fn publish_conn_share(&self, n: u64) {
+        self.control().conn_share.store(n, Ordering::Release);
+        for bell in &self.worker_bells {
+            bell.ring();
+        }
+    }
+
+    /// Connections each live worker may hold, as published (0: none
+    /// published yet).
+    pub(crate) fn conn_share(&self) -> u64 {
+        self.control().conn_share.load(Ordering::Acquire)
     }
 
     fn stage_start_cell(&self, k: usize) -> &AtomicU64 {

@@ -313,6 +313,12 @@ pub fn threads() -> Option<usize> {
     Some(std::fs::read_dir("/proc/self/task").ok()?.count())
 }
 
+/// Descriptors a worker keeps beside its connections: stdio, its epoll
+/// instance and doorbells, and whatever it inherits from the parent (the
+/// events file, the built-in endpoint's sockets). Generous, so that a run
+/// the check lets through never meets `EMFILE` halfway.
+pub const WORKER_OWN_FDS: u64 = 1_000;
+
 /// Raises the soft descriptor limit to the hard limit; returns the new
 /// soft limit (0 when it cannot be read).
 pub fn raise_fd_limit() -> u64 {

@@ -20,7 +20,9 @@
 //!   slot (new socket, new request bytes) only when that count is zero.
 //! - Connect addresses live in `addrs`, one per slot, and are rewritten
 //!   only by the next connect of the same slot, which the same rule orders
-//!   after the previous connect's completion.
+//!   after the previous connect's completion. `addrs` is allocated for
+//!   the whole table at once and only grows within that capacity, so an
+//!   address the kernel is reading never moves.
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -183,10 +185,18 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// A ring for `slots` connections, receiving into `buffers` provided
-    /// buffers of `buf_size` bytes; with a kernel polling thread when
-    /// `sqpoll`.
-    pub(crate) fn new(slots: u32, buffers: u16, buf_size: u32, sqpoll: bool) -> io::Result<Ring> {
+    /// A ring for `slots` connections, with room in its table of
+    /// registered sockets for `table` (at least `slots`: the most the
+    /// worker may ever hold), receiving into `buffers` provided buffers of
+    /// `buf_size` bytes; with a kernel polling thread when `sqpoll`.
+    pub(crate) fn new(
+        slots: u32,
+        table: u32,
+        buffers: u16,
+        buf_size: u32,
+        sqpoll: bool,
+    ) -> io::Result<Ring> {
+        let table = table.max(slots).max(1);
         let entries = (slots.saturating_mul(2))
             .clamp(256, 16384)
             .next_power_of_two();
@@ -207,7 +217,7 @@ impl Ring {
                 .build(entries)
                 .or_else(|_| IoUring::builder().setup_cqsize(cq).build(entries))?
         };
-        ring.submitter().register_files_sparse(slots.max(1))?;
+        ring.submitter().register_files_sparse(table)?;
         let bufs = BufRing::new(buffers, buf_size)?;
         // SAFETY: the descriptors are inside `bufs`' mapping, which lives
         // until after the ring is dropped (field order, `Drop`).
@@ -215,12 +225,13 @@ impl Ring {
             ring.submitter()
                 .register_buf_ring_with_flags(bufs.base as u64, buffers, BGID, 0)?;
         }
-        // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
-        let zero: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        // Filled as slots first connect, never past this capacity (the
+        // module's rule on addresses).
+        let addrs = Vec::with_capacity(table as usize);
         Ok(Ring {
             ring,
             bufs,
-            addrs: vec![(zero, 0); slots.max(1) as usize],
+            addrs,
             enters: 0,
         })
     }
@@ -251,7 +262,16 @@ impl Ring {
 
     /// Connects registered socket `slot` to `addr`.
     pub(crate) fn connect(&mut self, slot: u32, addr: &SocketAddr, user_data: u64) {
-        let a = &mut self.addrs[slot as usize];
+        let i = slot as usize;
+        if i >= self.addrs.len() {
+            assert!(i < self.addrs.capacity(), "slot {i} beyond the table");
+            // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
+            let zero: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            // Within the capacity: no reallocation moves the addresses of
+            // connects in flight.
+            self.addrs.resize(i + 1, (zero, 0));
+        }
+        let a = &mut self.addrs[i];
         *a = sockaddr(addr);
         let e = opcode::Connect::new(Fixed(slot), (&raw const a.0).cast(), a.1)
             .build()
@@ -442,11 +462,11 @@ pub(crate) fn check(sqpoll: bool) -> Result<(), String> {
         }
     }
     drop(ring);
-    let mut r = Ring::new(2, 4, 64, false)
+    let mut r = Ring::new(2, 2, 4, 64, false)
         .map_err(|e| format!("registered files or a provided-buffer ring failed ({e})"))?;
     multishot_works(&mut r).map_err(|e| format!("multishot receive failed ({e})"))?;
     if sqpoll {
-        Ring::new(2, 4, 64, true)
+        Ring::new(2, 2, 4, 64, true)
             .map_err(|e| format!("--uring-sqpoll: SQPOLL setup failed ({e})"))?;
     }
     Ok(())
@@ -496,7 +516,7 @@ mod tests {
 
     #[test]
     fn given_back_buffers_fill_the_ring_again() {
-        let Ok(mut r) = Ring::new(2, 4, 64, false) else {
+        let Ok(mut r) = Ring::new(2, 2, 4, 64, false) else {
             return; // no io_uring here
         };
         // 4 buffers, each received into and given back, 3 rounds: the

@@ -169,6 +169,14 @@ fn process<D, S: Write>(tls: &mut ConnectionCommon<D>, sock: &mut S) -> io::Resu
     }
 }
 
+/// Whether the peer said `close_notify` before the end [`read`] saw
+/// (false: the TCP connection ended without it), or what rustls found
+/// wrong in what came before the end.
+pub(crate) fn closed_cleanly<D>(tls: &mut ConnectionCommon<D>) -> Result<bool, rustls::Error> {
+    tls.process_new_packets()
+        .map(|state| state.peer_has_closed())
+}
+
 /// The rustls error an `io::Error` from this module carries, if any.
 pub(crate) fn tls_error(e: &io::Error) -> Option<&rustls::Error> {
     e.get_ref()?.downcast_ref::<rustls::Error>()

@@ -88,9 +88,19 @@ fn certificate(c: &CertificateError) -> Cow<'static, str> {
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
             "the server's certificate is not for TLS servers (wrong extended key usage)".into()
         }
+        CertificateError::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+            CA_AS_LEAF.into()
+        }
         other => format!("invalid certificate: {other:?}").into(),
     }
 }
+
+/// webpki's `CaUsedAsEndEntity`: what `openssl req -x509` makes by default
+/// (basic constraints CA:TRUE) cannot be a server's own certificate, even
+/// when trusted with --ca-cert. Short enough to survive the 200 characters
+/// a failure message keeps, fix included.
+const CA_AS_LEAF: &str = "the server's certificate is a CA's (CA:TRUE, the `openssl req -x509` \
+     default), not a server's: give it a leaf signed by that CA (CA:FALSE), or use --insecure";
 
 fn alert(a: AlertDescription) -> Cow<'static, str> {
     let hint = match a {
@@ -149,6 +159,29 @@ mod tests {
             describe(&Error::AlertReceived(AlertDescription::CertificateRequired))
                 .contains("--client-cert")
         );
+    }
+
+    #[test]
+    fn a_ca_certificate_as_a_servers_own_says_what_to_do() {
+        /// Stands in for webpki's error, which rustls passes on as `Other`.
+        #[derive(Debug)]
+        enum Webpki {
+            CaUsedAsEndEntity,
+        }
+        impl std::fmt::Display for Webpki {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{self:?}")
+            }
+        }
+        impl std::error::Error for Webpki {}
+        let other = rustls::OtherError(std::sync::Arc::new(Webpki::CaUsedAsEndEntity));
+        let why = describe(&Error::InvalidCertificate(CertificateError::Other(other)));
+        assert!(why.contains("is a CA's (CA:TRUE"), "{why}");
+        assert!(
+            why.contains("--insecure") && why.contains("CA:FALSE"),
+            "{why}"
+        );
+        assert!(why.chars().count() <= 200, "{why}");
     }
 
     #[test]

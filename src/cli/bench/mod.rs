@@ -66,10 +66,14 @@ impl Outcome {
     /// The outcome of `run`, whose files were written (`written`) or not.
     fn of(run: &RunResult, written: bool) -> Outcome {
         // A threshold abort is a broken threshold, not a lost measurement.
-        let incomplete = run
-            .incomplete_reasons
-            .iter()
-            .any(|r| !matches!(r, Incomplete::Interrupted | Incomplete::ThresholdAbort(_)));
+        let incomplete = run.incomplete_reasons.iter().any(|r| {
+            !matches!(
+                r,
+                Incomplete::Interrupted
+                    | Incomplete::InterruptedBeforeStart
+                    | Incomplete::ThresholdAbort(_)
+            )
+        });
         if run.interrupted {
             Outcome::Interrupted
         } else if !written {

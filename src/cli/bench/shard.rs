@@ -8,7 +8,7 @@ use crate::clock::format_rfc3339;
 use crate::config::BenchConfig;
 use crate::dataset::Order;
 use crate::engine::Plan;
-use crate::metrics::run::RunResult;
+use crate::metrics::run::{Incomplete, RunResult};
 use crate::plan::StagePlan;
 use crate::report::summary::shard::ShardSummary;
 
@@ -84,9 +84,17 @@ pub(super) fn check_start(cfg: &BenchConfig, now_wall: u64) -> Result<(), String
     }
 }
 
-/// How late the run's time zero was after `--start-at` (negative: early).
+/// How late the run's time zero was after `--start-at` (negative: early);
+/// `None` without one, or for a run interrupted before it (which never
+/// began).
 fn late_ns(cfg: &BenchConfig, result: &RunResult) -> Option<i64> {
     let at = cfg.start_at_ns?;
+    if result
+        .incomplete_reasons
+        .contains(&Incomplete::InterruptedBeforeStart)
+    {
+        return None;
+    }
     Some(result.started_wall_ns as i64 - at as i64)
 }
 

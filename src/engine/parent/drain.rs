@@ -133,6 +133,7 @@ impl Parent<'_, '_, '_> {
         }
         self.workers[k].alive = false;
         let lost = self.write_off(k);
+        self.reshare_connections();
         self.incomplete.push(Incomplete::WorkerDied {
             worker: k,
             pid: self.workers[k].child.pid(),
@@ -151,11 +152,24 @@ impl Parent<'_, '_, '_> {
         let _ = w.child.kill();
         let pid = w.child.pid();
         let lost = self.write_off(k);
+        self.reshare_connections();
         self.incomplete.push(Incomplete::CorruptRecord {
             worker: k,
             pid,
             lost,
         });
+    }
+
+    /// Shares the run's connections among the workers still alive, so the
+    /// conversations a lost worker carried go on from the others at the
+    /// server's pace rather than queueing behind their connections: each
+    /// survivor opens more as it needs them (`worker::more_slots`).
+    fn reshare_connections(&mut self) {
+        let alive = self.workers.iter().filter(|w| w.alive).count();
+        if alive > 0 {
+            let share = self.plan.connections.div_ceil(alive);
+            self.shared.publish_conn_share(share as u64);
+        }
     }
 
     /// Counts every conversation in flight on worker `k` as a `worker_lost`

@@ -222,6 +222,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     stage_issued: u64,
     rng: Rng,
     interrupted: bool,
+    /// The interrupt came while waiting for `--start-at`: nothing ran.
+    before_start: bool,
     /// Why later stages were skipped (`abort_on_fail`).
     threshold_abort: Option<ThresholdAbort>,
     /// Why the run is incomplete, in the order it happened.
@@ -286,6 +288,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             stage_issued: 0,
             rng: Rng::seeded(plan.scheduler_seed ^ 0x7363_656e_6172_696f),
             interrupted: false,
+            before_start: false,
             threshold_abort: None,
             incomplete: Vec::new(),
             next_liveness: 0,
@@ -303,9 +306,12 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
     /// Runs every stage, drains, and tells workers to exit. `signals` counts
     /// SIGINT, SIGTERM and SIGHUP deliveries.
     pub(crate) fn run(mut self, signals: &AtomicU32, started_ns: u64) -> RunResult {
+        // A signal during the wait for `--start-at` ends the run before its
+        // time zero: nothing is issued, and the run says it never started.
+        let mut started = true;
         if let Some(at) = self.plan.start_at_unix_ns {
             let before = now_ns();
-            start::wait_until(at, signals);
+            started = start::wait_until(at, signals);
             self.waited = now_ns() - before;
         }
         // Taken as a pair: a merge turns this run's monotonic times into
@@ -328,7 +334,12 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.live = Some(LiveClock::new(t0, self.plan.live_interval_ns));
             self.timeline.watch_live(t0);
         }
-        for si in 0..self.plan.stages.len() {
+        if !started {
+            self.interrupted = true;
+            self.before_start = true;
+        }
+        let stages = if started { self.plan.stages.len() } else { 0 };
+        for si in 0..stages {
             match self.run_stage(si, t0, signals) {
                 Stop::Reached | Stop::Exhausted => {}
                 Stop::Signal => {

@@ -75,7 +75,9 @@ impl Parent<'_, '_, '_> {
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
         generator.limits = Limit::find(&generator, &total);
         let mut incomplete = std::mem::take(&mut self.incomplete);
-        if self.interrupted {
+        if self.before_start {
+            incomplete.insert(0, Incomplete::InterruptedBeforeStart);
+        } else if self.interrupted {
             incomplete.insert(0, Incomplete::Interrupted);
         }
         if let Some(abort) = &self.threshold_abort {

@@ -23,22 +23,23 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 const WALL_CATCH_UP_NS: u64 = 5_000_000;
 
 /// Waits until the wall clock reads `start_at_unix_ns` (at once when it
-/// has passed) or a signal beyond those already counted arrives.
-pub(super) fn wait_until(start_at_unix_ns: u64, signals: &AtomicU32) {
+/// has passed) or a signal beyond those already counted arrives; false when
+/// a signal ended the wait before the instant.
+pub(super) fn wait_until(start_at_unix_ns: u64, signals: &AtomicU32) -> bool {
     let seen = signals.load(Ordering::Relaxed);
     let (mono, wall) = (now_ns(), wall_ns());
     let target = mono.saturating_add(start_at_unix_ns.saturating_sub(wall));
     loop {
         let now = now_ns();
         if signals.load(Ordering::Relaxed) > seen {
-            return;
+            return false;
         }
         if now >= target {
             // Never early by the wall clock, which is what shards compare.
             while wall_ns() < start_at_unix_ns && now_ns() < target + WALL_CATCH_UP_NS {
                 std::hint::spin_loop();
             }
-            return;
+            return true;
         }
         let left = target - now;
         if left > SPIN_NS {
@@ -57,12 +58,12 @@ mod tests {
     fn waits_until_the_instant_and_not_for_one_past() {
         let signals = AtomicU32::new(0);
         let at = wall_ns() + 30_000_000;
-        wait_until(at, &signals);
+        assert!(wait_until(at, &signals));
         let late = wall_ns() as i64 - at as i64;
         // Never early; late only by a scheduling hiccup on a busy machine.
         assert!((0..50_000_000).contains(&late), "{late} ns");
         let t = now_ns();
-        wait_until(wall_ns() - 1_000_000_000, &signals);
+        assert!(wait_until(wall_ns() - 1_000_000_000, &signals));
         assert!(now_ns() - t < 10_000_000);
     }
 
@@ -75,7 +76,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 signals.fetch_add(1, Ordering::Relaxed);
             });
-            wait_until(wall_ns() + 10_000_000_000, &signals);
+            assert!(!wait_until(wall_ns() + 10_000_000_000, &signals));
         });
         assert!(now_ns() - t < 2_000_000_000);
     }

@@ -12,6 +12,7 @@
 //! to `WouldBlock`; and a request is sent only when rustls holds no
 //! ciphertext for it either.
 
+use std::borrow::Cow;
 use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::Ordering;
 
@@ -265,6 +266,11 @@ impl Worker<'_> {
             {
                 self.malformed(i, t)
             }
+            _ if c.tls.is_some() => {
+                let why = tls_cut(c.tls.as_deref_mut().expect("a TLS connection"));
+                c.rx.set_message(why.as_bytes());
+                self.lost(i, ErrorClass::Reset);
+            }
             _ => self.lost(i, ErrorClass::Reset),
         }
     }
@@ -372,6 +378,22 @@ fn write_head(
     match tls {
         None => stream.write_vectored(&[IoSlice::new(head), IoSlice::new(rest)]),
         Some(tls) => tls_write(tls, stream, head),
+    }
+}
+
+/// Why a TLS connection's response ended at the server's close: said
+/// with or without `close_notify`, as rustls tells them apart.
+#[cold]
+fn tls_cut(tls: &mut ClientConnection) -> Cow<'static, str> {
+    match tls_io::closed_cleanly(tls) {
+        Ok(true) => {
+            "the server closed the TLS connection (close_notify) before the response ended".into()
+        }
+        Ok(false) => {
+            "peer closed connection without sending TLS close_notify: the response was cut short"
+                .into()
+        }
+        Err(e) => reason::describe(&e),
     }
 }
 

@@ -55,6 +55,10 @@ pub(crate) struct WorkerSetup<'a> {
     pub endpoints: &'a [EndpointPlan],
     /// Connections this worker may open (to all endpoints together).
     pub max_conns: usize,
+    /// The most it may grow to when other workers are lost and the parent
+    /// raises each survivor's share (`Shared::conn_share`): the run's
+    /// connections, within the worker's descriptor budget.
+    pub most_conns: usize,
     pub limits: Limits,
     /// Connections to open before reporting ready, so a closed loop's first
     /// requests do not queue behind a burst of TCP (and TLS) handshakes.
@@ -189,6 +193,8 @@ struct Worker<'a> {
     /// Connections carrying a request (Connecting, Handshaking, Sending,
     /// Receiving).
     busy: usize,
+    /// The parent's connection share last looked at (`more_slots`).
+    share_seen: u64,
     /// Test-only: issues to take before panicking (`test_switch`).
     panic_after: Option<u64>,
     /// Test-only: issues to take before corrupting the ring (`test_switch`).
@@ -197,7 +203,12 @@ struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     fn new(s: WorkerSetup<'a>) -> io::Result<Worker<'a>> {
-        let io = backend::Io::new(s.io, s.max_conns, &s.shared.worker_bells[s.index])?;
+        let io = backend::Io::new(
+            s.io,
+            s.max_conns,
+            s.most_conns,
+            &s.shared.worker_bells[s.index],
+        )?;
         Worker::with_io(s, io)
     }
 
@@ -231,6 +242,7 @@ impl<'a> Worker<'a> {
             out: Outbox::new(out),
             folded: Folded::new(s.shared.stages(), s.scenarios.len()),
             busy: 0,
+            share_seen: 0,
             panic_after: test_switch("LLMLOAD_TEST_WORKER_PANIC", s.index),
             corrupt_after: test_switch("LLMLOAD_TEST_CORRUPT_RECORD", s.index),
             io,
@@ -372,13 +384,50 @@ impl<'a> Worker<'a> {
             self.conns[i].target = 0;
             self.start(i, job);
             true
-        } else if let Some(i) = self.free.pop() {
+        } else if let Some(i) = self.free_slot() {
             self.conns[i].target = 0;
             self.connect(i, ep, job);
             true
         } else {
             false
         }
+    }
+
+    /// A slot with no socket: from the free list, or a new one when the
+    /// parent has raised this worker's share (`more_slots`).
+    fn free_slot(&mut self) -> Option<usize> {
+        match self.free.pop() {
+            Some(i) => Some(i),
+            None => self.more_slots(),
+        }
+    }
+
+    /// After a worker is lost the parent shares the run's connections among
+    /// the survivors again (`Shared::conn_share`): this one adds the slots
+    /// its new share allows (up to `most_conns`, its descriptor budget) so
+    /// the conversations it took over do not queue behind its own. Looked
+    /// at only when no slot is free, so a worker with a free slot pays
+    /// nothing; slots are made here, once per loss, never per request.
+    /// Returns a free slot if it made any.
+    #[cold]
+    fn more_slots(&mut self) -> Option<usize> {
+        let share = self.s.shared.conn_share();
+        if share == self.share_seen {
+            return None;
+        }
+        self.share_seen = share;
+        let want = usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .min(self.s.most_conns);
+        let have = self.conns.len();
+        if want <= have {
+            return None;
+        }
+        let budget = self.conns[0].rx.budget().clone();
+        self.conns.extend((have..want).map(|_| Conn::new(&budget)));
+        self.io.grow(want);
+        self.free.extend((have..want).rev());
+        self.free.pop()
     }
 
     /// `dispatch` for a scenario spread over several endpoints: the request
@@ -400,7 +449,7 @@ impl<'a> Worker<'a> {
                 return true;
             }
         }
-        let Some(i) = self.free.pop() else {
+        let Some(i) = self.free_slot() else {
             return false;
         };
         let k = self.open_target(endpoints);

@@ -123,6 +123,7 @@ fn rig(world: &World, index: usize, max_conns: usize, warm: usize, limits: Limit
         scenarios: &world.scenarios,
         endpoints: &world.endpoints,
         max_conns,
+        most_conns: max_conns,
         limits,
         warm_conns: warm,
         warm_endpoints: (0..world.endpoints.len()).collect(),
@@ -642,4 +643,44 @@ fn when_every_endpoint_is_down_requests_go_in_turn_and_fail_there() {
         [(refused, 0), (refused, 1), (refused, 0), (refused, 1)]
     );
     assert_eq!(r.w.conn_stats.failed.load(Ordering::Relaxed), 4);
+}
+
+#[test]
+fn a_raised_connection_share_opens_more_connections_within_the_budget() {
+    let world = world(1, &[9001]);
+    let mut r = rig(&world, 0, 2, 0, limits(CONNECT_NS));
+    r.w.s.most_conns = 4;
+    for seq in 0..5 {
+        r.issue(seq);
+    }
+    r.settle();
+    // Its own share: two out, three waiting.
+    assert_eq!(r.fake().opened.len(), 2);
+    assert_eq!(r.w.pending.len(), 3);
+
+    // Another worker was lost: the parent raises the share past the
+    // budget, and the worker grows to its budget only.
+    world.shared.publish_conn_share(6);
+    r.settle();
+    assert_eq!(r.fake().opened.len(), 4);
+    assert_eq!(r.w.conns.len(), 4);
+    assert_eq!(r.w.pending.len(), 1);
+    let slots: Vec<usize> = r.fake().sent.iter().map(|s| s.0).collect();
+    assert_eq!(slots.len(), 4);
+    for &i in &slots {
+        r.bytes(i, answer(true));
+    }
+    r.settle();
+    // The last one went out on a connection the others freed.
+    assert!(r.w.pending.is_empty());
+    assert_eq!(r.fake().opened.len(), 4);
+    let i = r.last_sent();
+    r.bytes(i, answer(true));
+    r.settle();
+    let recs = r.records();
+    assert_eq!(recs.len(), 5);
+    for (seq, c) in recs.iter().enumerate() {
+        assert_success(c, c.seq, 0);
+        assert!(c.seq < 5, "{seq}: {c:?}");
+    }
 }

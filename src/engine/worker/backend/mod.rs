@@ -44,12 +44,21 @@ pub(super) enum Io {
 }
 
 impl Io {
-    /// The backend `plan` names, for `slots` connections, woken by `bell`.
-    pub(super) fn new(plan: &IoPlan, slots: usize, bell: &Doorbell) -> io::Result<Io> {
+    /// The backend `plan` names, for `slots` connections that may grow to
+    /// `most`, woken by `bell`.
+    pub(super) fn new(plan: &IoPlan, slots: usize, most: usize, bell: &Doorbell) -> io::Result<Io> {
         Ok(match plan.backend {
             IoBackend::Epoll => Io::Epoll(Epoll::new(bell)?),
-            IoBackend::Uring => Io::Uring(Box::new(Uring::new(slots, plan.sqpoll, bell)?)),
+            IoBackend::Uring => Io::Uring(Box::new(Uring::new(slots, most, plan.sqpoll, bell)?)),
         })
+    }
+
+    /// Room for connection slots up to `n` (at most the `most` it was made
+    /// for): epoll needs none, io_uring its per-slot state.
+    pub(super) fn grow(&mut self, n: usize) {
+        if let Io::Uring(u) = self {
+            u.grow(n);
+        }
     }
 
     /// Whether plain connections send and receive through the ring.

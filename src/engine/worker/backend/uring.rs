@@ -121,12 +121,20 @@ const POLL_MASK: u32 =
     (libc::POLLIN | libc::POLLOUT | libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 
 impl Uring {
-    pub(super) fn new(slots: usize, sqpoll: bool, bell: &Doorbell) -> io::Result<Uring> {
+    /// A ring for `slots` connections whose table of registered sockets
+    /// has room for `table` (the most the worker may grow to).
+    pub(super) fn new(
+        slots: usize,
+        table: usize,
+        sqpoll: bool,
+        bell: &Doorbell,
+    ) -> io::Result<Uring> {
         let n = u32::try_from(slots.max(1)).unwrap_or(u32::MAX);
+        let table = u32::try_from(table).unwrap_or(u32::MAX);
         // About two buffers per connection, so a turn in which every
         // connection receives does not run the ring dry.
         let buffers = n.saturating_mul(2).clamp(64, 8192).next_power_of_two() as u16;
-        let mut ring = Ring::new(n, buffers, BUF_SIZE, sqpoll)?;
+        let mut ring = Ring::new(n, table, buffers, BUF_SIZE, sqpoll)?;
         let ud = UserData {
             op: Op::Bell,
             generation: 0,
@@ -140,6 +148,13 @@ impl Uring {
             bell: bell.fd(),
             zerocopy: std::env::var_os("LLMLOAD_URING_SEND_ZC").is_some_and(|v| v == "1"),
         })
+    }
+
+    /// Slots up to `n`, within the table `new` was given.
+    pub(super) fn grow(&mut self, n: usize) {
+        if n > self.slots.len() {
+            self.slots.resize(n, SlotIo::default());
+        }
     }
 
     fn tag(&mut self, i: usize, op: Op) -> u64 {
