@@ -167,7 +167,11 @@ pub(crate) fn merge(parts: &[Part<'_>], reasons: Vec<Incomplete>) -> RunResult {
         .all(|s| s.thresholds.iter().all(|v| v.pass));
     out.total_window_ns = union_ns(&measured);
     out.measured = union(&measured);
-    out.generator.limits = Limit::find(&out.generator, &out.total);
+    let offline = out
+        .stages
+        .iter()
+        .all(|s| matches!(s.load, crate::plan::Load::Offline));
+    out.generator.limits = Limit::find(&out.generator, &out.total, offline);
     out.timeline = super::timeline::merge(parts);
     out.complete = reasons.is_empty();
     out.incomplete_reasons = reasons;
