@@ -73,6 +73,10 @@ impl Outcome {
                 Incomplete::Interrupted | Incomplete::ThresholdAbort(_) | Incomplete::FailedFast(_)
             )
         });
+        let failed_fast = run
+            .incomplete_reasons
+            .iter()
+            .any(|r| matches!(r, Incomplete::FailedFast(_)));
         if run.interrupted {
             Outcome::Interrupted
         } else if !written {
@@ -81,7 +85,8 @@ impl Outcome {
             Outcome::Incomplete
         } else if !run.thresholds_passed {
             Outcome::ThresholdFailed
-        } else if run.total.completed == 0 && run.total.issued > 0 {
+        } else if failed_fast || (run.total.completed == 0 && run.total.issued > 0) {
+            // A run stopped in its warm-up measured nothing, and failed.
             Outcome::Failed
         } else {
             Outcome::Passed
