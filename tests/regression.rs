@@ -1188,17 +1188,22 @@ fn the_terminal_ends_with_the_headline() {
     assert!(lines[n - 2].contains(" e2e "), "{}", run.stdout);
     assert_eq!(lines[n - 1], "failures    0 of 5");
     assert!(
-        !run.stdout.contains("how each tool counts"),
+        !run.stdout
+            .contains("how each tool counts (DESIGN.md has every cell):"),
         "{}",
         run.stdout
     );
     let report = read(&run.out.join("report.txt"));
-    assert!(report.contains("how each tool counts"));
+    assert!(report.contains("how each tool counts (DESIGN.md has every cell):"));
     let verbose = llmload(&args)
         .args(["--verbose"])
         .fresh_out("headline")
         .run();
-    assert!(verbose.stdout.contains("how each tool counts"));
+    assert!(
+        verbose
+            .stdout
+            .contains("how each tool counts (DESIGN.md has every cell):")
+    );
 }
 
 /// A mistyped flag got `Unrecognized argument: --concurency`, and
