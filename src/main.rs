@@ -11,6 +11,11 @@ fn main() {
         .first()
         .map_or("llmload", |a| a.rsplit('/').next().unwrap_or(a));
     let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    // argh has no version flag: it would refuse these as unknown.
+    if matches!(rest.as_slice(), ["--version"] | ["-V"]) {
+        let _ = writeln!(std::io::stdout(), "llmload {}", env!("CARGO_PKG_VERSION"));
+        std::process::exit(0);
+    }
     let top = match llmload::cli::Top::from_args(&[cmd], &rest) {
         Ok(top) => top,
         Err(early) => {
@@ -22,7 +27,8 @@ fn main() {
                 let _ = writeln!(std::io::stdout(), "{help}");
                 std::process::exit(0);
             }
-            let _ = writeln!(std::io::stderr(), "{}", early.output);
+            let message = llmload::cli::usage::message(cmd, &rest, &early.output);
+            let _ = writeln!(std::io::stderr(), "{message}");
             std::process::exit(llmload::cli::usage_status(&rest));
         }
     };

@@ -106,7 +106,16 @@ fn unreachable_endpoint_gives_a_clean_failure_report() {
     };
     let url = format!("http://127.0.0.1:{port}");
     let run = bench(
-        &["--endpoint", &url, "--requests", "25", "--concurrency", "5"],
+        // Every request sent, to see each accounted for.
+        &[
+            "--endpoint",
+            &url,
+            "--requests",
+            "25",
+            "--concurrency",
+            "5",
+            "--no-fail-fast",
+        ],
         Duration::from_secs(30),
     );
     assert!(

@@ -333,6 +333,8 @@ fn an_unreachable_endpoint_gives_a_complete_report() {
             "10",
             "--concurrency",
             "2",
+            // Every request sent, to see each accounted for.
+            "--no-fail-fast",
         ],
         HARD_LIMIT,
     );

@@ -1355,6 +1355,233 @@ fn tls_fake(
 fn bench_tls(port: u16, ca: &std::path::Path, store: &std::path::Path) -> Run {
     let url = format!("https://localhost:{port}");
     llmload(&[
+/// A loopback URL nothing listens on: a port bound, then released.
+fn nothing_listening() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    format!("http://{addr}")
+}
+
+/// The cause line bench prints when `--fail-fast` stopped it.
+const STOPPED: &str = "llmload bench: stopped early (--fail-fast; --no-fail-fast runs on): ";
+
+/// Asserts `run` stopped early, after a handful of requests and well
+/// before its 30 s, with `cause` printed and in the summary.
+fn assert_failed_fast(run: &Run, error: &str, cause: &str) {
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.elapsed < Duration::from_secs(10),
+        "took {:?}",
+        run.elapsed
+    );
+    assert!(
+        run.stderr.contains(&format!("{STOPPED}{cause}")),
+        "{}",
+        run.stderr
+    );
+    let s = run.summary();
+    assert_eq!(s["stopped_early"], true, "{s}");
+    assert_eq!(s["complete"], false, "{s}");
+    let reason = s["incomplete_reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "stopped early (--fail-fast): the first 8 requests all failed with {error}: {cause}"
+        )),
+        "{reason}"
+    );
+    let issued = u(&s["requests"]["issued"]);
+    assert!((8..=1000).contains(&issued), "{issued} requests");
+    assert_eq!(u(&s["requests"]["completed"]), 0);
+    assert_eq!(u(&s["requests"]["errors"][error]), issued, "{s}");
+    let events = std::fs::metadata(run.out.join("events.jsonl"))
+        .unwrap()
+        .len();
+    assert!(events < 1 << 20, "events.jsonl is {events} bytes");
+}
+
+/// A wrong port sent 334,717 refused requests in 3 s and wrote a 195 MB
+/// events.jsonl: the run now stops at its first requests, saying why in
+/// probe's words.
+#[test]
+fn a_wrong_port_fails_fast_with_probes_cause() {
+    let url = nothing_listening();
+    let addr = url.trim_start_matches("http://").to_string();
+    let run = bench(
+        &["--endpoint", &url, "--model", "m", "--duration", "30s"],
+        Duration::from_secs(60),
+    );
+    assert_failed_fast(
+        &run,
+        "connect_refused",
+        &format!(
+            "connection refused at {addr}: nothing is listening; is the server running and the port right?"
+        ),
+    );
+    // Stopped in its warm-up, it measured nothing, and failed all the same.
+    let run = bench(
+        &["--endpoint", &url, "--model", "m", "--warmup", "20s"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    assert_eq!(run.summary()["stopped_early"], true);
+    // --no-fail-fast: the run as asked, to its end.
+    let run = bench(
+        &[
+            "--endpoint",
+            &url,
+            "--model",
+            "m",
+            "--duration",
+            "1s",
+            "--no-fail-fast",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(run.elapsed >= Duration::from_secs(1), "{:?}", run.elapsed);
+    assert!(!run.stderr.contains(STOPPED), "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!(s["stopped_early"], false, "{s}");
+    assert!(u(&s["requests"]["issued"]) > 8, "{}", s["requests"]);
+}
+
+/// A wrong path, missing credentials with --model given and a model the
+/// server does not serve each ran the whole duration: each now stops at
+/// once with the fix.
+#[test]
+fn a_wrong_path_credentials_or_model_fail_fast() {
+    let server = Server::start(&["--served-model", "llama-3", "--api-key", "sekret"]);
+    let base = server.url();
+    let path = format!("{base}/v1/chat/completion");
+    let chat = format!("{base}/v1/chat/completions");
+    let cases: [(&[&str], &str, String); 3] = [
+        (
+            &[
+                "--endpoint",
+                &path,
+                "--api-key",
+                "sekret",
+                "--model",
+                "llama-3",
+            ],
+            "http_404",
+            "POST /v1/chat/completion → 404: this server does not serve openai-chat at that path"
+                .to_string(),
+        ),
+        (
+            &["--endpoint", &chat, "--model", "llama-3"],
+            "http_401",
+            "POST /v1/chat/completions → 401: authentication failed: pass --api-key or --header"
+                .to_string(),
+        ),
+        (
+            &[
+                "--endpoint",
+                &chat,
+                "--api-key",
+                "sekret",
+                "--model",
+                "llama-4",
+            ],
+            "http_404",
+            "POST /v1/chat/completions → 404: model 'llama-4' is not served; served: llama-3"
+                .to_string(),
+        ),
+    ];
+    for (args, error, cause) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--duration", "30s"]);
+        let run = bench(&all, Duration::from_secs(60));
+        assert_failed_fast(&run, error, &cause);
+    }
+}
+
+/// A run against a closed port with --no-fail-fast said `status: complete`
+/// and advised "raise --connections" for a server that was down: now the
+/// status says every request failed, first, and no generator limit is
+/// blamed on the generator.
+#[test]
+fn a_run_where_every_request_failed_says_so_and_blames_no_generator() {
+    let url = nothing_listening();
+    let run = llmload(&["bench", "--endpoint", &url, "--model", "m"])
+        .args(["--rate", "2000", "--duration", "1s", "--connections", "4"])
+        .args(["--no-fail-fast"])
+        .fresh_out("all-failed")
+        .limit(Duration::from_secs(60))
+        .run();
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let report = read(&run.out.join("report.txt"));
+    let status = report.lines().nth(1).unwrap();
+    assert!(
+        status.starts_with("status: FAILED: every request failed ("),
+        "{status}"
+    );
+    assert!(!report.contains("raise --connections"), "{report}");
+    let s = run.summary();
+    assert_eq!(
+        s["generator"]["limited_by_generator"], false,
+        "{}",
+        s["generator"]
+    );
+    let html = read(&run.out.join("report.html"));
+    assert!(html.contains("data-status=\"all-failed\""));
+    assert!(!html.contains("<strong>Complete</strong>"));
+    // The terminal's last lines say it too.
+    let tail: Vec<&str> = run.stdout.lines().rev().take(6).collect();
+    assert!(
+        tail.iter()
+            .any(|l| l.starts_with("status      FAILED: every request failed")),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Offline runs queue by definition (every request is due at t=0), yet
+/// the report warned that the generator limited them.
+#[test]
+fn an_offline_burst_is_not_called_generator_limited() {
+    let server = Server::start(&[]);
+    let run = bench_at(
+        &server,
+        &[
+            "--mode",
+            "offline",
+            "--requests",
+            "400",
+            "--connections",
+            "4",
+            "--max-tokens",
+            "4",
+        ],
+        Duration::from_secs(60),
+    );
+    run.assert_success();
+    let s = run.summary();
+    // Everything is due at t=0: the sends' lateness is the queue itself.
+    assert!(
+        f(&s["generator"]["send_lateness_us"]["p99"]) > 1000.0,
+        "{}",
+        s["generator"]
+    );
+    assert_eq!(
+        s["generator"]["limited_by_generator"], false,
+        "{}",
+        s["generator"]
+    );
+    let report = read(&run.out.join("report.txt"));
+    assert!(!report.contains("raise --connections"), "{report}");
+}
+
+/// The end of a run on a terminal was 65 lines of definitions: the
+/// headline (status, throughput, latency percentiles, failures) comes
+/// last now, the definitions stay in report.txt and behind --verbose.
+#[test]
+fn the_terminal_ends_with_the_headline() {
+    let server = Server::start(&[]);
+    let url = server.url();
+    let args = [
         "bench",
         "--endpoint",
         &url,
@@ -1456,4 +1683,171 @@ fn a_ca_certificate_as_the_servers_own_is_explained() {
         "{msgs}"
     );
     assert!(!msgs.contains("Other("), "{msgs}");
+        "5",
+    ];
+    let run = llmload(&args).fresh_out("headline").run();
+    run.assert_success();
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let n = lines.len();
+    assert_eq!(lines[n - 5], "== result ==", "{}", run.stdout);
+    assert_eq!(lines[n - 4], "status      complete", "{}", run.stdout);
+    assert!(lines[n - 3].starts_with("throughput  "), "{}", run.stdout);
+    assert!(
+        lines[n - 2].starts_with("ms p50/p99  ttft "),
+        "{}",
+        run.stdout
+    );
+    assert!(lines[n - 2].contains(" e2e "), "{}", run.stdout);
+    assert_eq!(lines[n - 1], "failures    0 of 5");
+    assert!(
+        !run.stdout
+            .contains("how each tool counts (DESIGN.md has every cell):"),
+        "{}",
+        run.stdout
+    );
+    let report = read(&run.out.join("report.txt"));
+    assert!(report.contains("how each tool counts (DESIGN.md has every cell):"));
+    let verbose = llmload(&args)
+        .args(["--verbose"])
+        .fresh_out("headline")
+        .run();
+    assert!(
+        verbose
+            .stdout
+            .contains("how each tool counts (DESIGN.md has every cell):")
+    );
+}
+
+/// A mistyped flag got `Unrecognized argument: --concurency`, and
+/// `--version` did not exist.
+#[test]
+fn a_typo_gets_the_nearest_flag_and_version_is_known() {
+    let run = llmload(&["bench", "--concurency", "8"]).run();
+    assert_eq!(run.status.code(), Some(1));
+    assert_eq!(
+        run.stderr.trim(),
+        "llmload bench: unknown flag --concurency: did you mean --concurrency? \
+         (llmload bench --help lists every flag)"
+    );
+    let run = llmload(&["probe", "--endpiont", "http://x"]).run();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        run.stderr.contains("did you mean --endpoint?"),
+        "{}",
+        run.stderr
+    );
+    for flag in ["--version", "-V"] {
+        let run = llmload(&[flag]).run();
+        run.assert_success();
+        assert_eq!(
+            run.stdout,
+            format!("llmload {}\n", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+/// `--endpoint http://host:8000/v1`, the base URL OpenAI's SDKs take, was
+/// sent as the request path: 100 % http_404.
+#[test]
+fn a_v1_base_url_reaches_the_apis_path() {
+    let server = Server::start(&[]);
+    for base in ["/v1", "/v1/"] {
+        let url = format!("{}{base}", server.url());
+        let run = bench(
+            &["--endpoint", &url, "--model", "m", "--requests", "4"],
+            Duration::from_secs(30),
+        );
+        run.assert_success();
+        assert_eq!(u(&run.summary()["requests"]["completed"]), 4);
+    }
+}
+
+/// probe's "ready to benchmark" command over https dropped --ca-cert, so
+/// copying it failed every handshake.
+#[test]
+fn probes_bench_command_keeps_the_tls_flags() {
+    let dir = temp_dir("probe-tls-command");
+    let pki = crate::pki::Pki::new(&dir);
+    let server = tls_server(&pki.cert, &pki.key, &[]);
+    let url = server.url();
+    let ca = pki.ca.to_str().unwrap();
+    let run = crate::probe::probe_env(&["--endpoint", &url, "--ca-cert", ca], &[]);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ok: ready to benchmark: "))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(line.ends_with(&format!(" --ca-cert {ca}")), "{line}");
+    let command = line.trim_start_matches("ok: ready to benchmark: llmload bench ");
+    let args: Vec<&str> = command.split(' ').collect();
+    let mut all = args.clone();
+    all.extend(["--requests", "4"]);
+    let run = bench(&all, Duration::from_secs(30));
+    run.assert_success();
+}
+
+/// A ShareGPT file was sent as each whole recorded conversation, ending
+/// with the assistant's own reply; it is now the first human turn, with
+/// the reply's length as the output length (as vLLM's `bench serve` and
+/// aiperf send it), unless `sharegpt=whole` asks for the recording.
+#[test]
+fn sharegpt_rows_send_the_first_human_turn() {
+    let dir = temp_dir("sharegpt");
+    let data = dir.join("sg.jsonl");
+    std::fs::write(
+        &data,
+        r#"{"id": "a", "conversations": [{"from": "human", "value": "Q1"}, {"from": "gpt", "value": "one two three"}, {"from": "human", "value": "Q2"}, {"from": "gpt", "value": "r"}]}
+"#,
+    )
+    .unwrap();
+    for (spec, messages, max_tokens) in [
+        (
+            data.display().to_string(),
+            serde_json::json!([{"role": "user", "content": "Q1"}]),
+            4,
+        ),
+        (
+            format!("{},sharegpt=whole", data.display()),
+            serde_json::json!([
+                {"role": "user", "content": "Q1"},
+                {"role": "assistant", "content": "one two three"},
+                {"role": "user", "content": "Q2"},
+                {"role": "assistant", "content": "r"}
+            ]),
+            128,
+        ),
+    ] {
+        let server = RawServer::start(|s, _| {
+            json_200(s, CHAT_BODY);
+            Then::Next
+        });
+        let url = server.url();
+        let run = bench(
+            &[
+                "--endpoint",
+                &url,
+                "--model",
+                "m",
+                "--requests",
+                "1",
+                "--dataset",
+                &spec,
+                "--server-metrics",
+                "off",
+                "--no-stream",
+                "--cache-mode",
+                "natural",
+            ],
+            Duration::from_secs(30),
+        );
+        run.assert_success();
+        let got = server.received();
+        let body = got
+            .iter()
+            .find(|r| r.text.starts_with("POST"))
+            .unwrap()
+            .body();
+        assert_eq!(body["messages"], messages, "{spec}");
+        assert_eq!(body["max_tokens"], max_tokens, "{spec}");
+    }
 }

@@ -26,9 +26,13 @@ fn https(server: &Server) -> String {
 
 /// `llmload bench ARGS --out <fresh> --quiet` with a system trust store
 /// that trusts nothing of ours.
+/// `bench ARGS` trusting only `pki`'s other CA; every request of a run
+/// that fails is sent (`--no-fail-fast`), so the counts below are the
+/// run's whole.
 fn run(pki: &Pki, args: &[&str]) -> Run {
     llmload(&["bench"])
         .args(args)
+        .args(["--no-fail-fast"])
         .fresh_out("tls-bench")
         .args(["--quiet"])
         .env("SSL_CERT_FILE", &pki.other_ca)

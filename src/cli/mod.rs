@@ -5,6 +5,7 @@
 pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod benchmark;
+pub(crate) mod cause;
 pub(crate) mod compare;
 pub mod help;
 pub(crate) mod info;
@@ -14,6 +15,7 @@ pub(crate) mod models;
 pub(crate) mod probe;
 pub(crate) mod report;
 pub(crate) mod serve;
+pub mod usage;
 pub(crate) mod validate;
 
 use std::fmt;

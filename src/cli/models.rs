@@ -37,16 +37,16 @@ impl fmt::Display for ModelsError {
     }
 }
 
-/// The first model id the endpoint lists, asked with `headers` (the API's
+/// The model ids the endpoint lists, in order, asked with `headers` (the API's
 /// auth header and the run's extra headers) and the endpoint's URL query.
 /// Ids and messages come back as the server sent them; a caller printing
 /// one to a terminal strips control characters first.
-pub(crate) fn first_model(
+pub(crate) fn list(
     endpoint: &Endpoint,
     headers: &[(&str, &str)],
     timeout: Duration,
     tls: Option<&TlsClient>,
-) -> Result<String, ModelsError> {
+) -> Result<Vec<String>, ModelsError> {
     let timeout = timeout.min(Duration::from_secs(5));
     let mut all = vec![("Accept", "application/json")];
     all.extend_from_slice(headers);
@@ -68,8 +68,17 @@ pub(crate) fn first_model(
         }
         s => return Err(ModelsError::Other(format!("HTTP {s}"))),
     }
-    model_ids(&resp.body)
-        .map_err(ModelsError::Other)?
+    model_ids(&resp.body).map_err(ModelsError::Other)
+}
+
+/// The first model id the endpoint lists (see [`list`]).
+pub(crate) fn first_model(
+    endpoint: &Endpoint,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+    tls: Option<&TlsClient>,
+) -> Result<String, ModelsError> {
+    list(endpoint, headers, timeout, tls)?
         .into_iter()
         .next()
         .ok_or_else(|| ModelsError::Other("no model listed".to_string()))

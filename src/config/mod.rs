@@ -90,9 +90,13 @@ pub(crate) struct BenchConfig {
     pub record_output: bool,
     pub workers: usize,
     pub pin: bool,
+    /// Stop when the first requests all fail alike (`--fail-fast`).
+    pub fail_fast: bool,
     /// Unset: `results/<UTC timestamp>`, named when the run starts.
     pub out: Option<PathBuf>,
     pub quiet: bool,
+    /// Print report.txt whole at the end (`--verbose`).
+    pub verbose: bool,
     /// Which phases run: performance, accuracy or both.
     pub phase: Phase,
     /// The accuracy datasets, run after the performance phase.

@@ -503,8 +503,10 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
                 .max(1)
         }),
         pin: p.pin.unwrap_or(defaults::PIN),
+        fail_fast: p.fail_fast.unwrap_or(defaults::FAIL_FAST),
         out: p.out.clone(),
         quiet: p.quiet.unwrap_or(defaults::QUIET),
+        verbose: p.verbose.unwrap_or(defaults::VERBOSE),
         phase,
         accuracy,
         warnings,

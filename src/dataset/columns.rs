@@ -97,6 +97,8 @@ impl Field {
 pub struct ResolvedColumns {
     names: [Option<String>; 6],
     template: Option<Template>,
+    /// `sharegpt=whole`: ShareGPT rows are sent as recorded.
+    sharegpt_whole: bool,
 }
 
 impl ResolvedColumns {
@@ -135,6 +137,7 @@ impl ResolvedColumns {
         Some(ResolvedColumns {
             names,
             template: template.cloned(),
+            sharegpt_whole: map.sharegpt_whole,
         })
     }
 
@@ -297,6 +300,20 @@ pub(crate) struct Parts {
     pub system: Option<String>,
     pub max_tokens: Option<u32>,
     pub expected: Option<String>,
+    /// The messages were ShareGPT's `{from, value}`.
+    pub sharegpt: bool,
+}
+
+/// Tokens a ShareGPT reply is taken to be per word, when it sets a row's
+/// output length: English text runs about four tokens to three words in
+/// the common BPE vocabularies.
+const TOKENS_PER_WORD: f64 = 4.0 / 3.0;
+
+/// The output length a recorded reply stands for: its words × 4/3,
+/// rounded up, at least 1.
+pub(crate) fn reply_tokens(reply: &str) -> u32 {
+    let words = reply.split_whitespace().count() as f64;
+    ((words * TOKENS_PER_WORD).ceil() as u32).max(1)
 }
 
 impl Parts {
@@ -314,12 +331,27 @@ impl Parts {
             }
         }
         let mut system = self.system;
+        let mut max_tokens = self.max_tokens;
         let from_messages = self.prompt.is_none() && self.messages.is_some();
         let messages = match (self.prompt, self.messages) {
             (Some(p), _) => vec![Message::user(p)],
             (None, Some(mut m)) => {
                 if system.is_none() && m.first().is_some_and(|m| m.role == "system") {
                     system = Some(m.remove(0).content);
+                }
+                // ShareGPT: the first human turn is the prompt and the reply
+                // recorded after it sets the output length, as vLLM's
+                // `bench serve` and aiperf read it.
+                if self.sharegpt
+                    && !cols.sharegpt_whole
+                    && let Some(first) = m.iter().position(|m| m.role == "user")
+                {
+                    let reply = m.get(first + 1).filter(|r| r.role == "assistant");
+                    if max_tokens.is_none() {
+                        max_tokens = reply.map(|r| reply_tokens(&r.content));
+                    }
+                    m.truncate(first + 1);
+                    m.drain(..first);
                 }
                 if m.is_empty() {
                     return Err(cols
@@ -333,7 +365,7 @@ impl Parts {
             system,
             messages,
             input_tokens: self.input_tokens,
-            max_tokens: self.max_tokens,
+            max_tokens,
             expected: self.expected,
             from_messages,
         })

@@ -25,15 +25,24 @@ pub(crate) fn kind(v: &Value) -> String {
 
 /// The messages of `v`, or what was found instead (for "found …").
 pub(crate) fn from_value(v: Value) -> Result<Vec<Message>, String> {
+    from_value_shaped(v).map(|(m, _)| m)
+}
+
+/// `from_value`, and whether the messages were ShareGPT's `{from, value}`.
+pub(crate) fn from_value_shaped(v: Value) -> Result<(Vec<Message>, bool), String> {
     let items = match v {
         Value::Array(items) if !items.is_empty() => items,
         other => return Err(kind(&other)),
     };
-    items
+    let sharegpt = items
+        .iter()
+        .any(|i| i.get("from").is_some() && i.get("role").is_none());
+    let messages = items
         .into_iter()
         .enumerate()
         .map(|(i, item)| message(item).map_err(|e| format!("message {i} {e}")))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((messages, sharegpt))
 }
 
 fn message(item: Value) -> Result<Message, String> {

@@ -61,6 +61,10 @@ pub struct ColumnMap {
     pub input_tokens: Option<String>,
     pub max_tokens: Option<String>,
     pub expected: Option<String>,
+    /// A ShareGPT row (`conversations` of `from`/`value`) is sent whole, as
+    /// recorded (`sharegpt=whole`), rather than as its first human turn
+    /// with the first reply's length as the output length.
+    pub sharegpt_whole: bool,
 }
 
 impl ColumnMap {
@@ -159,6 +163,18 @@ impl DatasetSpec {
                     }
                     continue;
                 }
+                "sharegpt" => {
+                    columns.sharegpt_whole = match value {
+                        "first" => false,
+                        "whole" => true,
+                        _ => {
+                            return Err(format!(
+                                "--dataset sharegpt='{value}': expected first or whole"
+                            ));
+                        }
+                    };
+                    continue;
+                }
                 "split" | "template" => {
                     let slot = if key == "split" {
                         &mut split
@@ -183,7 +199,7 @@ impl DatasetSpec {
                     return Err(format!(
                         "--dataset: unknown key '{key}' (expected format, prompt, system, messages, \
                          input_tokens, max_tokens, expected, skip_invalid, split, template, \
-                         parser.prompt or parser.system)"
+                         sharegpt, parser.prompt or parser.system)"
                     ));
                 }
             };
@@ -381,6 +397,7 @@ mod tests {
                 input_tokens: Some("ids".into()),
                 max_tokens: Some("n".into()),
                 expected: Some("answer".into()),
+                sharegpt_whole: false,
             }
         );
         let s = DatasetSpec::parse(&format!("{},messages=conv", p.display())).unwrap();

@@ -144,6 +144,9 @@ pub(crate) struct Plan<'a> {
     pub thresholds: Thresholds,
     /// Rolling progress every this often (0: none).
     pub live_interval_ns: u64,
+    /// Stop when this many first completions all failed alike for a reason
+    /// load cannot change (`--fail-fast`); `None`: never.
+    pub fail_fast: Option<u64>,
     /// Goodput's bounds (empty: none).
     pub slo: crate::plan::Slo,
     /// The I/O backend and the local addresses connections come from.

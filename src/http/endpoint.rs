@@ -68,11 +68,16 @@ fn split<'a>(url: &'a str, default_path: &str) -> Result<Parts<'a>, String> {
     if authority.is_empty() {
         return Err(format!("--endpoint '{shown}': no host"));
     }
-    // The path up to its query; none (or `/`) takes the API's default.
+    // The path up to its query; none (or `/`) takes the API's default. A
+    // path ending in `/v1` is a base URL, as OpenAI's SDKs take one
+    // (`base_url`): the API's own path goes under it.
     let q = target.find(['?', '#']).unwrap_or(target.len());
     let (path, query) = target.split_at(q);
+    let base = path.trim_end_matches('/');
     let path = if path.is_empty() || path == "/" {
         format!("{default_path}{query}")
+    } else if let (true, Some(under)) = (base.ends_with("/v1"), default_path.strip_prefix("/v1/")) {
+        format!("{base}/{under}{query}")
     } else {
         target.to_string()
     };
@@ -262,6 +267,34 @@ mod tests {
         let e = Endpoint::parse("http://127.0.0.1", "/d").unwrap();
         assert_eq!(e.addr.port(), 80);
         assert_eq!(e.host, "127.0.0.1");
+    }
+
+    #[test]
+    fn a_base_url_ending_in_v1_takes_the_apis_path_under_it() {
+        for (url, path) in [
+            ("http://127.0.0.1:8000/v1", "/v1/chat/completions"),
+            ("http://127.0.0.1:8000/v1/", "/v1/chat/completions"),
+            (
+                "http://127.0.0.1:8000/v1?key=k",
+                "/v1/chat/completions?key=k",
+            ),
+            (
+                "http://127.0.0.1:8000/openai/v1",
+                "/openai/v1/chat/completions",
+            ),
+            (
+                "http://127.0.0.1:8000/v1/chat/completions",
+                "/v1/chat/completions",
+            ),
+            ("http://127.0.0.1:8000/v2", "/v2"),
+        ] {
+            let e = Endpoint::parse(url, "/v1/chat/completions").unwrap();
+            assert_eq!(e.path, path, "{url}");
+        }
+        // An API whose path is not under /v1 (SGLang's /generate) is sent
+        // where the URL says.
+        let e = Endpoint::parse("http://127.0.0.1:8000/v1", "/generate").unwrap();
+        assert_eq!(e.path, "/v1");
     }
 
     #[test]

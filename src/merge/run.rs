@@ -201,7 +201,11 @@ impl Merger {
             .all(|s| s.thresholds.iter().all(|v| v.pass));
         out.total_window_ns = union_ns(&self.measured);
         out.measured = union(&self.measured);
-        out.generator.limits = Limit::find(&out.generator, &out.total);
+        let offline = out
+            .stages
+            .iter()
+            .all(|s| matches!(s.load, crate::plan::Load::Offline));
+        out.generator.limits = Limit::find(&out.generator, &out.total, offline);
         out.timeline = self.timeline.finish();
         out.complete = reasons.is_empty();
         out.incomplete_reasons = reasons;

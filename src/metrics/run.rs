@@ -192,62 +192,117 @@ impl ConnTimes {
     }
 }
 
-/// One way the generator, not the endpoint, set the pace of a run.
+/// One way the generator, not the endpoint, set the pace of a run. Each
+/// carries its evidence: the count and what it is a share of (`of`, 0 in
+/// summaries written before it was kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Limit {
     /// Requests that found their worker's issue ring full.
-    RingFull { n: u64 },
+    RingFull {
+        n: u64,
+        #[serde(default)]
+        of: u64,
+    },
     /// Requests that waited for a free connection.
-    WaitedForConnection { n: u64 },
+    WaitedForConnection {
+        n: u64,
+        #[serde(default)]
+        of: u64,
+    },
     /// Open-loop arrivals held back by `openloop_max_inflight`.
-    HeldBack { n: u64 },
+    HeldBack {
+        n: u64,
+        #[serde(default)]
+        of: u64,
+    },
     /// Times a worker's completion records waited for the parent.
     CompletionRingFull { n: u64 },
     /// The busiest worker's share of wall time handling events (0..1).
     WorkerBusy { share: f64 },
-    /// Requests left the generator late: the run's p99 send lateness.
-    SendLateness { p99_ns: u64 },
+    /// Requests left the generator late: the run's p99 send lateness, and
+    /// how many of `of` sends were later than `LATE_P99_NS`.
+    SendLateness {
+        p99_ns: u64,
+        #[serde(default)]
+        late: u64,
+        #[serde(default)]
+        of: u64,
+    },
     /// Connects that failed for lack of file descriptors or local ports.
     Descriptors { fds: u64, ports: u64 },
 }
 
 /// A worker busier than this share of wall time could not keep up.
-const BUSY_SHARE: f64 = 0.9;
+pub(crate) const BUSY_SHARE: f64 = 0.9;
 /// Send lateness p99 above this means the generator did not send on time.
 pub(crate) const LATE_P99_NS: u64 = 1_000_000;
+/// A queueing count (ring full, waited for a connection, held back, late
+/// sends) is a limit only from this share of the run's requests: one late
+/// send is noise, not a generator that could not keep up.
+pub(crate) const QUEUED_SHARE: f64 = 0.01;
 
 impl Limit {
     /// Every limit `g` and the run's `total` show, in report order.
-    pub(crate) fn find(g: &GeneratorStats, total: &Block) -> Vec<Limit> {
+    /// `offline`: every stage is offline, so every request is due at once
+    /// and waiting for a ring slot or a connection is the load asked for,
+    /// not a limit. When most requests failed, the endpoint's failures set
+    /// the pace (a refused connect frees its slot at once, a queue of them
+    /// is no generator's fault), so queueing is not a limit either.
+    pub(crate) fn find(g: &GeneratorStats, total: &Block, offline: bool) -> Vec<Limit> {
         let mut out = Vec::new();
+        let of = total.issued;
+        let failing = total.failed > 0 && total.failed * 2 >= total.issued;
+        let queueing = !offline && !failing;
+        let enough = |n: u64| n > 0 && n as f64 >= QUEUED_SHARE * of as f64;
         let counts = [
-            (g.ring_full, Limit::RingFull { n: g.ring_full }),
             (
-                g.waited_for_connection,
+                queueing && enough(g.ring_full),
+                Limit::RingFull { n: g.ring_full, of },
+            ),
+            (
+                queueing && enough(g.waited_for_connection),
                 Limit::WaitedForConnection {
                     n: g.waited_for_connection,
+                    of,
                 },
             ),
-            (g.held_back, Limit::HeldBack { n: g.held_back }),
             (
-                g.completion_ring_full,
+                !failing && enough(g.held_back),
+                Limit::HeldBack { n: g.held_back, of },
+            ),
+            (
+                g.completion_ring_full > 0,
                 Limit::CompletionRingFull {
                     n: g.completion_ring_full,
                 },
             ),
         ];
-        out.extend(counts.into_iter().filter(|(n, _)| *n > 0).map(|(_, l)| l));
+        out.extend(counts.into_iter().filter(|(is, _)| *is).map(|(_, l)| l));
         if g.worker_busy_max > BUSY_SHARE {
             out.push(Limit::WorkerBusy {
                 share: g.worker_busy_max,
             });
         }
+        let sends = total.send_lateness.count();
+        let late: u64 = total
+            .send_lateness
+            .recorded()
+            .filter(|&(v, _)| v > LATE_P99_NS)
+            .map(|(_, n)| n)
+            .sum();
         if let Some(p99_ns) = total.send_lateness.quantile_ns(0.99)
             && p99_ns > LATE_P99_NS
+            && queueing
+            && enough(late)
+            && late > 1
         {
-            out.push(Limit::SendLateness { p99_ns });
+            out.push(Limit::SendLateness {
+                p99_ns,
+                late,
+                of: sends,
+            });
         }
         let fds = total.errors.get(ErrorClass::FdExhausted);
         let ports = total.errors.get(ErrorClass::PortsExhausted);
@@ -305,6 +360,24 @@ pub(crate) fn union(intervals: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
+/// The first requests all failed alike for a reason load cannot change,
+/// and the run stopped (`--fail-fast`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+pub(crate) struct FailedFast {
+    /// How many first completions all failed so.
+    pub first: u64,
+    /// Their error, as the report keys it (`connect_refused`, `http_404`).
+    pub error: String,
+    /// The URL the first of them went to.
+    pub endpoint: Option<String>,
+    /// What the server or the connection said of the first of them.
+    pub message: Option<String>,
+    /// The cause and its fix, in `probe`'s words, when the command that
+    /// ran knows them.
+    pub cause: Option<String>,
+}
+
 /// Why a run is incomplete: something it was asked to measure was not.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(schemars::JsonSchema))]
@@ -315,6 +388,8 @@ pub(crate) enum Incomplete {
     /// SIGINT, SIGTERM or SIGHUP came while the run waited for
     /// `--start-at`: it never began, and nothing was sent.
     InterruptedBeforeStart,
+    /// The run stopped early: its first requests could not succeed.
+    FailedFast(FailedFast),
     /// A worker process died with conversations in flight on it.
     WorkerDied {
         worker: usize,
@@ -462,7 +537,7 @@ mod tests {
             ring_full: 1,
             worker_busy_max: 0.4,
             worker_max_rss_kib: vec![10, 11],
-            limits: vec![Limit::RingFull { n: 1 }],
+            limits: vec![Limit::RingFull { n: 1, of: 0 }],
             ..Default::default()
         };
         g.merge(&GeneratorStats {
@@ -478,7 +553,7 @@ mod tests {
         assert_eq!(g.worker_max_rss_kib, [10, 11, 12]);
         assert_eq!(
             g.limits,
-            [Limit::RingFull { n: 1 }],
+            [Limit::RingFull { n: 1, of: 0 }],
             "found again, not added"
         );
         let times = |v: u64, n: u64| ConnTimes {
@@ -526,7 +601,7 @@ mod tests {
     #[test]
     fn limits_in_report_order_with_their_facts() {
         assert_eq!(
-            Limit::find(&GeneratorStats::default(), &Block::default()),
+            Limit::find(&GeneratorStats::default(), &Block::default(), false),
             []
         );
         let g = GeneratorStats {
@@ -544,26 +619,89 @@ mod tests {
             ..Default::default()
         };
         total.record(&late, []);
+        total.record(&late, []);
+        let on_time = RequestSample {
+            t_sched: 1,
+            t_send: 2,
+            t_end: 3_000_000,
+            ..Default::default()
+        };
+        total.record(&on_time, []);
+        total.record(&on_time, []);
         let no_fd = RequestSample {
             error: Some(ErrorClass::FdExhausted),
             ..Default::default()
         };
         total.record(&no_fd, []);
         total.record(&no_fd, []);
-        let limits = Limit::find(&g, &total);
+        let limits = Limit::find(&g, &total, false);
         assert_eq!(limits.len(), 6, "{limits:?}");
-        assert_eq!(limits[0], Limit::RingFull { n: 3 });
-        assert_eq!(limits[1], Limit::HeldBack { n: 2 });
+        assert_eq!(limits[0], Limit::RingFull { n: 3, of: 6 });
+        assert_eq!(limits[1], Limit::HeldBack { n: 2, of: 6 });
         assert_eq!(limits[2], Limit::CompletionRingFull { n: 1 });
         assert_eq!(limits[3], Limit::WorkerBusy { share: 0.95 });
-        // One sample: its percentiles are the sample itself.
-        assert_eq!(limits[4], Limit::SendLateness { p99_ns: 2_000_000 });
+        // The p99 of four sends is the latest.
+        assert_eq!(
+            limits[4],
+            Limit::SendLateness {
+                p99_ns: 2_000_000,
+                late: 2,
+                of: 4
+            }
+        );
         assert_eq!(limits[5], Limit::Descriptors { fds: 2, ports: 0 });
         // At the thresholds themselves the generator kept up.
         let g = GeneratorStats {
             worker_busy_max: BUSY_SHARE,
             ..Default::default()
         };
-        assert_eq!(Limit::find(&g, &Block::default()), []);
+        assert_eq!(Limit::find(&g, &Block::default(), false), []);
+    }
+
+    #[test]
+    fn queueing_is_no_limit_offline_when_failing_or_once() {
+        let g = GeneratorStats {
+            ring_full: 50,
+            waited_for_connection: 50,
+            ..Default::default()
+        };
+        let late = |t_send| RequestSample {
+            t_sched: 1,
+            t_send,
+            t_end: t_send + 1,
+            ..Default::default()
+        };
+        let mut ok = Block::default();
+        for _ in 0..100 {
+            ok.record(&late(3_000_000), []);
+        }
+        assert_eq!(Limit::find(&g, &ok, false).len(), 3);
+        assert_eq!(Limit::find(&g, &ok, true), [], "everything due at once");
+        let mut refused = Block::default();
+        for _ in 0..100 {
+            refused.record(
+                &RequestSample {
+                    error: Some(ErrorClass::ConnectRefused),
+                    ..late(3_000_000)
+                },
+                [],
+            );
+        }
+        assert_eq!(
+            Limit::find(&g, &refused, false),
+            [],
+            "the endpoint set the pace"
+        );
+        // One late send in 1000 is under the share, and so is one waiter.
+        let mut one = Block::default();
+        one.record(&late(5_000_000), []);
+        for _ in 0..999 {
+            one.record(&late(2), []);
+        }
+        let g = GeneratorStats {
+            waited_for_connection: 1,
+            ..Default::default()
+        };
+        assert_eq!(Limit::find(&g, &one, false), []);
     }
 }

@@ -73,8 +73,13 @@ pub(crate) struct RunInfo {
 /// to print and to write. Rendering comes first and cannot fail, so the
 /// numbers of a run survive a disk that cannot take them.
 pub(crate) struct Rendered {
-    /// `report.txt`, also what the terminal shows.
+    /// `report.txt`.
     pub text: String,
+    /// What the terminal shows of it without `--verbose`: everything but
+    /// the reference that is the same on every run.
+    pub terminal: String,
+    /// The few lines the terminal shows last.
+    pub headline: String,
     /// (path in the output directory, bytes).
     files: Vec<(&'static str, Vec<u8>)>,
 }
@@ -85,13 +90,16 @@ pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
     let summary = Summary::build(run, info);
     let mut json = serde_json::to_vec_pretty(&summary).expect("a summary always serializes");
     json.push(b'\n');
-    let mut text = text::render(&summary);
+    let (mut terminal, tail) = text::render_parts(&summary);
+    let mut text = terminal.clone() + &tail;
     let mut mlperf_files = Vec::new();
     if let Some(m) = &info.mlperf {
         let (files, section) = mlperf::render(run, m);
         mlperf_files = files;
         text.push_str(&section);
+        terminal.push_str(&section);
     }
+    let headline = text::headline(&summary);
     let mut files = vec![
         ("summary.json", json),
         ("report.txt", text.clone().into_bytes()),
@@ -107,7 +115,12 @@ pub(crate) fn render(run: &RunResult, info: &RunInfo) -> Rendered {
         json.push(b'\n');
         files.push(("accuracy/accuracy_results.json", json));
     }
-    Rendered { files, text }
+    Rendered {
+        files,
+        text,
+        terminal,
+        headline,
+    }
 }
 
 impl Rendered {

@@ -24,6 +24,7 @@ pub(crate) mod shard;
 pub(crate) mod timeline;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,7 +34,10 @@ use super::events::EventsStats;
 use crate::clock::format_utc;
 use crate::metrics::block::{Block, INPUT_SOURCES, OUTPUT_SOURCES};
 use crate::metrics::endpoints::EndpointStats;
-use crate::metrics::run::{ConnectionStats, Incomplete, Limit, RunResult, ThresholdAbort};
+use crate::metrics::run::{
+    BUSY_SHARE, ConnectionStats, FailedFast, Incomplete, LATE_P99_NS, Limit, QUEUED_SHARE,
+    RunResult, ThresholdAbort,
+};
 use crate::metrics::series::Rollup;
 use crate::metrics::thresholds::Verdict;
 pub(crate) use crate::plan::LoadMode as Load;
@@ -63,6 +67,10 @@ pub(crate) struct Summary {
     pub complete: bool,
     /// Stopped by SIGINT, SIGTERM or SIGHUP.
     pub interrupted: bool,
+    /// Stopped by `--fail-fast`: the first requests all failed alike for a
+    /// reason load cannot change (the reason is the first of
+    /// `incomplete_reasons`).
+    pub stopped_early: bool,
     pub incomplete_reasons: Vec<String>,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     #[cfg_attr(
@@ -506,6 +514,22 @@ impl From<&Verdict> for Threshold {
 }
 
 impl Summary {
+    /// Requests were sent (measured or warm-up) and not one succeeded: the
+    /// first thing a reader must be told, before whether the run is
+    /// complete.
+    pub(crate) fn every_request_failed(&self) -> bool {
+        let (r, w) = (&self.run.requests, &self.warmup);
+        r.issued + w.issued > 0 && r.completed + w.completed == 0
+    }
+
+    /// `every request failed (64 issued, none succeeded)`.
+    pub(crate) fn all_failed_line(&self) -> String {
+        format!(
+            "every request failed ({} issued, none succeeded)",
+            self.run.requests.issued + self.warmup.issued
+        )
+    }
+
     /// The summary of `run`.
     pub(crate) fn build(run: &RunResult, info: &RunInfo) -> Summary {
         let g = &run.generator;
@@ -517,6 +541,10 @@ impl Summary {
             version: env!("CARGO_PKG_VERSION").into(),
             complete: run.complete,
             interrupted: run.interrupted,
+            stopped_early: run
+                .incomplete_reasons
+                .iter()
+                .any(|r| matches!(r, Incomplete::FailedFast(_))),
             incomplete_reasons: run.incomplete_reasons.iter().map(incomplete).collect(),
             started_at: format_utc(info.started_wall_ns),
             target: info.target.clone(),
@@ -719,28 +747,51 @@ fn notes(info: &RunInfo, endpoints: &[EndpointStats]) -> Vec<String> {
         .collect()
 }
 
-/// Why the generator limited the run, for a person.
+/// `n of M requests (P%)`, or `n requests` when M is not known.
+fn share(n: u64, of: u64, what: &str) -> String {
+    if of == 0 {
+        format!("{n} {what}(s)")
+    } else {
+        format!(
+            "{n} of {of} {what}(s) ({:.1}%)",
+            n as f64 * 100.0 / of as f64
+        )
+    }
+}
+
+/// Why the generator limited the run, for a person: the evidence, and the
+/// threshold it passed.
 fn limit(l: &Limit) -> String {
+    let from = format!("threshold {}% of requests", QUEUED_SHARE * 100.0);
     match *l {
-        Limit::RingFull { n } => format!(
-            "{n} request(s) found their worker's issue ring full (workers could not keep up)"
+        Limit::RingFull { n, of } => format!(
+            "{} found their worker's issue ring full ({from}): the workers could not keep up",
+            share(n, of, "request")
         ),
-        Limit::WaitedForConnection { n } => {
-            format!("{n} request(s) waited for a free connection (raise --connections)")
-        }
-        Limit::HeldBack { n } => format!(
-            "{n} arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)"
+        Limit::WaitedForConnection { n, of } => format!(
+            "{} waited for a free connection ({from}): raise --connections",
+            share(n, of, "request")
+        ),
+        Limit::HeldBack { n, of } => format!(
+            "{} were held back by openloop_max_inflight ({from}; charged from their scheduled time)",
+            share(n, of, "arrival")
         ),
         Limit::CompletionRingFull { n } => {
-            format!("completion records waited {n} time(s) for the parent to read them")
+            format!(
+                "completion records waited {n} time(s) for the parent to read them (threshold: any)"
+            )
         }
         Limit::WorkerBusy { share } => format!(
-            "a worker was busy {:.0}% of the time (add --workers or cores)",
-            share * 100.0
+            "a worker was busy {:.0}% of the time (threshold {:.0}%): add --workers or cores",
+            share * 100.0,
+            BUSY_SHARE * 100.0
         ),
-        Limit::SendLateness { p99_ns } => format!(
-            "send lateness p99 was {:.2} ms (requests left later than scheduled)",
-            p99_ns as f64 / 1e6
+        Limit::SendLateness { p99_ns, late, of } => format!(
+            "send lateness p99 was {:.2} ms (threshold {} ms), {} later than {} ms ({from}): requests left later than scheduled",
+            p99_ns as f64 / 1e6,
+            LATE_P99_NS as f64 / 1e6,
+            share(late, of, "send"),
+            LATE_P99_NS as f64 / 1e6
         ),
         Limit::Descriptors { fds, ports } => {
             let fds = (fds > 0).then(|| {
@@ -766,6 +817,7 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
             "interrupted by a signal while waiting for --start-at: the run never began, nothing was sent"
                 .into()
         }
+        Incomplete::FailedFast(f) => failed_fast(f),
         Incomplete::WorkerDied {
             worker,
             pid,
@@ -797,6 +849,25 @@ pub(crate) fn incomplete(i: &Incomplete) -> String {
             format!("shard {index} of {count} left out: its state is inconsistent: {why}")
         }
     }
+}
+
+/// The line a run stopped by `--fail-fast` is marked with.
+pub(crate) fn failed_fast(f: &FailedFast) -> String {
+    let mut s = format!(
+        "stopped early (--fail-fast): the first {} requests all failed with {}",
+        f.first, f.error
+    );
+    match (&f.cause, &f.message) {
+        (Some(c), _) => {
+            let _ = write!(s, ": {c}");
+        }
+        (None, Some(m)) => {
+            let _ = write!(s, " ({m})");
+        }
+        (None, None) => {}
+    }
+    s.push_str(" (--no-fail-fast runs on)");
+    s
 }
 
 fn threshold_abort(a: &ThresholdAbort) -> String {

@@ -51,19 +51,20 @@ fn shard_line(sh: &super::summary::shard::ShardSummary) -> String {
     printable(&line)
 }
 
-/// Renders the report.
+/// Renders the report: report.txt is `body` then `tail`.
 pub(crate) fn render(s: &Summary) -> String {
+    let (body, tail) = render_parts(s);
+    body + &tail
+}
+
+/// The report in two parts: the run's numbers (`body`), and the long
+/// reference that is the same on every run (`tail`: how each tool counts,
+/// the definitions), which the terminal shows only with `--verbose`.
+pub(crate) fn render_parts(s: &Summary) -> (String, String) {
     let mut o = String::new();
     // The target holds a model id the server may have named: one line.
     let _ = writeln!(o, "llmload {} — {}", s.version, one_line(&s.target, 500));
-    let status = if s.complete {
-        "complete".to_string()
-    } else if s.interrupted {
-        format!("INTERRUPTED — {}", s.incomplete_reasons.join("; "))
-    } else {
-        format!("INCOMPLETE — {}", s.incomplete_reasons.join("; "))
-    };
-    let _ = writeln!(o, "status: {status}");
+    let _ = writeln!(o, "status: {}", status(s));
     if let Some(m) = &s.merged {
         let _ = writeln!(o, "{}", merged(m));
     }
@@ -152,13 +153,79 @@ pub(crate) fn render(s: &Summary) -> String {
                 .unwrap_or_default()
         );
     }
+    let mut tail = String::new();
     if let Some(d) = &s.definitions {
-        definitions_text::table(&mut o, d);
+        definitions_text::table(&mut tail, d);
     }
-    o.push_str(DEFINITIONS);
+    tail.push_str(DEFINITIONS);
     // Server-supplied strings (model ids, error messages) must not drive
     // the terminal this is printed on.
+    (printable(&o), printable(&tail))
+}
+
+/// What a terminal shows last, where the eye lands: the status, the
+/// throughput, TTFT, TPOT and e2e at p50 and p99, and the failures.
+pub(crate) fn headline(s: &Summary) -> String {
+    let mut o = String::new();
+    let r = &s.run;
+    let _ = writeln!(o, "\n== result ==");
+    let _ = writeln!(o, "status      {}", status(s));
+    let t = &r.throughput;
+    let _ = writeln!(
+        o,
+        "throughput  {:.2} req/s  {:.1} output tok/s  {:.1} total tok/s",
+        t.requests_per_s, t.output_tokens_per_s, t.total_tokens_per_s
+    );
+    let f = |v: Option<f64>| v.map_or("-".to_string(), n);
+    let l = &r.latency_ms;
+    let lat: Vec<String> = [("ttft", &l.ttft), ("tpot", &l.tpot), ("e2e", &l.e2e)]
+        .iter()
+        .map(|(name, h)| format!("{name} {} / {}", f(h.p50), f(h.p99)))
+        .collect();
+    let _ = writeln!(o, "ms p50/p99  {}", lat.join("  "));
+    let q = &r.requests;
+    let mut failures = format!("{} of {}", q.failed, q.issued);
+    if !q.errors.is_empty() {
+        let mut errors: Vec<(&String, &u64)> = q.errors.iter().collect();
+        errors.sort_by_key(|(key, _)| ErrorClass::report_order(key));
+        let named: Vec<String> = errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = write!(failures, " ({})", named.join(", "));
+    }
+    let _ = writeln!(o, "failures    {failures}");
+    if s.generator.limited_by_generator {
+        let _ = writeln!(
+            o,
+            "WARNING     the load generator limited this run (see generator health)"
+        );
+    }
     printable(&o)
+}
+
+/// The status line's text: that every request failed first, when it did,
+/// then whether every request was accounted for and why not.
+pub(crate) fn status(s: &Summary) -> String {
+    let accounted = if s.complete {
+        "complete".to_string()
+    } else if s.interrupted {
+        format!("INTERRUPTED — {}", s.incomplete_reasons.join("; "))
+    } else if s.stopped_early {
+        format!("STOPPED EARLY — {}", s.incomplete_reasons.join("; "))
+    } else {
+        format!("INCOMPLETE — {}", s.incomplete_reasons.join("; "))
+    };
+    if s.every_request_failed() {
+        format!(
+            "FAILED: {}; {}",
+            s.all_failed_line(),
+            if s.complete {
+                "every issued request was accounted for".to_string()
+            } else {
+                accounted
+            }
+        )
+    } else {
+        accounted
+    }
 }
 
 /// How a merged run was put together, and whether its shards' schedules

@@ -45,6 +45,20 @@ pub(super) struct Built<'a> {
     /// What no server's message may show (`http::redact::secrets`): every
     /// scenario's credentials and URL query values.
     pub secrets: Vec<String>,
+    /// How the first scenario asks its endpoint, for the cause of a run
+    /// that failed fast.
+    pub first: Option<FirstAsk>,
+}
+
+/// The first scenario's endpoint, what it sends beside the body, and how
+/// it is reached.
+pub(crate) struct FirstAsk {
+    pub endpoint: Endpoint,
+    pub headers: Vec<(String, String)>,
+    pub tls: Option<TlsClient>,
+    /// An API key or an auth header is sent.
+    pub credentials: bool,
+    pub api: &'static str,
 }
 
 /// What makes two scenarios' endpoints one entry of the engine's table:
@@ -197,6 +211,7 @@ pub(super) fn build<'a>(
         datasets: Vec::new(),
         tls: None,
         secrets: Vec::new(),
+        first: None,
     };
     let (mut sent_headers, mut urls) = (Vec::new(), Vec::new());
     if let Some(w) = cleartext_warning(cfg) {
@@ -225,6 +240,15 @@ pub(super) fn build<'a>(
             headers.extend(proto.auth_headers(key));
         }
         sent_headers.extend(headers.iter().cloned());
+        if out.first.is_none() {
+            out.first = Some(FirstAsk {
+                endpoint: endpoint.clone(),
+                headers: headers.clone(),
+                tls: tls.clone(),
+                credentials: headers.iter().any(|(k, _)| is_secret_header(k)),
+                api: proto.name(),
+            });
+        }
         urls.extend(
             std::iter::once(&endpoint)
                 .chain(&sc.more_endpoints)

@@ -5,6 +5,7 @@
 
 mod accuracy;
 mod build;
+mod fail_fast;
 mod flags;
 mod help;
 mod mlperf;
@@ -72,8 +73,13 @@ impl Outcome {
                 Incomplete::Interrupted
                     | Incomplete::InterruptedBeforeStart
                     | Incomplete::ThresholdAbort(_)
+                    | Incomplete::FailedFast(_)
             )
         });
+        let failed_fast = run
+            .incomplete_reasons
+            .iter()
+            .any(|r| matches!(r, Incomplete::FailedFast(_)));
         if run.interrupted {
             Outcome::Interrupted
         } else if !written {
@@ -82,7 +88,8 @@ impl Outcome {
             Outcome::Incomplete
         } else if !run.thresholds_passed {
             Outcome::ThresholdFailed
-        } else if run.total.completed == 0 && run.total.issued > 0 {
+        } else if failed_fast || (run.total.completed == 0 && run.total.issued > 0) {
+            // A run stopped in its warm-up measured nothing, and failed.
             Outcome::Failed
         } else {
             Outcome::Passed
@@ -381,6 +388,8 @@ struct Prepared<'a> {
     sized_why: Option<String>,
     /// The run's count, the same in every shard's config.
     run_requests: Option<u64>,
+    /// Why `--fail-fast` stopped the run, with the fix.
+    fail_cause: Option<String>,
 }
 
 fn prepare<'a>(
@@ -430,6 +439,7 @@ fn prepare<'a>(
         out,
         sized_why,
         run_requests,
+        fail_cause: None,
     };
     Ok((prepared, live))
 }
@@ -491,7 +501,8 @@ fn run_phases(
         if mlperf_files(cfg) {
             observer.keep_sample_rows();
         }
-        let result = workers.run(plan, started_ns, Some(&mut observer));
+        let mut result = workers.run(plan, started_ns, Some(&mut observer));
+        p.fail_cause = fail_fast::explain(&mut result, &p.built);
         scraped = scraper.stop();
         let sample_rows = observer.take_sample_rows();
         (result, sample_rows, observer.finish())
@@ -509,7 +520,7 @@ fn run_phases(
         notes.extend(shard::start_note(cfg, &result));
     }
     notes.extend(metrics_note);
-    let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted {
+    let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted && p.fail_cause.is_none() {
         let references = std::mem::take(&mut p.references);
         match accuracy::run(cfg, references, server, &p.built.model, &p.out) {
             Ok(acc) => {
@@ -633,7 +644,14 @@ fn write(cfg: &BenchConfig, p: &Prepared<'_>, phases: Phases, info: &RunInfo) ->
     // stderr.
     let rendered = report::render(&result, info);
     if !cfg.quiet {
-        out!("{}", rendered.text);
+        out!(
+            "{}",
+            if cfg.verbose {
+                &rendered.text
+            } else {
+                &rendered.terminal
+            }
+        );
     }
     let out = &p.out;
     let mut errors = rendered.write(out);
@@ -647,6 +665,14 @@ fn write(cfg: &BenchConfig, p: &Prepared<'_>, phases: Phases, info: &RunInfo) ->
         errors.insert(0, format!("{}: {e}", info.events.path));
     }
     outln!("results: {}", out.display());
+    if !cfg.quiet {
+        if !cfg.verbose {
+            outln!(
+                "(report.txt also explains each number and how each tool counts; --verbose prints it all)"
+            );
+        }
+        out!("{}", rendered.headline);
+    }
     if !errors.is_empty() && cfg.quiet {
         errln!("{}", rendered.text);
     }
@@ -661,6 +687,12 @@ fn write(cfg: &BenchConfig, p: &Prepared<'_>, phases: Phases, info: &RunInfo) ->
     }
     if let Some(why) = outcome.message() {
         errln!("llmload bench: {why}");
+    }
+    if let Some(cause) = &p.fail_cause {
+        errln!(
+            "llmload bench: stopped early (--fail-fast; --no-fail-fast runs on): {}",
+            crate::protocol::errors::printable(cause)
+        );
     }
     Ran { outcome, result }
 }

@@ -61,6 +61,9 @@ pub(super) fn plan<'a>(
         token_source,
         thresholds: cfg.thresholds.clone(),
         live_interval_ns,
+        fail_fast: cfg
+            .fail_fast
+            .then_some(crate::config::profile::defaults::FAIL_FAST_FIRST),
         slo: cfg.slo,
         io: io_plan,
         start_at_unix_ns: cfg.start_at_ns,

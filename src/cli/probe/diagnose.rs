@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use super::exchange::{Answer, Check, Kind};
 use super::render::ms;
 use super::{CHOSEN_TOKENS, MODELS_PATH};
+use crate::cli::cause::{self, list_some, mentions_model, served_list as served};
 use crate::http::blocking::{MAX_BODY, TlsInfo};
 
 /// A certificate that expires within this many days is warned about.
@@ -87,6 +88,32 @@ pub(super) struct Asked<'a> {
     pub(super) model_source: Option<ModelSource>,
     /// `--api-key` or `--header` was given.
     pub(super) credentials: bool,
+    /// The TLS flags probe was given, as the bench command must repeat
+    /// them (` --ca-cert ca.pem`), or empty.
+    pub(super) tls_flags: String,
+}
+
+/// The TLS flags of `tls` as a command line gives them, each with a
+/// leading space; empty when none was given.
+pub(super) fn tls_flags(tls: &crate::tls::TlsSettings) -> String {
+    let path = |p: &std::path::Path| shell_word(&p.display().to_string());
+    let mut out = String::new();
+    if let Some(p) = &tls.ca_cert {
+        out.push_str(&format!(" --ca-cert {}", path(p)));
+    }
+    if tls.insecure {
+        out.push_str(" --insecure");
+    }
+    if let Some(n) = &tls.server_name {
+        out.push_str(&format!(" --tls-server-name {}", shell_word(n)));
+    }
+    if let Some(p) = &tls.client_cert {
+        out.push_str(&format!(" --client-cert {}", path(p)));
+    }
+    if let Some(p) = &tls.client_key {
+        out.push_str(&format!(" --client-key {}", path(p)));
+    }
+    out
 }
 
 /// The findings, in the order they are printed, and the exit status.
@@ -134,48 +161,6 @@ pub(super) fn classify(a: &Answer, model: &str) -> Class {
         400..=499 => Class::Rejected,
         _ => Class::ServerError,
     }
-}
-
-/// Whether an error message is about the model: a 404 that names it, or any
-/// message with the word "model" and a phrase of absence. Names match only
-/// as whole tokens, so model `m` is not found inside "chat/completions".
-fn mentions_model(msg: &str, model: &str, status: u16) -> bool {
-    const ABSENT: [&str; 6] = [
-        "not exist",
-        "not found",
-        "unknown",
-        "not served",
-        "invalid",
-        "no such",
-    ];
-    let lower = msg.to_ascii_lowercase();
-    let name = model.to_ascii_lowercase();
-    let in_name = |c: char| c.is_alphanumeric() || "-_./:".contains(c);
-    if status == 404 && has_token(&lower, &name, in_name) {
-        return true;
-    }
-    has_token(&lower, "model", char::is_alphanumeric) && ABSENT.iter().any(|p| lower.contains(p))
-}
-
-/// `needle` occurs in `text` with no `part_of_word` character on either side.
-fn has_token(text: &str, needle: &str, part_of_word: impl Fn(char) -> bool) -> bool {
-    let Some(first) = needle.chars().next() else {
-        return false;
-    };
-    let mut from = 0;
-    while let Some(i) = text[from..].find(needle) {
-        let (s, e) = (from + i, from + i + needle.len());
-        let before = text[..s]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !part_of_word(c));
-        let after = text[e..].chars().next().is_none_or(|c| !part_of_word(c));
-        if before && after {
-            return true;
-        }
-        from = s + first.len_utf8();
-    }
-    false
 }
 
 /// The URL's scheme and authority, and whether it named a path.
@@ -376,15 +361,16 @@ pub(super) fn diagnose(asked: &Asked<'_>, checks: &[Check]) -> Findings {
             r.say(
                 Level::Error,
                 Some(models_at),
-                format!("model '{model}' is not served; served: {}", served(l)),
+                cause::unknown_model(model, Some(l)),
             );
         }
     }
 
     let mut command = format!(
-        "llmload bench --endpoint {} --api {api} --model {}",
+        "llmload bench --endpoint {} --api {api} --model {}{}",
         asked.url,
-        shell_word(model)
+        shell_word(model),
+        asked.tls_flags
     );
     if ctx.credentials {
         command.push_str(" (with your --api-key / --header)");
@@ -645,7 +631,8 @@ fn chosen_line(c: &Check, a: &Answer, class: Class, ctx: &Context<'_>) -> (Level
         Class::NotServed => (
             Level::Error,
             format!(
-                "{prefix}: this server does not serve {api} at that path{}",
+                "{prefix}: {}{}",
+                cause::not_served(api),
                 clause(
                     "; ",
                     Some(ctx.alternatives.as_str()).filter(|s| !s.is_empty()),
@@ -656,21 +643,13 @@ fn chosen_line(c: &Check, a: &Answer, class: Class, ctx: &Context<'_>) -> (Level
         Class::UnknownModel => (
             Level::Error,
             format!(
-                "{prefix}: model '{model}' is not served{}{server}",
-                ctx.listed
-                    .map(|l| format!("; served: {}", served(l)))
-                    .unwrap_or_default()
-            ),
-        ),
-        Class::Auth if ctx.credentials => (
-            Level::Error,
-            format!(
-                "{prefix}: authentication failed with the credentials given: check --api-key or --header{server}"
+                "{prefix}: {}{server}",
+                cause::unknown_model(model, ctx.listed)
             ),
         ),
         Class::Auth => (
             Level::Error,
-            format!("{prefix}: authentication failed: pass --api-key or --header{server}"),
+            format!("{prefix}: {}{server}", cause::auth(ctx.credentials)),
         ),
         Class::Redirect => (
             Level::Error,
@@ -715,15 +694,6 @@ fn media_type(a: &Answer) -> &str {
         .unwrap_or("no Content-Type")
 }
 
-/// A model list for a message.
-fn served(l: &[String]) -> String {
-    if l.is_empty() {
-        "none".to_string()
-    } else {
-        list_some(l, 20)
-    }
-}
-
 /// The line for a working request of the chosen API.
 fn works_line(c: &Check, a: &Answer) -> String {
     let lat = c.latency.map(ms).unwrap_or_default();
@@ -752,15 +722,6 @@ fn shell_word(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// At most `most` items, and how many there are when that is not all.
-pub(super) fn list_some(items: &[String], most: usize) -> String {
-    if items.len() <= most {
-        items.join(", ")
-    } else {
-        format!("{}, … ({} in all)", items[..most].join(", "), items.len())
     }
 }
 
@@ -803,30 +764,6 @@ pub(super) fn note(c: &Check, model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn model_mentions() {
-        let vllm = "The model `x-7b` does not exist.";
-        assert!(mentions_model(vllm, "x-7b", 404));
-        assert!(
-            mentions_model(vllm, "other", 400),
-            "word and phrase suffice"
-        );
-        let mock = "unknown path; this server has POST /v1/chat/completions and GET /v1/models";
-        assert!(!mentions_model(mock, "m", 404));
-        assert!(!mentions_model("Not Found", "m", 404));
-        assert!(mentions_model("no model named m", "m", 404));
-        assert!(
-            !mentions_model("no model named m", "m", 400),
-            "a name alone is a 404's"
-        );
-        assert!(!mentions_model(
-            "This model's maximum context length is 4096 tokens",
-            "x",
-            400
-        ));
-        assert!(mentions_model("Unknown model: gpt-x.", "gpt-x", 400));
-    }
 
     #[test]
     fn base_urls() {

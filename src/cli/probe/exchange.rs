@@ -408,14 +408,12 @@ fn error_message(p: &dyn Protocol, body: &[u8]) -> Option<String> {
 pub(super) fn describe(e: &FetchError, addr: SocketAddr, timeout: Duration) -> String {
     let t = format_duration(timeout);
     match e {
-        FetchError::Connect(ConnectError::Refused) => format!(
-            "connection refused at {addr}: nothing is listening; is the server running and the port right?"
-        ),
+        FetchError::Connect(ConnectError::Refused) => crate::cli::cause::refused(addr),
         FetchError::Connect(ConnectError::TimedOut) => format!(
             "connecting to {addr} timed out after {t}: the host is down or a firewall drops the packets; check the host and port"
         ),
         FetchError::Connect(ConnectError::Unreachable(e)) => {
-            format!("{addr} is unreachable ({e}): check the host name and the network route")
+            crate::cli::cause::unreachable(addr, &e.to_string())
         }
         FetchError::Connect(ConnectError::Other(e)) => format!("cannot connect to {addr}: {e}"),
         FetchError::Timeout { head: false } => format!(
@@ -439,15 +437,7 @@ pub(super) fn describe(e: &FetchError, addr: SocketAddr, timeout: Duration) -> S
                 start.escape_ascii()
             )
         }
-        FetchError::Handshake(why) => {
-            // The certificate reasons that name no flag get the way out.
-            let hint = if why.starts_with("expired") || why.starts_with("not yet valid") {
-                "; renew the server's certificate (or pass --insecure to probe past it)"
-            } else {
-                ""
-            };
-            format!("TLS handshake with {addr} failed: {why}{hint}")
-        }
+        FetchError::Handshake(why) => crate::cli::cause::tls_handshake(addr, why),
         FetchError::HandshakeTimeout => format!(
             "the TLS handshake with {addr} did not finish within {t} (--timeout): does the server speak TLS on this port?"
         ),

@@ -285,6 +285,7 @@ fn probe(cfg: &Config) -> Result<Report, String> {
         model: r.model.as_deref().unwrap_or(""),
         model_source: r.model_source,
         credentials: cfg.api_key.is_some() || !cfg.headers.is_empty(),
+        tls_flags: diagnose::tls_flags(&cfg.tls),
     };
     let findings = diagnose::diagnose(&asked, &r.checks);
     r.verdicts = findings.verdicts;

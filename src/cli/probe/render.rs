@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::diagnose::{Class, Verdict, classify, days_left, list_some, note, resumptions};
+use super::diagnose::{Class, Verdict, classify, days_left, note, resumptions};
 use super::exchange::{Check, Kind};
 use super::{CHOSEN_TOKENS, DISCOVERY_TOKENS, Report};
+use crate::cli::cause::list_some;
 use crate::protocol::Finish;
 use crate::report::fmt::{Whole, num};
 

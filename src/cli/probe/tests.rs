@@ -208,12 +208,14 @@ impl Run {
             model: self.model,
             model_source: Some(self.source),
             credentials: self.credentials,
+            tls_flags: String::new(),
         };
         let mut checks = vec![connect_check(self.connect)];
         if checks[0].failure.is_some() {
             let asked = Asked {
                 model: "",
                 model_source: None,
+                tls_flags: String::new(),
                 ..asked
             };
             return (asked, checks);
@@ -1038,6 +1040,7 @@ fn tls_on_an_http_url_ends_the_probe_at_the_model_list() {
         model: "",
         model_source: None,
         credentials: false,
+        tls_flags: String::new(),
     };
     let f = diagnose(&asked, &checks);
     let lines: Vec<String> = f

@@ -82,11 +82,17 @@ pub(crate) mod defaults {
         /// Connections carry one request after another; false opens a new
         /// one for every request.
         KEEP_ALIVE: bool = true;
+        /// A run whose first requests all fail alike, for a reason load
+        /// cannot change, stops.
+        FAIL_FAST: bool = true;
+        /// How many first completions `fail_fast` judges.
+        FAIL_FAST_FIRST: u64 = 8;
         // Switches: off unless given.
         IGNORE_EOS: bool = false;
         INSECURE: bool = false;
         PIN: bool = false;
         QUIET: bool = false;
+        VERBOSE: bool = false;
         RECORD_OUTPUT: bool = false;
         URING_SQPOLL: bool = false;
         WEIGHT: f64 = 1.0;

@@ -49,14 +49,24 @@ impl<T: Clone> FlagValue<Vec<T>> for Vec<T> {
     }
 }
 
-/// `--stream` and `--no-stream`, one setting.
-pub(super) fn stream_pair(f: &BenchFlags) -> Result<Option<bool>, String> {
-    match (f.stream, f.no_stream) {
-        (true, true) => Err("--stream and --no-stream contradict each other".into()),
+/// A switch `--NAME` and its `--no-NAME`, one setting.
+fn switch_pair(on: bool, off: bool, name: &str) -> Result<Option<bool>, String> {
+    match (on, off) {
+        (true, true) => Err(format!("--{name} and --no-{name} contradict each other")),
         (true, _) => Ok(Some(true)),
         (_, true) => Ok(Some(false)),
         _ => Ok(None),
     }
+}
+
+/// `--stream` and `--no-stream`, one setting.
+pub(super) fn stream_pair(f: &BenchFlags) -> Result<Option<bool>, String> {
+    switch_pair(f.stream, f.no_stream, "stream")
+}
+
+/// `--fail-fast` and `--no-fail-fast`, one setting.
+pub(super) fn fail_fast_pair(f: &BenchFlags) -> Result<Option<bool>, String> {
+    switch_pair(f.fail_fast, f.no_fail_fast, "fail-fast")
 }
 
 /// `--endpoints a,b`: the list.

@@ -109,11 +109,16 @@ with_auth_settings! { settings! {
     config: Option<PathBuf> [option] in Files;
     /// ask for whole, non-streamed responses
     no_stream: bool [switch] in Requests after stream;
+    /// keep going however the first requests fail (the run as asked, to
+    /// its end)
+    no_fail_fast: bool [switch] in Load after fail_fast;
 
     fields:
 
     /// endpoint URL, http[s]://host[:port][/path] (default path from
-    /// --api); without it, a built-in endpoint (ttft {BUILTIN_TTFT}, tpot
+    /// --api); a base URL ending in /v1 (http://host:8000/v1, as OpenAI
+    /// SDKs take) gets the API's path under it (/v1/chat/completions);
+    /// without it, a built-in endpoint (ttft {BUILTIN_TTFT}, tpot
     /// {BUILTIN_TPOT}) is started and measured
     endpoint: String = endpoint: Option<String> [option] in Endpoint
         joint endpoint full { Some("http://127.0.0.1:8000/v1/chat/completions".to_string()) }
@@ -197,6 +202,13 @@ with_auth_settings! { settings! {
     /// open loop: at most this many requests in flight; later arrivals
     /// wait, charged from their scheduled time (default: --connections)
     openloop_max_inflight: u64 = openloop_max_inflight: Option<u64> [option] in Load;
+    /// stop the run when its first {FAIL_FAST_FIRST} completed requests all
+    /// failed with the same error that load cannot change (connection
+    /// refused or unreachable, DNS, TLS handshake, HTTP 401, 403, 404 or
+    /// 405) and none succeeded: the report says why, with the fix (default
+    /// {FAIL_FAST}; --no-fail-fast runs on)
+    fail_fast: bool = fail_fast: bool [switch] in Load
+        default FAIL_FAST via fail_fast_pair config |c, _, _| Some(c.fail_fast.into());
 
     /// output tokens to request per response (default {MAX_TOKENS}; with
     /// --preset mlperf {MLPERF_MAX_TOKENS})
@@ -314,6 +326,10 @@ with_auth_settings! { settings! {
     /// print neither the live view nor the report at the end (it is still
     /// written, and printed to stderr when a file cannot be)
     quiet: bool = quiet: bool [switch] in Outputs default QUIET;
+    /// print the whole report at the end, as report.txt has it (the
+    /// per-tool table and the definitions too); otherwise the terminal
+    /// gets the report without them, and the headline last
+    verbose: bool = verbose: bool [switch] in Outputs default VERBOSE;
     /// print a progress line to stderr this often (default
     /// {LIVE_INTERVAL}; 0 disables); on a terminal, a status block redrawn
     /// every second (or this often, if shorter) instead

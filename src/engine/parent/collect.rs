@@ -275,6 +275,9 @@ impl Parent<'_, '_, '_> {
             judged.good
         };
         self.timeline.record(&f.sample, f.stage, si, good);
+        if self.fail_fast.watching() {
+            self.fail_fast.see(&f);
+        }
         let several = self.by_endpoint.len() > 1;
         if f.stage.is_some()
             && let Some(e) = self.by_endpoint.get_mut(f.endpoint as usize)

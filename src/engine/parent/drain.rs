@@ -33,7 +33,9 @@ impl Parent<'_, '_, '_> {
     pub(super) fn drain(&mut self, signals: &AtomicU32) {
         let start = now_ns();
         let drain_ns = self.plan.limits.drain_ns;
-        let mut deadline = if self.interrupted {
+        // A run that failed fast waits only for what is in flight, as an
+        // interrupted one does: its conversations' next turns would fail too.
+        let mut deadline = if self.interrupted || self.fail_fast.tripped().is_some() {
             self.shared.set_phase(RunPhase::WindDown);
             start.saturating_add(drain_ns)
         } else {
@@ -73,6 +75,10 @@ impl Parent<'_, '_, '_> {
             };
             match self.pump(&mut source, self.current_stage, bounds, signals, seen) {
                 Stop::Exhausted | Stop::NoWorkers => break,
+                Stop::FailedFast => {
+                    self.shared.set_phase(RunPhase::WindDown);
+                    deadline = deadline.min(now_ns().saturating_add(drain_ns));
+                }
                 Stop::Signal => {
                     seen = signals.load(Ordering::Relaxed);
                     if self.interrupted {

@@ -10,6 +10,7 @@
 
 mod collect;
 mod drain;
+pub(crate) mod fail_fast;
 mod live;
 mod outcome;
 mod source;
@@ -34,6 +35,7 @@ use crate::rng::Rng;
 use crate::shm::ring::{ByteConsumer, SlotProducer};
 use crate::shm::run::{IssueSlot, Shared};
 use crate::sys::process::Child;
+use fail_fast::FailFast;
 use live::LiveClock;
 use source::{Due, Inflight, Source};
 use timeline::TimelineBuckets;
@@ -112,6 +114,8 @@ enum Stop {
     Signal,
     /// Every worker is gone.
     NoWorkers,
+    /// The first requests all failed alike (`fail_fast`).
+    FailedFast,
 }
 
 /// Mixed into the dataloader seed for the order of a warm-up by count.
@@ -224,6 +228,8 @@ pub(crate) struct Parent<'a, 's, 'o> {
     interrupted: bool,
     /// The interrupt came while waiting for `--start-at`: nothing ran.
     before_start: bool,
+    /// Judges the first completions; stops a run that cannot work.
+    fail_fast: FailFast,
     /// Why later stages were skipped (`abort_on_fail`).
     threshold_abort: Option<ThresholdAbort>,
     /// Why the run is incomplete, in the order it happened.
@@ -289,6 +295,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             rng: Rng::seeded(plan.scheduler_seed ^ 0x7363_656e_6172_696f),
             interrupted: false,
             before_start: false,
+            fail_fast: FailFast::new(plan.fail_fast, plan.endpoints.len()),
             threshold_abort: None,
             incomplete: Vec::new(),
             next_liveness: 0,
@@ -346,7 +353,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                     self.interrupted = true;
                     break;
                 }
-                Stop::NoWorkers => break,
+                Stop::NoWorkers | Stop::FailedFast => break,
             }
             if si + 1 < self.plan.stages.len() {
                 self.threshold_abort = self.broken_thresholds(si);
@@ -424,6 +431,9 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.tick_live();
             if signals.load(Ordering::Relaxed) > signals_seen {
                 return Stop::Signal;
+            }
+            if self.fail_fast.take_trip() {
+                return Stop::FailedFast;
             }
             if !self.workers.iter().any(|w| w.alive) {
                 return Stop::NoWorkers;

@@ -9,8 +9,8 @@ use super::Parent;
 use crate::clock::now_ns;
 use crate::metrics::block::Block;
 use crate::metrics::run::{
-    ConnTimes, ConnectionStats, GeneratorStats, Incomplete, Limit, RunResult, ScenarioResult,
-    StageResult,
+    ConnTimes, ConnectionStats, FailedFast, GeneratorStats, Incomplete, Limit, RunResult,
+    ScenarioResult, StageResult,
 };
 use crate::shm::run::{TIME_BUCKETS, TimeHist, time_bucket_mid};
 
@@ -73,8 +73,29 @@ impl Parent<'_, '_, '_> {
             only.take_latency(&total);
         }
         let total_window_ns = total.last_end.saturating_sub(self.measure_start);
-        generator.limits = Limit::find(&generator, &total);
+        let offline = self
+            .plan
+            .stages
+            .iter()
+            .all(|s| matches!(s.load, crate::plan::Load::Offline));
+        generator.limits = Limit::find(&generator, &total, offline);
         let mut incomplete = std::mem::take(&mut self.incomplete);
+        if let Some(t) = self.fail_fast.tripped() {
+            incomplete.insert(
+                0,
+                Incomplete::FailedFast(FailedFast {
+                    first: t.first,
+                    error: t.class.key(t.status),
+                    endpoint: self
+                        .plan
+                        .endpoints
+                        .get(t.endpoint as usize)
+                        .map(|e| e.url.clone()),
+                    message: t.message.clone(),
+                    cause: None,
+                }),
+            );
+        }
         if self.before_start {
             incomplete.insert(0, Incomplete::InterruptedBeforeStart);
         } else if self.interrupted {

@@ -67,6 +67,7 @@ fn plan() -> Plan<'static> {
         token_source: crate::plan::TokenPolicy::Auto,
         thresholds: Thresholds::default(),
         live_interval_ns: 0,
+        fail_fast: None,
         slo: crate::plan::Slo::default(),
         io: Default::default(),
         start_at_unix_ns: None,

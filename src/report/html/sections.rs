@@ -164,13 +164,26 @@ fn nav(o: &mut String, s: &Summary) {
 
 pub(super) fn status(o: &mut String, s: &Summary) {
     o.push_str("<section id=\"status\"><h2>Status</h2>");
-    if s.complete {
+    if s.every_request_failed() {
+        let _ = write!(
+            o,
+            "<div class=\"banner bad\" data-status=\"all-failed\"><strong>Failed</strong> — {}: see the errors below.</div>",
+            esc(&s.all_failed_line())
+        );
+    }
+    if s.complete && s.every_request_failed() {
+        o.push_str(
+            "<div class=\"banner\" data-status=\"complete\"><strong>Accounted for</strong> — every issued request was accounted for.</div>",
+        );
+    } else if s.complete {
         o.push_str(
             "<div class=\"banner ok\" data-status=\"complete\"><strong>Complete</strong> — every issued request was accounted for.</div>",
         );
     } else {
         let what = if s.interrupted {
             "INTERRUPTED"
+        } else if s.stopped_early {
+            "STOPPED EARLY"
         } else {
             "INCOMPLETE"
         };

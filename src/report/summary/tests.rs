@@ -119,9 +119,13 @@ pub(crate) fn run() -> RunResult {
             ring_full: 7,
             worker_busy_max: 0.937,
             limits: vec![
-                Limit::RingFull { n: 7 },
+                Limit::RingFull { n: 7, of: 164 },
                 Limit::WorkerBusy { share: 0.937 },
-                Limit::SendLateness { p99_ns: 1_234_567 },
+                Limit::SendLateness {
+                    p99_ns: 1_234_567,
+                    late: 3,
+                    of: 160,
+                },
                 Limit::Descriptors { fds: 2, ports: 3 },
             ],
             ..GeneratorStats::default()
@@ -249,24 +253,24 @@ fn reasons_in_english() {
     assert_eq!(
         s.generator.limits,
         [
-            "7 request(s) found their worker's issue ring full (workers could not keep up)",
-            "a worker was busy 94% of the time (add --workers or cores)",
-            "send lateness p99 was 1.23 ms (requests left later than scheduled)",
+            "7 of 164 request(s) (4.3%) found their worker's issue ring full (threshold 1% of requests): the workers could not keep up",
+            "a worker was busy 94% of the time (threshold 90%): add --workers or cores",
+            "send lateness p99 was 1.23 ms (threshold 1 ms), 3 of 160 send(s) (1.9%) later than 1 ms (threshold 1% of requests): requests left later than scheduled",
             "the generator ran out of file descriptors: 2 connect(s) failed (add --workers, or raise the limit: ulimit -n); the generator ran out of local ports: 3 connect(s) failed (each source address has one ephemeral range per destination; add addresses with --source-addrs)",
         ]
     );
     let more = [
         (
-            Limit::WaitedForConnection { n: 4 },
-            "4 request(s) waited for a free connection (raise --connections)",
+            Limit::WaitedForConnection { n: 4, of: 0 },
+            "4 request(s) waited for a free connection (threshold 1% of requests): raise --connections",
         ),
         (
-            Limit::HeldBack { n: 5 },
-            "5 arrival(s) were held back by openloop_max_inflight (charged from their scheduled time)",
+            Limit::HeldBack { n: 5, of: 100 },
+            "5 of 100 arrival(s) (5.0%) were held back by openloop_max_inflight (threshold 1% of requests; charged from their scheduled time)",
         ),
         (
             Limit::CompletionRingFull { n: 6 },
-            "completion records waited 6 time(s) for the parent to read them",
+            "completion records waited 6 time(s) for the parent to read them (threshold: any)",
         ),
     ];
     for (l, want) in more {
