@@ -146,6 +146,11 @@ fn function_calls_as_bfcl_json() {
         x(&format!("f(n={big})")),
         Some(format!(r#"[{{"name": "f", "arguments": {{"n": {big}}}}}]"#))
     );
+    // A float past f64's range is inf, which json.dumps writes `Infinity`.
+    assert_eq!(
+        x("b(f=5555555555555000000E000500)").as_deref(),
+        Some(r#"[{"name": "b", "arguments": {"f": Infinity}}]"#)
+    );
     // json.dumps refuses a set: MLPerf raises, we extract nothing.
     assert_eq!(x("f(a={1, 2})"), None);
 }
