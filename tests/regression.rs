@@ -1063,6 +1063,8 @@ fn refused_config_values_print_control_characters_escaped() {
         run.stderr
     );
     assert!(!run.stderr.contains(['\x1b', '\x07']), "{:?}", run.stderr);
+}
+
 /// M4: a timeline bucket's `interval` sized the merged timeline (4e9
 /// tried to allocate 32 GB; u32::MAX wrapped and the bucket vanished):
 /// refused, naming the shard and the field.
@@ -1207,6 +1209,8 @@ fn merge_follows_links_back_into_the_tree_once() {
     std::os::unix::fs::symlink(".", root.join("shard-2/self")).unwrap();
     let run = merge_capped(&root, Duration::from_secs(10));
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
 /// Worker loss: the survivors of a closed loop took over a killed worker's
 /// virtual users but only had their own connections, so the users queued
 /// behind each other and every request after the loss took two TTFTs. Now
@@ -1355,6 +1359,109 @@ fn tls_fake(
 fn bench_tls(port: u16, ca: &std::path::Path, store: &std::path::Path) -> Run {
     let url = format!("https://localhost:{port}");
     llmload(&[
+        "bench",
+        "--endpoint",
+        &url,
+        "--model",
+        "m",
+        "--requests",
+        "1",
+    ])
+    .args(["--ca-cert", ca.to_str().unwrap(), "--quiet"])
+    .env("SSL_CERT_FILE", store)
+    .env_remove("SSL_CERT_DIR")
+    .fresh_out("tls-bench")
+    .limit(Duration::from_secs(30))
+    .run()
+}
+
+/// The one request's failure: its class and message.
+fn only_failure(run: &Run) -> (String, String) {
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let s = run.summary();
+    let errors = s["requests"]["errors"].as_object().unwrap().clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let class = errors.keys().next().unwrap().clone();
+    let msgs = s["error_messages"][&class].to_string();
+    (class, msgs)
+}
+
+/// L8: over TLS, a chunked stream cut by the server's TCP close without
+/// `close_notify` failed as `reset` with an empty message; the reason
+/// rustls gives is now the message.
+#[test]
+fn a_tls_stream_cut_without_close_notify_says_so() {
+    use std::io::Write;
+    let pki = crate::pki::Pki::new(&temp_dir("pki"));
+    let port = tls_fake(&pki, |s| {
+        let ev =
+            b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\
+            \"delta\":{\"content\":\"tok \"},\"finish_reason\":null}]}\n\n";
+        let mut out = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+            transfer-encoding: chunked\r\n\r\n"
+            .to_vec();
+        for _ in 0..3 {
+            out.extend_from_slice(format!("{:x}\r\n", ev.len()).as_bytes());
+            out.extend_from_slice(ev);
+            out.extend_from_slice(b"\r\n");
+        }
+        let _ = s.write_all(&out);
+        let _ = s.flush();
+        std::thread::sleep(Duration::from_millis(50));
+        let _ = s.sock.shutdown(std::net::Shutdown::Both);
+    });
+    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
+    assert_eq!(class, "reset", "{msgs}");
+    assert!(msgs.contains("without sending TLS close_notify"), "{msgs}");
+}
+
+/// L8's other case: plaintext bytes from the server after the TLS
+/// handshake are named by rustls's reason, not an empty `reset`. (The
+/// review's fake never sent its plaintext: its raw socket was already
+/// wrapped, so it closed without `close_notify`, the case above.)
+#[test]
+fn plaintext_after_the_tls_handshake_is_named() {
+    use std::io::Write;
+    let pki = crate::pki::Pki::new(&temp_dir("pki"));
+    let port = tls_fake(&pki, |s| {
+        let _ = s
+            .sock
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
+    assert!(msgs.contains("not TLS"), "{class}: {msgs}");
+}
+
+/// L4: a self-signed certificate as `openssl req -x509` makes it (basic
+/// constraints CA:TRUE), trusted with `--ca-cert`, failed with webpki's
+/// Debug text "invalid certificate: Other(OtherError(CaUsedAsEndEntity))".
+/// The message now says what is wrong and what to do.
+#[test]
+fn a_ca_certificate_as_the_servers_own_is_explained() {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let dir = temp_dir("ca-as-leaf");
+    let mut p = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    p.distinguished_name.push(DnType::CommonName, "localhost");
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().unwrap();
+    let cert = p.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (dir.join("self.pem"), dir.join("self.key"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let server = tls_server(&cert_path, &key_path, &[]);
+    let run = bench_tls(server.addr.port(), &cert_path, &cert_path);
+    let (class, msgs) = only_failure(&run);
+    assert_eq!(class, "tls_handshake", "{msgs}");
+    assert!(
+        msgs.contains("is a CA's (CA:TRUE")
+            && msgs.contains("leaf signed by that CA")
+            && msgs.contains("--insecure"),
+        "{msgs}"
+    );
+    assert!(!msgs.contains("Other("), "{msgs}");
+}
+
 /// A loopback URL nothing listens on: a port bound, then released.
 fn nothing_listening() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -1588,101 +1695,6 @@ fn the_terminal_ends_with_the_headline() {
         "--model",
         "m",
         "--requests",
-        "1",
-    ])
-    .args(["--ca-cert", ca.to_str().unwrap(), "--quiet"])
-    .env("SSL_CERT_FILE", store)
-    .env_remove("SSL_CERT_DIR")
-    .fresh_out("tls-bench")
-    .limit(Duration::from_secs(30))
-    .run()
-}
-
-/// The one request's failure: its class and message.
-fn only_failure(run: &Run) -> (String, String) {
-    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
-    let s = run.summary();
-    let errors = s["requests"]["errors"].as_object().unwrap().clone();
-    assert_eq!(errors.len(), 1, "{errors:?}");
-    let class = errors.keys().next().unwrap().clone();
-    let msgs = s["error_messages"][&class].to_string();
-    (class, msgs)
-}
-
-/// L8: over TLS, a chunked stream cut by the server's TCP close without
-/// `close_notify` failed as `reset` with an empty message; the reason
-/// rustls gives is now the message.
-#[test]
-fn a_tls_stream_cut_without_close_notify_says_so() {
-    use std::io::Write;
-    let pki = crate::pki::Pki::new(&temp_dir("pki"));
-    let port = tls_fake(&pki, |s| {
-        let ev =
-            b"data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\
-            \"delta\":{\"content\":\"tok \"},\"finish_reason\":null}]}\n\n";
-        let mut out = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-            transfer-encoding: chunked\r\n\r\n"
-            .to_vec();
-        for _ in 0..3 {
-            out.extend_from_slice(format!("{:x}\r\n", ev.len()).as_bytes());
-            out.extend_from_slice(ev);
-            out.extend_from_slice(b"\r\n");
-        }
-        let _ = s.write_all(&out);
-        let _ = s.flush();
-        std::thread::sleep(Duration::from_millis(50));
-        let _ = s.sock.shutdown(std::net::Shutdown::Both);
-    });
-    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
-    assert_eq!(class, "reset", "{msgs}");
-    assert!(msgs.contains("without sending TLS close_notify"), "{msgs}");
-}
-
-/// L8's other case: plaintext bytes from the server after the TLS
-/// handshake are named by rustls's reason, not an empty `reset`. (The
-/// review's fake never sent its plaintext: its raw socket was already
-/// wrapped, so it closed without `close_notify`, the case above.)
-#[test]
-fn plaintext_after_the_tls_handshake_is_named() {
-    use std::io::Write;
-    let pki = crate::pki::Pki::new(&temp_dir("pki"));
-    let port = tls_fake(&pki, |s| {
-        let _ = s
-            .sock
-            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-        std::thread::sleep(Duration::from_millis(500));
-    });
-    let (class, msgs) = only_failure(&bench_tls(port, &pki.ca, &pki.other_ca));
-    assert!(msgs.contains("not TLS"), "{class}: {msgs}");
-}
-
-/// L4: a self-signed certificate as `openssl req -x509` makes it (basic
-/// constraints CA:TRUE), trusted with `--ca-cert`, failed with webpki's
-/// Debug text "invalid certificate: Other(OtherError(CaUsedAsEndEntity))".
-/// The message now says what is wrong and what to do.
-#[test]
-fn a_ca_certificate_as_the_servers_own_is_explained() {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let dir = temp_dir("ca-as-leaf");
-    let mut p = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    p.distinguished_name.push(DnType::CommonName, "localhost");
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let key = KeyPair::generate().unwrap();
-    let cert = p.self_signed(&key).unwrap();
-    let (cert_path, key_path) = (dir.join("self.pem"), dir.join("self.key"));
-    std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, key.serialize_pem()).unwrap();
-    let server = tls_server(&cert_path, &key_path, &[]);
-    let run = bench_tls(server.addr.port(), &cert_path, &cert_path);
-    let (class, msgs) = only_failure(&run);
-    assert_eq!(class, "tls_handshake", "{msgs}");
-    assert!(
-        msgs.contains("is a CA's (CA:TRUE")
-            && msgs.contains("leaf signed by that CA")
-            && msgs.contains("--insecure"),
-        "{msgs}"
-    );
-    assert!(!msgs.contains("Other("), "{msgs}");
         "5",
     ];
     let run = llmload(&args).fresh_out("headline").run();
