@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::row_bound;
 use crate::cli::errln;
 use crate::cli::models::ModelsError;
 use crate::config::BenchConfig;
@@ -45,6 +46,8 @@ pub(super) struct Built<'a> {
     /// What no server's message may show (`http::redact::secrets`): every
     /// scenario's credentials and URL query values.
     pub secrets: Vec<String>,
+    /// What the report must say about how the datasets were read.
+    pub notes: Vec<String>,
 }
 
 /// What makes two scenarios' endpoints one entry of the engine's table:
@@ -197,6 +200,7 @@ pub(super) fn build<'a>(
         datasets: Vec::new(),
         tls: None,
         secrets: Vec::new(),
+        notes: Vec::new(),
     };
     let (mut sent_headers, mut urls) = (Vec::new(), Vec::new());
     if let Some(w) = cleartext_warning(cfg) {
@@ -348,11 +352,26 @@ pub(super) fn build<'a>(
                             .push(sample, &template, tokenizer, &mut scratch);
                     }
                 }
-                SampleSource::File(spec) => {
+                SampleSource::File(mut spec) => {
+                    // Only the rows the run can use are read (`row_bound`).
+                    let bound = row_bound::rows_needed(cfg)
+                        .filter(|b| spec.limit.is_none_or(|l| b.rows < l));
+                    if let Some(b) = &bound {
+                        spec.limit = Some(b.rows);
+                    }
                     let stats = dataset::load(&spec, &mut |s| {
                         plan.requests.push(&s, &template, tokenizer, &mut scratch);
                         Ok(())
                     })?;
+                    if let Some(b) = bound.filter(|b| stats.loaded == b.rows) {
+                        out.notes.push(format!(
+                            "scenario '{}': read the first {} row(s) of {}: {}",
+                            sc.name,
+                            b.rows,
+                            spec.path.display(),
+                            b.why
+                        ));
+                    }
                     out.datasets.push(streamed(&sc.name, &spec, stats));
                 }
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),

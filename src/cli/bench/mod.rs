@@ -9,6 +9,7 @@ mod flags;
 mod help;
 mod mlperf;
 mod plan;
+mod row_bound;
 mod server_metrics;
 mod shard;
 
@@ -501,6 +502,7 @@ fn run_phases(
         (result, Vec::new(), events)
     };
     let mut notes = notes(cfg, p.sized_why.clone(), plan.warmup_requests);
+    notes.extend(p.built.notes.iter().cloned());
     if cfg.phase.runs_perf() {
         notes.extend(shard::start_note(cfg, &result));
     }
