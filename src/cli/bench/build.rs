@@ -184,11 +184,13 @@ pub(super) fn needs_builtin(cfg: &BenchConfig) -> bool {
     cfg.scenarios.iter().any(|s| s.endpoint.is_none())
 }
 
-/// Builds every scenario. `server` is the built-in endpoint when one runs.
+/// Builds every scenario. `server` is the built-in endpoint when one runs;
+/// `bound_rows`: a dataset file is read only as far as the run can use.
 pub(super) fn build<'a>(
     cfg: &'a BenchConfig,
     server: Option<&ServerHandle>,
     tokenizer: Option<&Tokenizer>,
+    bound_rows: bool,
 ) -> Result<Built<'a>, String> {
     let mut table = Table::default();
     let mut models: BTreeMap<String, String> = BTreeMap::new();
@@ -355,7 +357,7 @@ pub(super) fn build<'a>(
                 SampleSource::File(mut spec) => {
                     // Only the rows the run can use are read (`row_bound`).
                     let bound = row_bound::rows_needed(cfg)
-                        .filter(|b| spec.limit.is_none_or(|l| b.rows < l));
+                        .filter(|b| bound_rows && spec.limit.is_none_or(|l| b.rows < l));
                     if let Some(b) = &bound {
                         spec.limit = Some(b.rows);
                     }
