@@ -8,6 +8,7 @@
 //! and, where memory is the point, the workers' peak RSS.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -773,21 +774,46 @@ fn hostile_files_are_refused_in_bounded_memory_and_time() {
 // memory and time (`under_limits`), never a panic or an allocation of what
 // the file declares.
 
-#[cfg(feature = "columnar")]
-/// `bench --requests 1` on `dataset` against a port nothing listens on:
-/// the dataset is read (and refused) before any request.
-fn bench_dataset(dataset: &str) -> Run {
-    under_limits(&[
+/// `bench ARGS` against a port nothing listens on, under `under_limits`:
+/// a dataset is read (and refused) before any request.
+pub(crate) fn bench_nowhere(args: &[&str]) -> Run {
+    let mut all = vec![
         "bench",
         "--endpoint",
         "http://127.0.0.1:9/v1/chat/completions",
         "--model",
         "m",
+    ];
+    all.extend_from_slice(args);
+    under_limits(&all)
+}
+
+#[cfg(feature = "columnar")]
+fn bench_dataset(dataset: &str) -> Run {
+    bench_nowhere(&["--requests", "1", "--dataset", dataset])
+}
+
+/// The summary of `bench --requests 1` on `dataset` against `serve`, under
+/// `under_limits`; it must succeed.
+pub(crate) fn one_request_on(dataset: &Path, dir: &Path) -> Value {
+    let server = Server::start(&["--ttft", "0", "--tpot", "0", "--output-tokens", "2"]);
+    let out = dir.join("out");
+    let run = under_limits(&[
+        "bench",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "m",
         "--requests",
         "1",
         "--dataset",
-        dataset,
-    ])
+        dataset.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    serde_json::from_str(&read(&out.join("summary.json"))).unwrap()
 }
 
 #[cfg(feature = "columnar")]
@@ -845,24 +871,7 @@ fn a_million_rows_with_one_request_reads_one_row() {
     let dir = temp_dir("million-rows");
     let file = dir.join("million.parquet");
     parquet(&file, &prompts((0..1_000_000).map(|i| format!("w{i}"))));
-    let server = Server::start(&["--ttft", "0", "--tpot", "0", "--output-tokens", "2"]);
-    let out = dir.join("out");
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        &server.url(),
-        "--model",
-        "m",
-        "--requests",
-        "1",
-        "--dataset",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-    let s: Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    let s = one_request_on(&file, &dir);
     assert_eq!(u(&s["dataset"]["samples"]), 1, "{}", s["dataset"]);
     assert_eq!(u(&s["requests"]["completed"]), 1);
     let notes = s["notes"].to_string();

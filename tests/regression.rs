@@ -947,12 +947,7 @@ fn a_corrupt_parquet_accuracy_dataset_is_refused_not_a_panic() {
     let dir = temp_dir("m3a-accuracy");
     let file = dir.join("panic.parquet");
     crate::util::columnar::negative_offset_parquet(&file);
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
+    let run = crate::faults::bench_nowhere(&[
         "--phase",
         "acc",
         "--accuracy-dataset",
@@ -974,17 +969,8 @@ fn random_bytes_as_an_arrow_file_are_refused_at_once() {
     let mut rng = llmload::rng::Rng::seeded(7);
     let bytes: Vec<u8> = (0..100_000).map(|_| rng.below(256) as u8).collect();
     let file = crate::util::columnar::hf_dir(&dir.join("hb"), &bytes);
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
-        "--requests",
-        "1",
-        "--dataset",
-        &format!("{},format=hf", dir.join("hb").display()),
-    ]);
+    let hb = format!("{},format=hf", dir.join("hb").display());
+    let run = crate::faults::bench_nowhere(&["--requests", "1", "--dataset", &hb]);
     assert_refused(&run, &file, "(the file is cut or corrupt)");
 }
 
@@ -999,19 +985,9 @@ fn an_arrow_cell_over_64_mib_is_named_by_row_and_column() {
     hf_dir(&dir.join("big"), &stream);
     drop(stream);
     let shown = dir.join("big");
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
-        "--requests",
-        "1",
-        "--order",
-        "shuffle",
-        "--dataset",
-        &format!("{},format=hf", shown.display()),
-    ]);
+    let hf = format!("{},format=hf", shown.display());
+    let run =
+        crate::faults::bench_nowhere(&["--requests", "1", "--order", "shuffle", "--dataset", &hf]);
     assert_refused(
         &run,
         &shown,
@@ -1031,24 +1007,7 @@ fn one_request_reads_one_jsonl_line_of_a_million() {
         .collect();
     text.push_str("not json\n");
     std::fs::write(&file, text).unwrap();
-    let server = Server::start(&["--ttft", "0", "--tpot", "0", "--output-tokens", "2"]);
-    let out = dir.join("out");
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        &server.url(),
-        "--model",
-        "m",
-        "--requests",
-        "1",
-        "--dataset",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-    let s: serde_json::Value = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    let s = crate::faults::one_request_on(&file, &dir);
     assert_eq!(u(&s["dataset"]["samples"]), 1, "{}", s["dataset"]);
 }
 
@@ -1061,17 +1020,8 @@ fn nan_prompts_and_a_prompt_column_mapped_elsewhere_are_named() {
     let dir = temp_dir("l7-messages");
     let nan = dir.join("nan.parquet");
     parquet(&nan, &float_prompts(&[f64::NAN]));
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
-        "--requests",
-        "1",
-        "--dataset",
-        nan.to_str().unwrap(),
-    ]);
+    let run =
+        crate::faults::bench_nowhere(&["--requests", "1", "--dataset", nan.to_str().unwrap()]);
     assert_refused(
         &run,
         &nan,
@@ -1080,12 +1030,7 @@ fn nan_prompts_and_a_prompt_column_mapped_elsewhere_are_named() {
     );
     let only = dir.join("only.parquet");
     parquet(&only, &prompts(["a"]));
-    let run = under_limits(&[
-        "bench",
-        "--endpoint",
-        "http://127.0.0.1:9/v1/chat/completions",
-        "--model",
-        "m",
+    let run = crate::faults::bench_nowhere(&[
         "--phase",
         "acc",
         "--accuracy-dataset",

@@ -34,11 +34,16 @@ pub(crate) fn parquet(path: &Path, batch: &RecordBatch) {
     w.close().unwrap();
 }
 
-/// A Parquet file of `prompts(rows)` whose first column chunk's data page
-/// offset the footer gives as -1: one changed footer byte, which reached
-/// an assertion in the parquet crate.
+/// A Parquet file of `prompt` and `answer` columns whose first column
+/// chunk's data page offset the footer gives as -1: one changed footer
+/// byte, which reached an assertion in the parquet crate.
 pub(crate) fn negative_offset_parquet(path: &Path) {
-    parquet(path, &prompts(["hello world 0", "hello world 1"]));
+    let answer: ArrayRef = Arc::new(StringArray::from(vec!["A", "B"]));
+    let batch = prompts(["hello world 0", "hello world 1"]);
+    let batch =
+        RecordBatch::try_from_iter([("prompt", batch.column(0).clone()), ("answer", answer)])
+            .unwrap();
+    parquet(path, &batch);
     let mut bytes = std::fs::read(path).unwrap();
     let n = bytes.len();
     let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;

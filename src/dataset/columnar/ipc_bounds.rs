@@ -168,7 +168,7 @@ fn batch_within(b: &RecordBatch<'_>, body: u64) -> Result<(), String> {
     let nodes = b.nodes();
     let lengths = std::iter::once(b.length()).chain(nodes.iter().flatten().map(|n| n.length()));
     for rows in lengths {
-        if u64::try_from(rows).map_or(true, |r| r > rows_cap) {
+        if !u64::try_from(rows).is_ok_and(|r| r <= rows_cap) {
             return Err(format!(
                 "a batch declares {rows} values in a body of {body} bytes"
             ));
