@@ -951,7 +951,7 @@ fn a_corrupt_parquet_accuracy_dataset_is_refused_not_a_panic() {
         "--phase",
         "acc",
         "--accuracy-dataset",
-        &format!("{},expected=prompt,name=qa", file.display()),
+        &format!("{},expected=answer,name=qa", file.display()),
     ]);
     assert_refused(
         &run,
