@@ -111,7 +111,8 @@ fn malformed_line_is_named_or_skipped() {
     let server = Server::start(&[]);
     let run = bench_at(
         &server,
-        &["--dataset", &ds, "--requests", "1"],
+        // Two requests read the second line (one would read only the first).
+        &["--dataset", &ds, "--requests", "2"],
         Duration::from_secs(30),
     );
     assert_eq!(run.status.code(), Some(1));
@@ -546,8 +547,9 @@ fn an_endless_line_fails_fast_in_bounded_memory() {
             "http://127.0.0.1:9",
             "--model",
             "m",
+            // Two requests read a second line, where one case's is endless.
             "--requests",
-            "1",
+            "2",
             "--dataset",
             &dataset,
         ]);

@@ -8,6 +8,7 @@
 //! and, where memory is the point, the workers' peak RSS.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -1099,4 +1100,117 @@ fn corrupted_shards_links_back_into_the_tree_are_followed_once() {
     let s: Value = serde_json::from_str(&read(&root.join("merged/summary.json"))).unwrap();
     assert_eq!(s["merged"]["merged"], serde_json::json!([1, 2]));
     assert_eq!(s["complete"], true);
+}
+
+// ---------------------------------------------------------------------------
+// Hostile columnar datasets: each refused naming the file, in bounded
+// memory and time (`under_limits`), never a panic or an allocation of what
+// the file declares.
+
+/// `bench ARGS` against a port nothing listens on, under `under_limits`:
+/// a dataset is read (and refused) before any request.
+pub(crate) fn bench_nowhere(args: &[&str]) -> Run {
+    let mut all = vec![
+        "bench",
+        "--endpoint",
+        "http://127.0.0.1:9/v1/chat/completions",
+        "--model",
+        "m",
+    ];
+    all.extend_from_slice(args);
+    under_limits(&all)
+}
+
+#[cfg(feature = "columnar")]
+fn bench_dataset(dataset: &str) -> Run {
+    bench_nowhere(&["--requests", "1", "--dataset", dataset])
+}
+
+/// The summary of `bench --requests 1` on `dataset` against `serve`, under
+/// `under_limits`; it must succeed.
+pub(crate) fn one_request_on(dataset: &Path, dir: &Path) -> Value {
+    let server = Server::start(&["--ttft", "0", "--tpot", "0", "--output-tokens", "2"]);
+    let out = dir.join("out");
+    let run = under_limits(&[
+        "bench",
+        "--endpoint",
+        &server.url(),
+        "--model",
+        "m",
+        "--requests",
+        "1",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    serde_json::from_str(&read(&out.join("summary.json"))).unwrap()
+}
+
+#[cfg(feature = "columnar")]
+#[test]
+fn corrupt_columnar_files_are_refused_in_bounded_memory() {
+    use crate::util::columnar::*;
+    let dir = temp_dir("hostile-columnar");
+    let footer = dir.join("footer.parquet");
+    negative_offset_parquet(&footer);
+    let run = bench_dataset(footer.to_str().unwrap());
+    assert_refused(
+        &run,
+        &footer,
+        "column 'prompt', row group 0: the file's footer puts the column's data at offset -1",
+    );
+    // 72 bytes declaring 2 GiB of metadata.
+    let mut b = vec![0xff; 4];
+    b.extend_from_slice(&0x7fff_fff0_i32.to_le_bytes());
+    b.extend_from_slice(&[0; 64]);
+    let meta = dir.join("meta");
+    let file = hf_dir(&meta, &b);
+    let run = bench_dataset(&format!("{},format=hf", meta.display()));
+    assert_refused(
+        &run,
+        &file,
+        "at byte 0: a message declares 2147483632 bytes of metadata, with 64 bytes left",
+    );
+    // A valid stream whose batch declares a body of 2^40 bytes.
+    let stream = arrow_stream(&prompts((0..100).map(|i| format!("hello world {i}"))));
+    let body = dir.join("body");
+    let file = hf_dir(&body, &with_body_length(&stream, 1 << 40));
+    let run = bench_dataset(&format!("{},format=hf", body.display()));
+    assert_refused(
+        &run,
+        &file,
+        "a message declares a body of 1099511627776 bytes",
+    );
+    // One 65 MiB cell in a 7 KB zstd file: refused from its page header.
+    let big = dir.join("big.parquet");
+    parquet(&big, &prompts(["x".repeat(65 << 20)]));
+    assert!(std::fs::metadata(&big).unwrap().len() < 1 << 20);
+    let run = bench_dataset(big.to_str().unwrap());
+    assert_refused(
+        &run,
+        &big,
+        "column 'prompt': the page from row 0 holds 68157444 bytes uncompressed, over the \
+         67108864 bytes one cell may hold",
+    );
+}
+
+#[cfg(feature = "columnar")]
+#[test]
+fn a_million_rows_with_one_request_reads_one_row() {
+    use crate::util::columnar::*;
+    let dir = temp_dir("million-rows");
+    let file = dir.join("million.parquet");
+    parquet(&file, &prompts((0..1_000_000).map(|i| format!("w{i}"))));
+    let s = one_request_on(&file, &dir);
+    assert_eq!(u(&s["dataset"]["samples"]), 1, "{}", s["dataset"]);
+    assert_eq!(u(&s["requests"]["completed"]), 1);
+    let notes = s["notes"].to_string();
+    assert!(
+        notes.contains("read the first 1 row(s) of")
+            && notes.contains("1 request(s) in sequential order"),
+        "{notes}"
+    );
 }

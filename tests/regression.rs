@@ -1863,3 +1863,108 @@ fn sharegpt_rows_send_the_first_human_turn() {
         assert_eq!(body["max_tokens"], max_tokens, "{spec}");
     }
 }
+
+/// M3(a): a changed footer byte (a negative column offset) given as an
+/// accuracy dataset is refused naming the file; it panicked inside the
+/// parquet crate (exit 101, or an abort in the dist build).
+#[cfg(feature = "columnar")]
+#[test]
+fn a_corrupt_parquet_accuracy_dataset_is_refused_not_a_panic() {
+    let dir = temp_dir("m3a-accuracy");
+    let file = dir.join("panic.parquet");
+    crate::util::columnar::negative_offset_parquet(&file);
+    let run = crate::faults::bench_nowhere(&[
+        "--phase",
+        "acc",
+        "--accuracy-dataset",
+        &format!("{},expected=answer,name=qa", file.display()),
+    ]);
+    assert_refused(
+        &run,
+        &file,
+        "the file's footer puts the column's data at offset -1",
+    );
+}
+
+/// M3(b): 100 KB of random bytes as a Hugging Face data file cost 2.1 GB
+/// and 5.6 s before its error: now refused at once from its first length.
+#[cfg(feature = "columnar")]
+#[test]
+fn random_bytes_as_an_arrow_file_are_refused_at_once() {
+    let dir = temp_dir("m3b-random");
+    let mut rng = llmload::rng::Rng::seeded(7);
+    let bytes: Vec<u8> = (0..100_000).map(|_| rng.below(256) as u8).collect();
+    let file = crate::util::columnar::hf_dir(&dir.join("hb"), &bytes);
+    let hb = format!("{},format=hf", dir.join("hb").display());
+    let run = crate::faults::bench_nowhere(&["--requests", "1", "--dataset", &hb]);
+    assert_refused(&run, &file, "(the file is cut or corrupt)");
+}
+
+/// M3(c): a cell over the 64 MiB cap in a Hugging Face file is an error
+/// naming the row and column, as a JSONL line over it is.
+#[cfg(feature = "columnar")]
+#[test]
+fn an_arrow_cell_over_64_mib_is_named_by_row_and_column() {
+    use crate::util::columnar::*;
+    let dir = temp_dir("m3c-cell");
+    let stream = arrow_stream(&prompts(["small".to_string(), "z".repeat(65 << 20)]));
+    hf_dir(&dir.join("big"), &stream);
+    drop(stream);
+    let shown = dir.join("big");
+    let hf = format!("{},format=hf", shown.display());
+    let run =
+        crate::faults::bench_nowhere(&["--requests", "1", "--order", "shuffle", "--dataset", &hf]);
+    assert_refused(
+        &run,
+        &shown,
+        "row 1: column 'prompt': a value over 67108864 bytes, more than one cell may hold",
+    );
+}
+
+/// M3(d): the loop that reads Parquet rows reads JSONL lines too: a
+/// million lines with `--requests 1` are no longer all read and
+/// serialized, and a bad line past the one used does not stop the run.
+#[test]
+fn one_request_reads_one_jsonl_line_of_a_million() {
+    let dir = temp_dir("m3d-jsonl");
+    let file = dir.join("million.jsonl");
+    let mut text: String = (0..1_000_000)
+        .map(|i| format!("{{\"prompt\": \"w{i}\"}}\n"))
+        .collect();
+    text.push_str("not json\n");
+    std::fs::write(&file, text).unwrap();
+    let s = crate::faults::one_request_on(&file, &dir);
+    assert_eq!(u(&s["dataset"]["samples"]), 1, "{}", s["dataset"]);
+}
+
+/// L7: a NaN float prompt is said to be NaN, not null; and a file whose
+/// only prompt-like column is mapped to expected= says so.
+#[cfg(feature = "columnar")]
+#[test]
+fn nan_prompts_and_a_prompt_column_mapped_elsewhere_are_named() {
+    use crate::util::columnar::*;
+    let dir = temp_dir("l7-messages");
+    let nan = dir.join("nan.parquet");
+    parquet(&nan, &float_prompts(&[f64::NAN]));
+    let run =
+        crate::faults::bench_nowhere(&["--requests", "1", "--dataset", nan.to_str().unwrap()]);
+    assert_refused(
+        &run,
+        &nan,
+        "row 0: field 'prompt': expected a non-empty string, found NaN (column 'prompt' holds \
+         Float64 numbers)",
+    );
+    let only = dir.join("only.parquet");
+    parquet(&only, &prompts(["a"]));
+    let run = crate::faults::bench_nowhere(&[
+        "--phase",
+        "acc",
+        "--accuracy-dataset",
+        &format!("{},expected=prompt,name=qa", only.display()),
+    ]);
+    assert_refused(
+        &run,
+        &only,
+        "no column left for the prompt: 'prompt' is mapped to expected=prompt",
+    );
+}

@@ -204,10 +204,31 @@ impl ResolvedColumns {
                 ResolvedColumns::from_map(&m)
                     .ok_or_else(|| format!("{file}: column mapping is inconsistent"))
             }
-            [] => Err(format!(
-                "{file}: no prompt column among {names} (or messages/conversations holding \
-                 message arrays) — columns found: {columns}; map one with prompt=COL or messages=COL"
-            )),
+            [] => {
+                // A prompt-like column mapped to another field is why none
+                // was found: say so rather than list it as missing.
+                let elsewhere: Vec<String> = map
+                    .mapped()
+                    .filter(|(_, c)| {
+                        found.iter().any(|(f, _)| f == c)
+                            && (PROMPT_NAMES.contains(c) || MESSAGE_NAMES.contains(c))
+                    })
+                    .map(|(k, c)| format!("'{c}' is mapped to {k}={c}"))
+                    .collect();
+                Err(if elsewhere.is_empty() {
+                    format!(
+                        "{file}: no prompt column among {names} (or messages/conversations \
+                         holding message arrays) — columns found: {columns}; map one with \
+                         prompt=COL or messages=COL"
+                    )
+                } else {
+                    format!(
+                        "{file}: no column left for the prompt: {} — columns found: \
+                         {columns}; name the prompt column with prompt=COL (or messages=COL)",
+                        elsewhere.join(", ")
+                    )
+                })
+            }
             _ => {
                 let several: Vec<&str> = hits.iter().map(|(_, n)| *n).collect();
                 Err(format!(

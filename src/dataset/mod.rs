@@ -140,7 +140,12 @@ pub fn load(
                 return Err(ENOUGH.to_string());
             }
             taken += 1;
-            on_sample(s)
+            on_sample(s)?;
+            // Stop at the last sample wanted, before reading another row.
+            if taken == limit {
+                return Err(ENOUGH.to_string());
+            }
+            Ok(())
         },
         MAX_RECORD,
     );

@@ -3,6 +3,8 @@
 //! test instead of CI; watch and signal the processes a test started; and
 //! keep the tests that start processes from overlapping (`serial`).
 
+#[cfg(feature = "columnar")]
+pub(crate) mod columnar;
 mod limits;
 mod net;
 mod proc;

@@ -125,7 +125,7 @@ fn run_one(
     let mut data = spec.dataset.clone();
     data.columns.expected = Some(expected.column.clone());
     acfg.dataset = Some(data);
-    let mut built = build::build(&acfg, server, None)?;
+    let mut built = build::build(&acfg, server, None, false)?;
     // No shard splits this phase (a sharded run may not have one), and its
     // configuration already says one worker, one connection, kept text.
     let mut stages = acfg.stages.clone();

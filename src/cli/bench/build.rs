@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::row_bound;
 use crate::cli::errln;
 use crate::cli::models::ModelsError;
 use crate::config::BenchConfig;
@@ -48,6 +49,8 @@ pub(super) struct Built<'a> {
     /// How the first scenario asks its endpoint, for the cause of a run
     /// that failed fast.
     pub first: Option<FirstAsk>,
+    /// What the report must say about how the datasets were read.
+    pub notes: Vec<String>,
 }
 
 /// The first scenario's endpoint, what it sends beside the body, and how
@@ -195,11 +198,13 @@ pub(super) fn needs_builtin(cfg: &BenchConfig) -> bool {
     cfg.scenarios.iter().any(|s| s.endpoint.is_none())
 }
 
-/// Builds every scenario. `server` is the built-in endpoint when one runs.
+/// Builds every scenario. `server` is the built-in endpoint when one runs;
+/// `bound_rows`: a dataset file is read only as far as the run can use.
 pub(super) fn build<'a>(
     cfg: &'a BenchConfig,
     server: Option<&ServerHandle>,
     tokenizer: Option<&Tokenizer>,
+    bound_rows: bool,
 ) -> Result<Built<'a>, String> {
     let mut table = Table::default();
     let mut models: BTreeMap<String, String> = BTreeMap::new();
@@ -212,6 +217,7 @@ pub(super) fn build<'a>(
         tls: None,
         secrets: Vec::new(),
         first: None,
+        notes: Vec::new(),
     };
     let (mut sent_headers, mut urls) = (Vec::new(), Vec::new());
     if let Some(w) = cleartext_warning(cfg) {
@@ -372,11 +378,26 @@ pub(super) fn build<'a>(
                             .push(sample, &template, tokenizer, &mut scratch);
                     }
                 }
-                SampleSource::File(spec) => {
+                SampleSource::File(mut spec) => {
+                    // Only the rows the run can use are read (`row_bound`).
+                    let bound = row_bound::rows_needed(cfg)
+                        .filter(|b| bound_rows && spec.limit.is_none_or(|l| b.rows < l));
+                    if let Some(b) = &bound {
+                        spec.limit = Some(b.rows);
+                    }
                     let stats = dataset::load(&spec, &mut |s| {
                         plan.requests.push(&s, &template, tokenizer, &mut scratch);
                         Ok(())
                     })?;
+                    if let Some(b) = bound.filter(|b| stats.loaded == b.rows) {
+                        out.notes.push(format!(
+                            "scenario '{}': read the first {} row(s) of {}: {}",
+                            sc.name,
+                            b.rows,
+                            spec.path.display(),
+                            b.why
+                        ));
+                    }
                     out.datasets.push(streamed(&sc.name, &spec, stats));
                 }
                 SampleSource::Conversations(_) => unreachable!("conversations are multi-turn"),

@@ -10,6 +10,7 @@ mod flags;
 mod help;
 mod mlperf;
 mod plan;
+mod row_bound;
 mod server_metrics;
 mod shard;
 
@@ -152,7 +153,7 @@ fn launch(cfg: &BenchConfig, started: (u64, u64), fd_limit: u64) -> i32 {
     // The host block, read once before anything runs (after the raise, so
     // its fd limit is the workers').
     let host = HostInfo::collect();
-    match execute(cfg, started.0, started.1, fd_limit, host, &|_| Ok(())) {
+    match execute(cfg, started.0, started.1, fd_limit, host, None) {
         Ok(ran) => ran.outcome as i32,
         Err(e) => {
             errln!("llmload bench: {e}");
@@ -173,7 +174,8 @@ pub(crate) struct Ran {
 pub(crate) type SamplesCheck<'a> = &'a dyn Fn(usize) -> Result<(), String>;
 
 /// Runs a resolved configuration exactly as `bench` does, for commands made
-/// of bench runs (`audit`). `check` may refuse the loaded samples.
+/// of bench runs (`audit`). `check` may refuse the loaded samples, so every
+/// row of a dataset file is read (`check` sees the file's row count).
 pub(crate) fn run_config(
     cfg: &BenchConfig,
     fd_limit: u64,
@@ -186,7 +188,7 @@ pub(crate) fn run_config(
         started_wall,
         fd_limit,
         HostInfo::collect(),
-        check,
+        Some(check),
     )
 }
 
@@ -331,13 +333,15 @@ fn flag_error(e: &str) -> String {
 }
 
 /// Runs `cfg`: plan, run its phases, describe the run, write the results.
+/// Without a `check`, a dataset file is read only as far as the run can use
+/// (`row_bound`).
 fn execute(
     cfg: &BenchConfig,
     started_ns: u64,
     started_wall: u64,
     fd_limit: u64,
     host: HostInfo,
-    check: SamplesCheck<'_>,
+    check: Option<SamplesCheck<'_>>,
 ) -> Result<Ran, String> {
     let tokenizer = load_tokenizer(cfg)?;
     let server = if build::needs_builtin(cfg) {
@@ -396,12 +400,14 @@ fn prepare<'a>(
     cfg: &'a BenchConfig,
     server: Option<&ServerHandle>,
     tokenizer: Option<&'a Tokenizer>,
-    check: SamplesCheck<'_>,
+    check: Option<SamplesCheck<'_>>,
     started_wall: u64,
 ) -> Result<(Prepared<'a>, LiveView), String> {
-    let mut built = build::build(cfg, server, tokenizer)?;
-    for sc in &built.scenarios {
-        check(sc.samples())?;
+    let mut built = build::build(cfg, server, tokenizer, check.is_none())?;
+    if let Some(check) = check {
+        for sc in &built.scenarios {
+            check(sc.samples())?;
+        }
     }
     // Every accuracy dataset is read before anything is sent: a bad file
     // fails the run at once, not after the performance phase.
@@ -516,6 +522,7 @@ fn run_phases(
         (result, Vec::new(), events)
     };
     let mut notes = notes(cfg, p.sized_why.clone(), plan.warmup_requests);
+    notes.extend(p.built.notes.iter().cloned());
     if cfg.phase.runs_perf() {
         notes.extend(shard::start_note(cfg, &result));
     }

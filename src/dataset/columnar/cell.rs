@@ -15,6 +15,8 @@ use arrow_array::{Array, OffsetSizeTrait};
 use arrow_schema::DataType;
 use serde_json::{Map, Number, Value};
 
+use crate::dataset::MAX_RECORD;
+
 /// Whether `t` converts (recursively, for lists and structs).
 pub(super) fn supported(t: &DataType) -> bool {
     use DataType as T;
@@ -40,13 +42,16 @@ pub(super) fn is_list(t: &DataType) -> bool {
     }
 }
 
-/// Row `i` of `a`, or what makes it unreadable.
-pub(super) fn value(a: &dyn Array, i: usize) -> Result<Value, String> {
+/// Row `i` of `a`, or what makes it unreadable. `budget` is the bytes the
+/// cell may still take (strings count their bytes, other values 8 each):
+/// a cell over it is refused, as a JSONL line over `MAX_RECORD` is.
+pub(super) fn value(a: &dyn Array, i: usize, budget: &mut usize) -> Result<Value, String> {
     use DataType as T;
     if a.is_null(i) {
         return Ok(Value::Null);
     }
     let wrong = || format!("a column whose data is not of its type {}", a.data_type());
+    take(budget, 8)?;
     Ok(match a.data_type() {
         T::Null => Value::Null,
         T::Boolean => Value::Bool(a.as_boolean_opt().ok_or_else(wrong)?.value(i)),
@@ -101,24 +106,28 @@ pub(super) fn value(a: &dyn Array, i: usize) -> Result<Value, String> {
                 .ok_or_else(wrong)?
                 .value(i),
         ),
-        T::Utf8 => text(a.as_string_opt::<i32>().ok_or_else(wrong)?.value(i)),
-        T::LargeUtf8 => text(a.as_string_opt::<i64>().ok_or_else(wrong)?.value(i)),
-        T::Utf8View => text(a.as_string_view_opt().ok_or_else(wrong)?.value(i)),
-        T::Binary => bytes(a.as_binary_opt::<i32>().ok_or_else(wrong)?.value(i))?,
-        T::LargeBinary => bytes(a.as_binary_opt::<i64>().ok_or_else(wrong)?.value(i))?,
-        T::BinaryView => bytes(a.as_binary_view_opt().ok_or_else(wrong)?.value(i))?,
-        T::FixedSizeBinary(_) => bytes(a.as_fixed_size_binary_opt().ok_or_else(wrong)?.value(i))?,
-        T::List(_) => list(a.as_list_opt::<i32>().ok_or_else(wrong)?, i)?,
-        T::LargeList(_) => list(a.as_list_opt::<i64>().ok_or_else(wrong)?, i)?,
+        T::Utf8 => text(budget, a.as_string_opt::<i32>().ok_or_else(wrong)?.value(i))?,
+        T::LargeUtf8 => text(budget, a.as_string_opt::<i64>().ok_or_else(wrong)?.value(i))?,
+        T::Utf8View => text(budget, a.as_string_view_opt().ok_or_else(wrong)?.value(i))?,
+        T::Binary => bytes(budget, a.as_binary_opt::<i32>().ok_or_else(wrong)?.value(i))?,
+        T::LargeBinary => bytes(budget, a.as_binary_opt::<i64>().ok_or_else(wrong)?.value(i))?,
+        T::BinaryView => bytes(budget, a.as_binary_view_opt().ok_or_else(wrong)?.value(i))?,
+        T::FixedSizeBinary(_) => bytes(
+            budget,
+            a.as_fixed_size_binary_opt().ok_or_else(wrong)?.value(i),
+        )?,
+        T::List(_) => list(a.as_list_opt::<i32>().ok_or_else(wrong)?, i, budget)?,
+        T::LargeList(_) => list(a.as_list_opt::<i64>().ok_or_else(wrong)?, i, budget)?,
         T::FixedSizeList(..) => {
             let items = a.as_fixed_size_list_opt().ok_or_else(wrong)?.value(i);
-            array(items.as_ref())?
+            array(items.as_ref(), budget)?
         }
         T::Struct(_) => {
             let s = a.as_struct_opt().ok_or_else(wrong)?;
             let mut obj = Map::new();
             for (name, col) in s.column_names().into_iter().zip(s.columns()) {
-                obj.insert(name.to_string(), value(col.as_ref(), i)?);
+                take(budget, name.len())?;
+                obj.insert(name.to_string(), value(col.as_ref(), i, budget)?);
             }
             Value::Object(obj)
         }
@@ -128,7 +137,7 @@ pub(super) fn value(a: &dyn Array, i: usize) -> Result<Value, String> {
             if key >= d.values().len() {
                 return Err(format!("a dictionary key ({key}) past its dictionary"));
             }
-            value(d.values().as_ref(), key)?
+            value(d.values().as_ref(), key, budget)?
         }
         other => {
             return Err(format!(
@@ -142,19 +151,52 @@ fn int(n: impl Into<i64>) -> Value {
     Value::from(n.into())
 }
 
+/// Whether row `i` of `a` is a float that is not a number (read as null).
+pub(super) fn is_nan(a: &dyn Array, i: usize) -> bool {
+    if a.is_null(i) {
+        return false;
+    }
+    match a.data_type() {
+        DataType::Float16 => a
+            .as_primitive_opt::<Float16Type>()
+            .is_some_and(|x| x.value(i).is_nan()),
+        DataType::Float32 => a
+            .as_primitive_opt::<Float32Type>()
+            .is_some_and(|x| x.value(i).is_nan()),
+        DataType::Float64 => a
+            .as_primitive_opt::<Float64Type>()
+            .is_some_and(|x| x.value(i).is_nan()),
+        _ => false,
+    }
+}
+
 /// NaN and infinities have no JSON form: they read as null (pandas writes
 /// NaN for a missing number).
 fn float(x: f64) -> Value {
     Number::from_f64(x).map_or(Value::Null, Value::Number)
 }
 
-fn text(s: &str) -> Value {
-    Value::String(s.to_owned())
+/// Takes `n` bytes from the cell's budget, or refuses the cell.
+fn take(budget: &mut usize, n: usize) -> Result<(), String> {
+    match budget.checked_sub(n) {
+        Some(left) => {
+            *budget = left;
+            Ok(())
+        }
+        None => Err(format!(
+            "a value over {MAX_RECORD} bytes, more than one cell may hold (as one JSONL line may)"
+        )),
+    }
 }
 
-fn bytes(b: &[u8]) -> Result<Value, String> {
+fn text(budget: &mut usize, s: &str) -> Result<Value, String> {
+    take(budget, s.len())?;
+    Ok(Value::String(s.to_owned()))
+}
+
+fn bytes(budget: &mut usize, b: &[u8]) -> Result<Value, String> {
     match std::str::from_utf8(b) {
-        Ok(s) => Ok(text(s)),
+        Ok(s) => text(budget, s),
         Err(e) => Err(format!(
             "binary data that is not UTF-8 text (invalid at byte {})",
             e.valid_up_to() + 1
@@ -165,13 +207,14 @@ fn bytes(b: &[u8]) -> Result<Value, String> {
 fn list<O: OffsetSizeTrait>(
     l: &arrow_array::GenericListArray<O>,
     i: usize,
+    budget: &mut usize,
 ) -> Result<Value, String> {
-    array(l.value(i).as_ref())
+    array(l.value(i).as_ref(), budget)
 }
 
-fn array(items: &dyn Array) -> Result<Value, String> {
+fn array(items: &dyn Array, budget: &mut usize) -> Result<Value, String> {
     (0..items.len())
-        .map(|j| value(items, j))
+        .map(|j| value(items, j, budget))
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
 }

@@ -16,7 +16,7 @@ use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use serde_json::Value;
 
-use super::{Plan, Rows};
+use super::{Plan, Rows, ipc_bounds};
 use crate::dataset::spec::{DatasetSpec, HF_DICT, HF_STATE};
 use crate::dataset::{LoadStats, Sample};
 
@@ -30,14 +30,14 @@ pub(crate) fn load(
     let Some(first) = files.first() else {
         return Err(format!("{name}: {HF_STATE} lists no data files"));
     };
-    let schema = Ipc::open(first, None)?.schema();
+    let schema = Ipc::open(first, None, true)?.schema();
     let plan = Plan::new(spec, &schema, &name)?;
     let mut rows = Rows::new(plan, name, spec.skip_invalid, on_sample);
     for path in &files {
         let shown = path.display().to_string();
-        let schema = Ipc::open(path, None)?.schema();
+        let schema = Ipc::open(path, None, path != first)?.schema();
         let projection = rows.plan.indices(&schema, &shown)?;
-        let mut reader = Ipc::open(path, Some(projection))?;
+        let mut reader = Ipc::open(path, Some(projection), false)?;
         while let Some(batch) = reader.next_batch() {
             let batch =
                 batch.map_err(|e| format!("{shown}: cannot decode ({}): {e}", rows.at()))?;
@@ -146,12 +146,17 @@ enum Ipc {
 }
 
 impl Ipc {
-    fn open(path: &Path, projection: Option<Vec<usize>>) -> Result<Ipc, String> {
+    /// Opens `path`, first checking its framing against its length
+    /// (`ipc_bounds`) when `check`: once per file is enough.
+    fn open(path: &Path, projection: Option<Vec<usize>>, check: bool) -> Result<Ipc, String> {
         let shown = path.display();
         let err = |e: &dyn std::fmt::Display| format!("{shown}: {e}");
         let mut f = File::open(path).map_err(|e| err(&e))?;
         let mut magic = [0u8; 6];
         let is_file = f.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
+        if check {
+            ipc_bounds::check(path, is_file)?;
+        }
         let f = File::open(path).map_err(|e| err(&e))?;
         let bad = |e: ArrowError| format!("{shown}: not a readable Arrow IPC file ({e})");
         Ok(if is_file {

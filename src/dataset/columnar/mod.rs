@@ -10,11 +10,16 @@
 
 mod cell;
 pub(super) mod hf;
+#[cfg(test)]
+mod hostile_tests;
+mod ipc_bounds;
+mod ipc_schema;
 pub(super) mod parquet;
 #[cfg(test)]
 mod tests;
+mod thrift;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::Schema;
 use serde::de::DeserializeSeed;
 use serde::de::value::MapDeserializer;
@@ -24,7 +29,7 @@ use super::columns::ResolvedColumns;
 use super::object::RowSeed;
 use super::sink::{Loc, Sink};
 use super::spec::DatasetSpec;
-use super::{LoadStats, Sample};
+use super::{LoadStats, MAX_RECORD, Sample};
 
 /// Rows decoded per batch: large enough that per-batch costs vanish, small
 /// enough that a batch of long prompts stays a few MB.
@@ -101,6 +106,23 @@ impl Plan {
     }
 }
 
+/// A row's error, with "found null" said as what it was when the null came
+/// from a float column's NaN (which has no JSON form, so reads as null).
+fn nan_named(e: String, columns: &[(&str, &ArrayRef)], i: usize) -> String {
+    let nan = columns.iter().find(|(_, c)| cell::is_nan(c.as_ref(), i));
+    match nan {
+        Some((name, c)) if e.contains("found null") => e.replacen(
+            "found null",
+            &format!(
+                "found NaN (column '{name}' holds {} numbers)",
+                c.data_type()
+            ),
+            1,
+        ),
+        _ => e,
+    }
+}
+
 /// Feeds batches row by row through `RowSeed` into the sink.
 struct Rows<'a> {
     plan: Plan,
@@ -137,7 +159,8 @@ impl<'a> Rows<'a> {
             let mut entries: Vec<(&str, Value)> = Vec::with_capacity(columns.len());
             let mut bad = None;
             for (name, c) in &columns {
-                match cell::value(c.as_ref(), i) {
+                let mut budget = MAX_RECORD;
+                match cell::value(c.as_ref(), i, &mut budget) {
                     Ok(v) => entries.push((name, v)),
                     Err(e) => {
                         bad = Some(format!("column '{name}': {e}"));
@@ -153,7 +176,10 @@ impl<'a> Rows<'a> {
             // Built values cannot fail to deserialize; an error here would
             // be a bug, reported as the row's problem rather than a panic.
             match RowSeed(&self.plan.cols).deserialize(map) {
-                Ok(r) => self.sink.row(loc, r.sample, r.seen)?,
+                Ok(r) => {
+                    let sample = r.sample.map_err(|e| nan_named(e, &columns, i));
+                    self.sink.row(loc, sample, r.seen)?
+                }
                 Err(e) => self.sink.invalid(loc, &e.to_string())?,
             }
         }

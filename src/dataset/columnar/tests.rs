@@ -20,16 +20,21 @@ use crate::dataset::testutil::{TempDir, load_all};
 use crate::dataset::{LoadStats, Sample};
 use crate::protocol::Message;
 
-fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+pub(super) fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
 
-fn strings(v: &[Option<&str>]) -> ArrayRef {
+pub(super) fn strings(v: &[Option<&str>]) -> ArrayRef {
     Arc::new(StringArray::from(v.to_vec()))
 }
 
 /// Writes `batches` as a Parquet file, `rows_per_group` rows a row group.
-fn parquet(path: &Path, batches: &[RecordBatch], codec: Compression, rows_per_group: usize) {
+pub(super) fn parquet(
+    path: &Path,
+    batches: &[RecordBatch],
+    codec: Compression,
+    rows_per_group: usize,
+) {
     let props = WriterProperties::builder()
         .set_compression(codec)
         .set_max_row_group_row_count(Some(rows_per_group))
@@ -48,7 +53,7 @@ fn load(arg: &str) -> Result<(Vec<Sample>, LoadStats), String> {
 
 /// `n` rows: prompt `p{i}`, expected `i`, max_tokens `i % 7 + 1`, token ids
 /// `[i, i + 1]`.
-fn numbered(from: usize, n: usize) -> RecordBatch {
+pub(super) fn numbered(from: usize, n: usize) -> RecordBatch {
     let range = from..from + n;
     batch(vec![
         (
@@ -332,7 +337,7 @@ fn templates_render_columns_as_python_would() {
 }
 
 /// Writes `batches` as an Arrow IPC stream (what `save_to_disk` writes).
-fn ipc(path: &Path, batches: &[RecordBatch]) {
+pub(super) fn ipc(path: &Path, batches: &[RecordBatch]) {
     let f = std::fs::File::create(path).unwrap();
     let mut w = StreamWriter::try_new(f, &batches[0].schema()).unwrap();
     for b in batches {
@@ -343,7 +348,7 @@ fn ipc(path: &Path, batches: &[RecordBatch]) {
 
 /// A `save_to_disk` split directory holding `files` (listed in
 /// `state.json` in the given order).
-fn split(dir: &Path, split: &str, files: &[(&str, Vec<RecordBatch>)]) -> PathBuf {
+pub(super) fn split(dir: &Path, split: &str, files: &[(&str, Vec<RecordBatch>)]) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let mut listed = Vec::new();
     for (name, batches) in files {
