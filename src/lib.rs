@@ -34,6 +34,10 @@ mod uuid;
 #[doc(hidden)]
 pub use config::mlperf::fuzzing as mlperf_config_fuzzing;
 
+/// The profile reader, for its fuzz target only.
+#[doc(hidden)]
+pub use config::profile::fuzzing as profile_fuzzing;
+
 /// The `merge` shard-state reader, for its fuzz target only.
 #[doc(hidden)]
 pub use merge::fuzzing as merge_state_fuzzing;

@@ -71,6 +71,10 @@ impl Profile {
 /// anything else is kept as is, so prompts about prices need no escaping.
 fn expand_value(v: &mut Value, path: &mut String, env: EnvLookup<'_>, errors: &mut Vec<String>) {
     match v {
+        // The key given as exactly `${NAME}` stays the reference: `resolve`
+        // reads the variable, and what the run records names it.
+        Value::String(s)
+            if path == "api_key" && crate::config::mlperf::env::whole_reference(s).is_some() => {}
         Value::String(s) if s.contains('$') => match expand_str(s, env) {
             Ok(e) => *s = e,
             Err(msg) => errors.push(format!("{}: {msg}", shown(path))),

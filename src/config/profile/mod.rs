@@ -22,6 +22,26 @@ pub(crate) mod values;
 #[cfg(test)]
 mod tests;
 
+/// The profile reader on text, for the `profile` fuzz target
+/// (`llmload::profile_fuzzing`); nothing else uses it.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Reads `text` as `--profile` does, with one variable set (`FUZZ`);
+    /// `Ok` holds the profile as it would be recorded (serialized), `Err`
+    /// the message.
+    pub fn read(text: &str) -> Result<String, String> {
+        let env = |k: &str| {
+            if k == "FUZZ" {
+                Ok("8000".to_string())
+            } else {
+                Err(std::env::VarError::NotPresent)
+            }
+        };
+        let p = super::Profile::parse(text, "fuzz.json", &env)?;
+        Ok(serde_json::to_string(&p).expect("a profile serializes"))
+    }
+}
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -265,6 +265,11 @@ fn environment_expansion() {
     assert_eq!(p.headers.unwrap()["Authorization"], "Bearer sk-123");
     assert_eq!(p.system.as_deref(), Some("costs $5, or $6; sk-123$"));
     assert_eq!(p.stop.unwrap(), vec!["sk-123".to_string()]);
+    // The key as exactly `${NAME}` stays the reference, read when resolved.
+    let p = Profile::parse(r#"{"api_key": "${KEY}"}"#, "run.json", &env).unwrap();
+    assert_eq!(p.api_key.as_deref(), Some("${KEY}"));
+    let p = Profile::parse(r#"{"api_key": "k-${KEY}"}"#, "run.json", &env).unwrap();
+    assert_eq!(p.api_key.as_deref(), Some("k-sk-123"));
 
     let text = r#"{"headers": {"Authorization": "Bearer ${OPENAI_KEY}"},
         "scenarios": [{"name": "a", "system": "${ALSO_UNSET}"}]}"#;
