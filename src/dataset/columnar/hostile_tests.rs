@@ -282,3 +282,19 @@ fn a_limit_stops_before_the_next_row() {
     let stats = crate::dataset::load(&spec, &mut |_| Ok(())).unwrap();
     assert_eq!(stats.loaded, 1);
 }
+
+/// Found by fuzzing: the Arrow schema a writer embeds in a Parquet file
+/// (`ARROW:schema`) declared an integer of width 0, and arrow-ipc panicked
+/// converting it. The Parquet schema alone decides the cells' types.
+#[test]
+fn a_hostile_embedded_arrow_schema_is_not_read() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/columnar/hostile-arrow-schema.parquet");
+    let arg = format!(
+        "{},format=parquet,prompt=user_prompt,expected=answer",
+        file.display()
+    );
+    if let Err(e) = no_panic(&arg, "an embedded schema with a 0-bit integer") {
+        assert!(e.starts_with(&file.display().to_string()), "{e}");
+    }
+}

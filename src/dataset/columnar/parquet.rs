@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Compression;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
@@ -36,7 +36,11 @@ pub(crate) fn load(
     let f = File::open(&spec.path).map_err(|e| format!("{file}: {e}"))?;
     let len = f.metadata().map_err(|e| format!("{file}: {e}"))?.len();
     let pages = f.try_clone().map_err(|e| format!("{file}: {e}"))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f)
+    // The Arrow schema a writer may embed (`ARROW:schema`) is decoded by
+    // arrow-ipc, which panics on some hostile field types; the Parquet
+    // schema says all the cells need, so the embedded one is not read.
+    let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(f, options)
         .map_err(|e| format!("{file}: not a readable Parquet file ({e})"))?;
     let plan = Plan::new(spec, builder.schema(), &file)?;
     let roots = plan.indices(builder.schema(), &file)?;
