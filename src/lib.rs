@@ -28,6 +28,7 @@ pub mod shm;
 pub mod sys;
 mod tls;
 pub mod tokens;
+mod typo;
 mod uuid;
 
 /// The MLPerf YAML config reader, for its fuzz target only.

@@ -6,6 +6,7 @@
 use argh::FromArgs;
 
 use super::Top;
+use crate::typo::nearest;
 
 /// The message for a command line argh refused with `output`.
 pub fn message(cmd: &str, rest: &[&str], output: &str) -> String {
@@ -55,44 +56,9 @@ fn flags(help: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The flag of `known` nearest `typed`, when it is near enough to be a
-/// typo: at most a third of its letters apart (at least 2).
-fn nearest<'a>(typed: &str, known: &[&'a str]) -> Option<&'a str> {
-    let most = (typed.len() / 3).max(2);
-    known
-        .iter()
-        .map(|k| (distance(typed, k), *k))
-        .filter(|(d, _)| *d <= most)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// Levenshtein distance, in characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let swap = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + swap).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn distances() {
-        assert_eq!(distance("--concurency", "--concurrency"), 1);
-        assert_eq!(distance("--duraton", "--duration"), 1);
-        assert_eq!(distance("", "ab"), 2);
-        assert_eq!(distance("kitten", "sitting"), 3);
-    }
 
     #[test]
     fn typos_get_the_nearest_flag() {

@@ -57,15 +57,6 @@ pub(crate) fn run(args: BenchmarkArgs) -> i32 {
     }
 }
 
-/// A tree built from the command line alone: nothing in it came from the
-/// environment.
-fn plain(value: Value) -> Tree {
-    Tree {
-        value,
-        hidden: Vec::new(),
-    }
-}
-
 /// The profile a parsed command line describes, and what to call its
 /// origin in later errors.
 fn profile_of(
@@ -78,8 +69,8 @@ fn profile_of(
             };
             (mlperf::load_tree(Path::new(path))?, Some(path.clone()))
         }
-        Sub::Offline => (plain(json!({"type": "offline"})), None),
-        Sub::Online => (plain(json!({"type": "online"})), None),
+        Sub::Offline => (Tree::plain(json!({"type": "offline"})), None),
+        Sub::Online => (Tree::plain(json!({"type": "online"})), None),
     };
     if !p.datasets.is_empty() {
         let has = tree

@@ -13,15 +13,10 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// `text` with its references replaced; `Err` names the unset variable.
-#[cfg(test)]
-pub(crate) fn substitute(text: &str, env: Lookup<'_>) -> Result<String, String> {
-    substitute_noting(text, env, &mut Vec::new())
-}
-
-/// `substitute`, pushing every value that came from the environment (not
-/// from a default) onto `from_env`: a config may name any variable, so
-/// what it pulled in is kept out of everything printed about it.
+/// `text` with its references replaced, every value that came from the
+/// environment (not from a default) pushed onto `from_env`: a config may
+/// name any variable, so what it pulled in is kept out of everything
+/// printed about it. `Err` names the unset variable.
 pub(crate) fn substitute_noting(
     text: &str,
     env: Lookup<'_>,
@@ -145,7 +140,7 @@ mod tests {
     }
 
     fn sub(s: &str) -> Result<String, String> {
-        substitute(s, &env)
+        substitute_noting(s, &env, &mut Vec::new())
     }
 
     #[test]

@@ -20,13 +20,6 @@ fn tree(text: &str) -> Tree {
     parse(text, &env).unwrap()
 }
 
-fn plain(value: Value) -> Tree {
-    Tree {
-        value,
-        hidden: Vec::new(),
-    }
-}
-
 fn ok(text: &str) -> Read {
     read(tree(text)).unwrap_or_else(|e| panic!("{e:?}"))
 }
@@ -438,7 +431,7 @@ fn config_yaml_is_mlperfs_schema_and_reads_back() {
         .as_object_mut()
         .unwrap()
         .remove("api_key");
-    read(plain(again)).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    read(Tree::plain(again)).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
 }
 
 #[test]

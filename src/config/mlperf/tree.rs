@@ -69,6 +69,17 @@ pub(crate) struct Tree {
     pub hidden: Vec<String>,
 }
 
+impl Tree {
+    /// A tree nothing of which came from the environment (built from the
+    /// command line, or written back out).
+    pub(crate) fn plain(value: Value) -> Tree {
+        Tree {
+            value,
+            hidden: Vec::new(),
+        }
+    }
+}
+
 /// Parses YAML text into a tree, substituting environment references.
 pub(crate) fn parse(text: &str, env: Lookup<'_>) -> Result<Tree, Vec<(String, String)>> {
     bounds::check(text).map_err(|e| vec![(String::new(), e)])?;

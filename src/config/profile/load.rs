@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::Profile;
+use crate::typo::nearest;
 
 /// Environment lookup, injectable so tests need not touch the process
 /// environment.
@@ -222,30 +223,4 @@ pub(super) fn humanize(msg: &str) -> String {
         None => msg.to_string(),
     };
     msg.replace('`', "")
-}
-
-/// The known name closest to `typo` in edit distance, when close enough to
-/// be a plausible typo.
-pub(super) fn nearest<'a>(typo: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (edit_distance(typo, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-pub(super) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::load::{edit_distance, humanize, nearest};
+use super::load::humanize;
 use super::*;
 use crate::config::resolve::resolve;
 use crate::plan::{ArrivalKind, Load, StagePlan};
@@ -497,7 +497,4 @@ fn a_key_flag_replaces_the_profiles_key_file_and_the_other_way() {
 #[test]
 fn humanize_keeps_unknown_messages() {
     assert_eq!(humanize("something `odd`"), "something odd");
-    assert_eq!(edit_distance("mni", "min"), 2);
-    assert_eq!(nearest("endpiont", &["endpoint", "api"]), Some("endpoint"));
-    assert_eq!(nearest("zzzzzz", &["endpoint", "api"]), None);
 }
