@@ -169,13 +169,9 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
                 file.display()
             ));
         };
-        if state.version() != Some(state::VERSION) {
-            return Err(format!(
-                "{}: state without a version; this llmload reads {}",
-                file.display(),
-                state::VERSION
-            ));
-        }
+        state
+            .readable()
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         let clock = check::clock(state.value()).map_err(|e| format!("{}: {e}", file.display()))?;
         drop(state);
         if first
