@@ -245,22 +245,27 @@ fn time(at: &dyn Display, t: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// A series' count bounded and its sums within what its extremes allow:
-/// count × min ≤ sum ≤ count × max.
+/// `n` values between `min` and `max` add up to `sum`: n × min ≤ sum ≤
+/// n × max. The upper bound, `n × max`.
+fn sum_within(at: &dyn Display, n: u64, min: u64, max: u64, sum: u128) -> Result<u128, String> {
+    let n = u128::from(n);
+    let (lo, hi) = (n * u128::from(min), n * u128::from(max));
+    if min > max || !(lo..=hi).contains(&sum) {
+        return Err(format!(
+            "{at} {sum}: {n} values between {min} and {max} sum to {lo}..={hi}"
+        ));
+    }
+    Ok(hi)
+}
+
+/// A series' count bounded and its sums within what its extremes allow.
 fn series(at: &dyn Display, s: &Series) -> Result<(), String> {
     let n = s.count();
     count(&format_args!("{at}.count"), n)?;
     let (Some(min), Some(max)) = (s.min_ns(), s.max_ns()) else {
         return Ok(());
     };
-    let n = u128::from(n);
-    let (lo, hi) = (n * u128::from(min), n * u128::from(max));
-    if !(lo..=hi).contains(&s.sum_ns()) {
-        return Err(format!(
-            "{at}.sum {}: {n} values between {min} and {max} sum to {lo}..={hi}",
-            s.sum_ns()
-        ));
-    }
+    let hi = sum_within(&format_args!("{at}.sum"), n, min, max, s.sum_ns())?;
     let hi_sq = hi.saturating_mul(u128::from(max));
     if s.sum_sq() > hi_sq {
         return Err(format!(
@@ -360,32 +365,34 @@ fn windows(at: &dyn Display, w: &[(u64, u64)]) -> Result<(), String> {
 
 fn conn_times(at: &dyn Display, t: &ConnTimes) -> Result<(), String> {
     count(&format_args!("{at}.count"), t.count)?;
-    let mut held: u64 = 0;
-    for (i, w) in t.buckets.windows(2).enumerate() {
-        if w[0].0 >= w[1].0 {
-            return Err(format!(
-                "{at}.buckets[{}]: {} after {}, not ascending",
-                i + 1,
-                w[1].0,
-                w[0].0
-            ));
-        }
+    if let Some((i, w)) = t
+        .buckets
+        .windows(2)
+        .enumerate()
+        .find(|(_, w)| w[0].0 >= w[1].0)
+    {
+        return Err(format!(
+            "{at}.buckets[{}]: {} after {}, not ascending",
+            i + 1,
+            w[1].0,
+            w[0].0
+        ));
     }
-    for &(_, n) in &t.buckets {
-        held = held.saturating_add(n);
-    }
+    let held = t
+        .buckets
+        .iter()
+        .fold(0u64, |h, &(_, n)| h.saturating_add(n));
     if held != t.count {
         return Err(format!("{at}.count {}: its buckets hold {held}", t.count));
     }
     if t.count > 0 {
-        let n = u128::from(t.count);
-        let (lo, hi) = (n * u128::from(t.min_ns), n * u128::from(t.max_ns));
-        if t.min_ns > t.max_ns || !(lo..=hi).contains(&t.sum_ns) {
-            return Err(format!(
-                "{at}.sum_ns {}: {n} times between {} and {} ns",
-                t.sum_ns, t.min_ns, t.max_ns
-            ));
-        }
+        sum_within(
+            &format_args!("{at}.sum_ns"),
+            t.count,
+            t.min_ns,
+            t.max_ns,
+            t.sum_ns,
+        )?;
     }
     Ok(())
 }
