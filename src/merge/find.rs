@@ -200,8 +200,8 @@ impl Shard {
     /// the field.
     pub(crate) fn run(&self) -> Result<RunResult, String> {
         let mut doc = read(&self.file)?;
-        let state: RunState = serde_json::from_value(doc["state"].take())
-            .map_err(|e| format!("{}: state: {e}", self.file.display()))?;
+        // Moved out of the document, not deserialized into a copy of it.
+        let state = RunState::from_value(doc["state"].take());
         let run = state
             .to_run()
             .map_err(|e| format!("{}: state: {e}", self.file.display()))?;

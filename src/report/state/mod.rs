@@ -46,6 +46,12 @@ impl RunState {
         RunState(serde_json::to_value(doc).expect("a run always serializes"))
     }
 
+    /// `state` as read from a summary, kept as it is: only `to_run`
+    /// decodes it.
+    pub(crate) fn from_value(state: Value) -> RunState {
+        RunState(state)
+    }
+
     /// The version the state says it is in, if it says.
     pub(crate) fn version(&self) -> Option<u64> {
         self.0.get("version").and_then(Value::as_u64)
