@@ -6,6 +6,8 @@
 //! once added up leave the shard out of the merge, which is then
 //! incomplete and says why (`consistent`).
 
+use std::fmt::Display;
+
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -142,11 +144,13 @@ pub(crate) fn clock(state: &Value) -> Result<Clock, String> {
     }
     for (i, slice) in t.slices.iter().enumerate() {
         for (j, b) in slice.buckets.iter().enumerate() {
-            let at = format!("state.timeline.slices[{i}].buckets[{j}]");
+            // Made only for an error: this runs per bucket, in both passes.
+            let at = || format!("state.timeline.slices[{i}].buckets[{j}]");
             if b.interval >= allowed {
                 return Err(format!(
-                    "{at}.interval {}: past the shard's end (its requests ended within {ran_s} s \
+                    "{}.interval {}: past the shard's end (its requests ended within {ran_s} s \
                      of its start)",
+                    at(),
                     b.interval
                 ));
             }
@@ -156,8 +160,9 @@ pub(crate) fn clock(state: &Value) -> Result<Clock, String> {
             let n = slice.buckets.len() as u64;
             if b.interval >= n {
                 return Err(format!(
-                    "{at}.interval {}: the slice has {n} bucket(s), one or more for every \
+                    "{}.interval {}: the slice has {n} bucket(s), one or more for every \
                      interval",
+                    at(),
                     b.interval
                 ));
             }
@@ -165,7 +170,8 @@ pub(crate) fn clock(state: &Value) -> Result<Clock, String> {
                 && s >= t.stage_names.len() as u64
             {
                 return Err(format!(
-                    "{at}.stage {s}: the timeline names {} stage(s)",
+                    "{}.stage {s}: the timeline names {} stage(s)",
+                    at(),
                     t.stage_names.len()
                 ));
             }
@@ -221,7 +227,7 @@ pub(crate) fn merged_span(clocks: &[Clock]) -> Result<u64, (usize, String)> {
 }
 
 /// Refuses a count past `MAX_COUNT`.
-fn count(at: &str, n: u64) -> Result<(), String> {
+fn count(at: &dyn Display, n: u64) -> Result<(), String> {
     if n > MAX_COUNT {
         return Err(format!(
             "{at} {n}: more than any shard counts ({MAX_COUNT})"
@@ -230,7 +236,7 @@ fn count(at: &str, n: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn time(at: &str, t: u64) -> Result<(), String> {
+fn time(at: &dyn Display, t: u64) -> Result<(), String> {
     if t > MAX_TIME_NS {
         return Err(format!(
             "{at} {t}: past {MAX_TIME_NS} ns, not a clock's time"
@@ -239,22 +245,27 @@ fn time(at: &str, t: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// A series' count bounded and its sums within what its extremes allow:
-/// count × min ≤ sum ≤ count × max.
-fn series(at: &str, s: &Series) -> Result<(), String> {
+/// `n` values between `min` and `max` add up to `sum`: n × min ≤ sum ≤
+/// n × max. The upper bound, `n × max`.
+fn sum_within(at: &dyn Display, n: u64, min: u64, max: u64, sum: u128) -> Result<u128, String> {
+    let n = u128::from(n);
+    let (lo, hi) = (n * u128::from(min), n * u128::from(max));
+    if min > max || !(lo..=hi).contains(&sum) {
+        return Err(format!(
+            "{at} {sum}: {n} values between {min} and {max} sum to {lo}..={hi}"
+        ));
+    }
+    Ok(hi)
+}
+
+/// A series' count bounded and its sums within what its extremes allow.
+fn series(at: &dyn Display, s: &Series) -> Result<(), String> {
     let n = s.count();
-    count(&format!("{at}.count"), n)?;
+    count(&format_args!("{at}.count"), n)?;
     let (Some(min), Some(max)) = (s.min_ns(), s.max_ns()) else {
         return Ok(());
     };
-    let n = u128::from(n);
-    let (lo, hi) = (n * u128::from(min), n * u128::from(max));
-    if !(lo..=hi).contains(&s.sum_ns()) {
-        return Err(format!(
-            "{at}.sum {}: {n} values between {min} and {max} sum to {lo}..={hi}",
-            s.sum_ns()
-        ));
-    }
+    let hi = sum_within(&format_args!("{at}.sum"), n, min, max, s.sum_ns())?;
     let hi_sq = hi.saturating_mul(u128::from(max));
     if s.sum_sq() > hi_sq {
         return Err(format!(
@@ -265,7 +276,7 @@ fn series(at: &str, s: &Series) -> Result<(), String> {
     Ok(())
 }
 
-fn block(at: &str, b: &Block) -> Result<(), String> {
+fn block(at: &dyn Display, b: &Block) -> Result<(), String> {
     let counts = [
         ("issued", b.issued),
         ("completed", b.completed),
@@ -284,7 +295,7 @@ fn block(at: &str, b: &Block) -> Result<(), String> {
         ("goodput.missed_e2e", b.goodput.missed_e2e),
     ];
     for (name, n) in counts {
-        count(&format!("{at}.{name}"), n)?;
+        count(&format_args!("{at}.{name}"), n)?;
     }
     let arrays: [(&str, &[u64]); 3] = [
         ("output_sources", &b.output_sources),
@@ -293,11 +304,11 @@ fn block(at: &str, b: &Block) -> Result<(), String> {
     ];
     for (name, v) in arrays {
         for (i, &n) in v.iter().enumerate() {
-            count(&format!("{at}.{name}[{i}]"), n)?;
+            count(&format_args!("{at}.{name}[{i}]"), n)?;
         }
     }
     for (key, n) in b.errors.named() {
-        count(&format!("{at}.errors.{key}"), n)?;
+        count(&format_args!("{at}.errors.{key}"), n)?;
     }
     if b.completed + b.failed > b.issued {
         return Err(format!(
@@ -320,7 +331,7 @@ fn block(at: &str, b: &Block) -> Result<(), String> {
         ("first_send", b.first_send),
     ];
     for (name, t) in times {
-        time(&format!("{at}.{name}"), t)?;
+        time(&format_args!("{at}.{name}"), t)?;
     }
     let series_of = [
         ("e2e", &b.e2e),
@@ -339,47 +350,49 @@ fn block(at: &str, b: &Block) -> Result<(), String> {
         ("osl", &b.osl),
     ];
     for (name, s) in series_of {
-        series(&format!("{at}.{name}"), s)?;
+        series(&format_args!("{at}.{name}"), s)?;
     }
     Ok(())
 }
 
-fn windows(at: &str, w: &[(u64, u64)]) -> Result<(), String> {
+fn windows(at: &dyn Display, w: &[(u64, u64)]) -> Result<(), String> {
     for (i, &(from, to)) in w.iter().enumerate() {
-        time(&format!("{at}[{i}][0]"), from)?;
-        time(&format!("{at}[{i}][1]"), to)?;
+        time(&format_args!("{at}[{i}][0]"), from)?;
+        time(&format_args!("{at}[{i}][1]"), to)?;
     }
     Ok(())
 }
 
-fn conn_times(at: &str, t: &ConnTimes) -> Result<(), String> {
-    count(&format!("{at}.count"), t.count)?;
-    let mut held: u64 = 0;
-    for (i, w) in t.buckets.windows(2).enumerate() {
-        if w[0].0 >= w[1].0 {
-            return Err(format!(
-                "{at}.buckets[{}]: {} after {}, not ascending",
-                i + 1,
-                w[1].0,
-                w[0].0
-            ));
-        }
+fn conn_times(at: &dyn Display, t: &ConnTimes) -> Result<(), String> {
+    count(&format_args!("{at}.count"), t.count)?;
+    if let Some((i, w)) = t
+        .buckets
+        .windows(2)
+        .enumerate()
+        .find(|(_, w)| w[0].0 >= w[1].0)
+    {
+        return Err(format!(
+            "{at}.buckets[{}]: {} after {}, not ascending",
+            i + 1,
+            w[1].0,
+            w[0].0
+        ));
     }
-    for &(_, n) in &t.buckets {
-        held = held.saturating_add(n);
-    }
+    let held = t
+        .buckets
+        .iter()
+        .fold(0u64, |h, &(_, n)| h.saturating_add(n));
     if held != t.count {
         return Err(format!("{at}.count {}: its buckets hold {held}", t.count));
     }
     if t.count > 0 {
-        let n = u128::from(t.count);
-        let (lo, hi) = (n * u128::from(t.min_ns), n * u128::from(t.max_ns));
-        if t.min_ns > t.max_ns || !(lo..=hi).contains(&t.sum_ns) {
-            return Err(format!(
-                "{at}.sum_ns {}: {n} times between {} and {} ns",
-                t.sum_ns, t.min_ns, t.max_ns
-            ));
-        }
+        sum_within(
+            &format_args!("{at}.sum_ns"),
+            t.count,
+            t.min_ns,
+            t.max_ns,
+            t.sum_ns,
+        )?;
     }
     Ok(())
 }
@@ -387,21 +400,24 @@ fn conn_times(at: &str, t: &ConnTimes) -> Result<(), String> {
 /// Every count of `run` within `MAX_COUNT` and consistent with the others
 /// it bounds; the first that is not, by its path in `state`.
 pub(crate) fn consistent(run: &RunResult) -> Result<(), String> {
-    block("total", &run.total)?;
-    block("warmup", &run.warmup)?;
-    windows("measured", &run.measured)?;
+    block(&"total", &run.total)?;
+    block(&"warmup", &run.warmup)?;
+    windows(&"measured", &run.measured)?;
     for (i, s) in run.scenarios.iter().enumerate() {
-        block(&format!("scenarios[{i}].block"), &s.block)?;
+        block(&format_args!("scenarios[{i}].block"), &s.block)?;
     }
     for (i, st) in run.stages.iter().enumerate() {
-        block(&format!("stages[{i}].block"), &st.block)?;
+        block(&format_args!("stages[{i}].block"), &st.block)?;
         for (j, s) in st.scenarios.iter().enumerate() {
-            block(&format!("stages[{i}].scenarios[{j}].block"), &s.block)?;
+            block(&format_args!("stages[{i}].scenarios[{j}].block"), &s.block)?;
         }
-        windows(&format!("stages[{i}].measured"), &st.measured)?;
+        windows(&format_args!("stages[{i}].measured"), &st.measured)?;
         match st.load {
             crate::plan::Load::Closed { concurrency } => {
-                count(&format!("stages[{i}].load.concurrency"), concurrency as u64)?;
+                count(
+                    &format_args!("stages[{i}].load.concurrency"),
+                    concurrency as u64,
+                )?;
             }
             crate::plan::Load::Open {
                 rate_from, rate_to, ..
@@ -428,7 +444,7 @@ pub(crate) fn consistent(run: &RunResult) -> Result<(), String> {
         ("max_inflight", g.max_inflight),
     ];
     for (name, n) in counters {
-        count(&format!("generator.{name}"), n)?;
+        count(&format_args!("generator.{name}"), n)?;
     }
     if g.workers > MAX_WORKERS || g.worker_max_rss_kib.len() > g.workers {
         return Err(format!(
@@ -451,29 +467,27 @@ pub(crate) fn consistent(run: &RunResult) -> Result<(), String> {
         ("failed", c.failed),
         ("opened_in_window", c.opened_in_window),
     ] {
-        count(&format!("connections.{name}"), n)?;
+        count(&format_args!("connections.{name}"), n)?;
     }
-    conn_times("connections.tcp_connect", &c.tcp_connect)?;
-    conn_times("connections.tls_handshake", &c.tls_handshake)?;
+    conn_times(&"connections.tcp_connect", &c.tcp_connect)?;
+    conn_times(&"connections.tls_handshake", &c.tls_handshake)?;
     for (i, e) in run.endpoints.iter().enumerate() {
-        let at = format!("endpoints[{i}]");
-        count(&format!("{at}.completed"), e.completed)?;
-        count(&format!("{at}.failed"), e.failed)?;
+        count(&format_args!("endpoints[{i}].completed"), e.completed)?;
+        count(&format_args!("endpoints[{i}].failed"), e.failed)?;
         for (key, n) in e.errors.named() {
-            count(&format!("{at}.errors.{key}"), n)?;
+            count(&format_args!("endpoints[{i}].errors.{key}"), n)?;
         }
-        series(&format!("{at}.ttft"), &e.ttft)?;
-        series(&format!("{at}.e2e"), &e.e2e)?;
+        series(&format_args!("endpoints[{i}].ttft"), &e.ttft)?;
+        series(&format_args!("endpoints[{i}].e2e"), &e.e2e)?;
     }
     let t = &run.timeline;
-    count("timeline.stragglers", t.stragglers)?;
-    count("timeline.scenarios_left_out", t.scenarios_left_out as u64)?;
+    count(&"timeline.stragglers", t.stragglers)?;
+    count(&"timeline.scenarios_left_out", t.scenarios_left_out as u64)?;
     for (i, &n) in t.in_flight.iter().enumerate() {
-        count(&format!("timeline.in_flight[{i}]"), n)?;
+        count(&format_args!("timeline.in_flight[{i}]"), n)?;
     }
     for (i, slice) in t.slices.iter().enumerate() {
         for (j, b) in slice.buckets.iter().enumerate() {
-            let at = format!("timeline.slices[{i}].buckets[{j}]");
             for (name, n) in [
                 ("completed", b.completed),
                 ("failed", b.failed),
@@ -481,10 +495,13 @@ pub(crate) fn consistent(run: &RunResult) -> Result<(), String> {
                 ("input_tokens", b.input_tokens),
                 ("good", b.good),
             ] {
-                count(&format!("{at}.{name}"), n)?;
+                count(&format_args!("timeline.slices[{i}].buckets[{j}].{name}"), n)?;
             }
             for e in &b.errors {
-                count(&format!("{at}.errors"), e.2)?;
+                count(
+                    &format_args!("timeline.slices[{i}].buckets[{j}].errors"),
+                    e.2,
+                )?;
             }
         }
     }

@@ -169,13 +169,9 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
                 file.display()
             ));
         };
-        if state.version() != Some(state::VERSION) {
-            return Err(format!(
-                "{}: state without a version; this llmload reads {}",
-                file.display(),
-                state::VERSION
-            ));
-        }
+        state
+            .readable()
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         let clock = check::clock(state.value()).map_err(|e| format!("{}: {e}", file.display()))?;
         drop(state);
         if first
@@ -195,11 +191,7 @@ pub(crate) fn find(dirs: &[PathBuf], skip: Option<&Path>) -> Result<Found, Strin
             clock,
         });
     }
-    let mut found = check(shards, first)?;
-    let clocks: Vec<Clock> = found.shards.iter().map(|s| s.clock).collect();
-    found.span_s = check::merged_span(&clocks)
-        .map_err(|(i, e)| format!("{}: {e}", found.shards[i].file.display()))?;
-    Ok(found)
+    check(shards, first)
 }
 
 impl Shard {
@@ -208,8 +200,8 @@ impl Shard {
     /// the field.
     pub(crate) fn run(&self) -> Result<RunResult, String> {
         let mut doc = read(&self.file)?;
-        let state: RunState = serde_json::from_value(doc["state"].take())
-            .map_err(|e| format!("{}: state: {e}", self.file.display()))?;
+        // Moved out of the document, not deserialized into a copy of it.
+        let state = RunState::from_value(doc["state"].take());
         let run = state
             .to_run()
             .map_err(|e| format!("{}: state: {e}", self.file.display()))?;
@@ -243,6 +235,8 @@ pub(super) fn other_version(doc: &serde_json::Value) -> Result<(), String> {
     ))
 }
 
+/// `shards` checked to be one run's, ascending by index, with the span
+/// of their merged timeline.
 fn check(mut shards: Vec<Shard>, first_summary: Option<Summary>) -> Result<Found, String> {
     let Some(first) = shards.first() else {
         return Err("no shard's summary.json found".into());
@@ -295,12 +289,15 @@ fn check(mut shards: Vec<Shard>, first_summary: Option<Summary>) -> Result<Found
     let missing = (1..=count)
         .filter(|i| shards.binary_search_by_key(i, |s| s.shard.index).is_err())
         .collect();
+    let clocks: Vec<Clock> = shards.iter().map(|s| s.clock).collect();
+    let span_s = check::merged_span(&clocks)
+        .map_err(|(i, e)| format!("{}: {e}", shards[i].file.display()))?;
     Ok(Found {
         run_id,
         count,
         shards,
         missing,
         first: first_summary.expect("a shard was found"),
-        span_s: 0,
+        span_s,
     })
 }

@@ -67,7 +67,7 @@ fn merge(found: &Found) -> Result<Merged, String> {
         earliest.run_start_ns,
         found.span_s,
     );
-    let mut merged = Vec::new();
+    let mut added: Vec<&find::Shard> = Vec::new();
     for s in &found.shards {
         let run = s.run()?;
         let index = s.shard.index;
@@ -89,7 +89,7 @@ fn merge(found: &Found) -> Result<Merged, String> {
                 reasons: s.incomplete_reasons.clone(),
             });
         }
-        merged.push(index);
+        added.push(s);
     }
     reasons.sort_by_key(|r| match r {
         Incomplete::ShardMissing { index, .. }
@@ -98,49 +98,44 @@ fn merge(found: &Found) -> Result<Merged, String> {
         _ => 0,
     });
     let merged_run = merger.finish(reasons);
-    let info = info(found, &merged, &merged_run);
+    let info = info(found, &added, &merged_run);
     Ok(Merged {
         run: merged_run,
         info,
-        dirs: found
-            .shards
-            .iter()
-            .filter(|s| merged.contains(&s.shard.index))
-            .map(|s| s.dir.clone())
-            .collect(),
+        dirs: added.iter().map(|s| s.dir.clone()).collect(),
     })
 }
 
-/// How the merged run was put together: `merged` the indices added.
-fn merged_summary(found: &Found, merged: &[u32]) -> MergedSummary {
+/// How the merged run was put together: `added` the shards merged, the
+/// rest of `found` left out as inconsistent.
+fn merged_summary(found: &Found, added: &[&find::Shard]) -> MergedSummary {
     let shards = &found.shards;
     let starts = shards.iter().map(|s| s.shard.started_unix_ns);
     let first_at = &shards[0].shard.start_at;
     let aligned = first_at.is_some() && shards.iter().all(|s| s.shard.start_at == *first_at);
-    let added = |s: &&find::Shard| merged.binary_search(&s.shard.index).is_ok();
+    let merged: Vec<u32> = added.iter().map(|s| s.shard.index).collect();
     MergedSummary {
         run_id: found.run_id.clone(),
         shards: found.count,
-        merged: merged.to_vec(),
         missing: found.missing.clone(),
-        incomplete: shards
+        incomplete: added
             .iter()
-            .filter(added)
             .filter(|s| !s.complete)
             .map(|s| s.shard.index)
             .collect(),
+        // Both ascending by index.
         inconsistent: shards
             .iter()
-            .filter(|s| !added(s))
             .map(|s| s.shard.index)
+            .filter(|i| merged.binary_search(i).is_err())
             .collect(),
+        merged,
         aligned,
         start_at: if aligned { first_at.clone() } else { None },
         start_skew_ns: starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0),
         max_clock_error_ns: shards.iter().filter_map(|s| s.shard.clock_error_ns).max(),
-        sources: shards
+        sources: added
             .iter()
-            .filter(added)
             .map(|s| MergedSource {
                 index: s.shard.index,
                 dir: s.dir.display().to_string(),
@@ -152,27 +147,23 @@ fn merged_summary(found: &Found, merged: &[u32]) -> MergedSummary {
 }
 
 /// The report's account of the run: the lowest-index shard's description,
-/// the merged shards' events counted together.
-fn info(found: &Found, merged: &[u32], run: &RunResult) -> RunInfo {
+/// the `added` shards' events counted together.
+fn info(found: &Found, added: &[&find::Shard], run: &RunResult) -> RunInfo {
     let s: &Summary = &found.first;
-    let events = found
-        .shards
-        .iter()
-        .filter(|sh| merged.binary_search(&sh.shard.index).is_ok())
-        .fold(
-            EventsStats {
-                written: 0,
-                ..s.events.clone()
-            },
-            |mut e, sh| {
-                e.written += sh.events.written;
-                e.dropped += sh.events.dropped;
-                if e.error.is_none() {
-                    e.error = sh.events.error.clone();
-                }
-                e
-            },
-        );
+    let events = added.iter().fold(
+        EventsStats {
+            written: 0,
+            ..s.events.clone()
+        },
+        |mut e, sh| {
+            e.written += sh.events.written;
+            e.dropped += sh.events.dropped;
+            if e.error.is_none() {
+                e.error = sh.events.error.clone();
+            }
+            e
+        },
+    );
     RunInfo {
         config: s.config.clone(),
         target: s.target.clone(),
@@ -200,7 +191,7 @@ fn info(found: &Found, merged: &[u32], run: &RunResult) -> RunInfo {
             .unwrap_or_default(),
         io: s.generator.io.clone(),
         shard: None,
-        merged: Some(merged_summary(found, merged)),
+        merged: Some(merged_summary(found, added)),
     }
 }
 

@@ -74,18 +74,14 @@ impl Merger {
         out.stragglers += t.stragglers;
         out.scenarios_left_out = out.scenarios_left_out.max(t.scenarios_left_out);
         let span = self.span;
-        let at = |k: u64, field: &str| {
-            let at = k + p.shift;
-            if at >= span {
-                Err(format!(
-                    "timeline.{field} {k}: past the merged timeline's {span} intervals"
-                ))
-            } else {
-                Ok(at)
-            }
+        // Messages are made only on the error path: `at` runs per bucket.
+        let at = |k: u64| Some(k + p.shift).filter(|&at| at < span);
+        let past = |field: &dyn std::fmt::Display, k: u64| {
+            format!("timeline.{field} {k}: past the merged timeline's {span} intervals")
         };
         if let Some(last) = t.in_flight.len().checked_sub(1) {
-            let end = at(last as u64, "in_flight")? as usize;
+            let last = last as u64;
+            let end = at(last).ok_or_else(|| past(&"in_flight", last))? as usize;
             if out.in_flight.len() <= end {
                 out.in_flight.resize(end + 1, 0);
             }
@@ -102,8 +98,10 @@ impl Merger {
                 }
             };
             for (j, b) in slice.buckets.iter().enumerate() {
-                let field = format!("slices[{i}].buckets[{j}]");
-                let interval = at(u64::from(b.interval), &format!("{field}.interval"))? as u32;
+                let k = u64::from(b.interval);
+                let interval = at(k)
+                    .ok_or_else(|| past(&format_args!("slices[{i}].buckets[{j}].interval"), k))?
+                    as u32;
                 let cell = cells.entry(key(interval, b.stage)).or_insert_with(|| Cell {
                     b: Bucket {
                         interval,
@@ -115,9 +113,9 @@ impl Merger {
                 });
                 cell.b.add_counts(b);
                 add(&mut cell.ttft, b.ttft_hist.as_deref())
-                    .map_err(|e| format!("timeline.{field}.ttft_hist: {e}"))?;
+                    .map_err(|e| format!("timeline.slices[{i}].buckets[{j}].ttft_hist: {e}"))?;
                 add(&mut cell.e2e, b.e2e_hist.as_deref())
-                    .map_err(|e| format!("timeline.{field}.e2e_hist: {e}"))?;
+                    .map_err(|e| format!("timeline.slices[{i}].buckets[{j}].e2e_hist: {e}"))?;
             }
         }
         Ok(())

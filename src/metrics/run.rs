@@ -137,25 +137,16 @@ impl ConnTimes {
         self.sum_ns += o.sum_ns;
         self.min_ns = self.min_ns.min(o.min_ns);
         self.max_ns = self.max_ns.max(o.max_ns);
-        // Both ascending: one pass over the two, whatever their lengths.
-        let mine = std::mem::take(&mut self.buckets);
-        let mut out = Vec::with_capacity(mine.len().max(o.buckets.len()));
-        let (mut a, mut b) = (mine.into_iter().peekable(), o.buckets.iter().peekable());
-        loop {
-            let next = match (a.peek(), b.peek()) {
-                (Some(&(x, n)), Some(&&(y, m))) if x == y => {
-                    a.next();
-                    b.next();
-                    (x, n + m)
-                }
-                (Some(&(x, _)), Some(&&(y, _))) if y < x => *b.next().expect("peeked"),
-                (Some(_), _) => a.next().expect("peeked"),
-                (None, Some(_)) => *b.next().expect("peeked"),
-                (None, None) => break,
-            };
-            out.push(next);
-        }
-        self.buckets = out;
+        // Both ascending: the stable sort finds the two runs and merges
+        // them in one pass, whatever their lengths.
+        self.buckets.extend_from_slice(&o.buckets);
+        self.buckets.sort_by_key(|&(v, _)| v);
+        self.buckets.dedup_by(|next, kept| {
+            next.0 == kept.0 && {
+                kept.1 += next.1;
+                true
+            }
+        });
     }
 
     /// The `q` quantile (0..=1) in ns, the nearest-rank bucket's middle
@@ -587,6 +578,22 @@ mod tests {
         assert_eq!((c.tcp_connect.count, c.tcp_connect.sum_ns), (6, 10_000));
         assert_eq!((c.tcp_connect.min_ns, c.tcp_connect.max_ns), (1_000, 3_000));
         assert_eq!(c.tls_handshake, other.tls_handshake);
+        // Interleaved buckets keep their order; a shared one adds.
+        let mut a = ConnTimes {
+            buckets: vec![(1, 1), (5, 2), (9, 3)],
+            count: 6,
+            sum_ns: 38,
+            min_ns: 1,
+            max_ns: 9,
+        };
+        a.merge(&ConnTimes {
+            buckets: vec![(0, 1), (5, 4), (7, 1), (12, 2)],
+            count: 8,
+            sum_ns: 51,
+            min_ns: 0,
+            max_ns: 12,
+        });
+        assert_eq!(a.buckets, [(0, 1), (1, 1), (5, 6), (7, 1), (9, 3), (12, 2)]);
     }
 
     #[test]

@@ -207,7 +207,10 @@ pub(crate) fn wait_run(child: Child, out: PathBuf, limit: Duration) -> Run {
 
 /// Waits for `child` to exit, reading its piped stdout and stderr as it
 /// goes; kills it and fails the test after `limit`.
-fn finish(mut child: Child, limit: Duration) -> (ExitStatus, Vec<u8>, Vec<u8>, Duration) {
+pub(super) fn finish(
+    mut child: Child,
+    limit: Duration,
+) -> (ExitStatus, Vec<u8>, Vec<u8>, Duration) {
     let start = Instant::now();
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {

@@ -46,6 +46,12 @@ impl RunState {
         RunState(serde_json::to_value(doc).expect("a run always serializes"))
     }
 
+    /// `state` as read from a summary, kept as it is: only `to_run`
+    /// decodes it.
+    pub(crate) fn from_value(state: Value) -> RunState {
+        RunState(state)
+    }
+
     /// The version the state says it is in, if it says.
     pub(crate) fn version(&self) -> Option<u64> {
         self.0.get("version").and_then(Value::as_u64)
@@ -56,13 +62,21 @@ impl RunState {
         &self.0
     }
 
+    /// Refuses a state of another version, or of none: the types behind
+    /// it may differ from this llmload's.
+    pub(crate) fn readable(&self) -> Result<(), String> {
+        match self.version() {
+            Some(VERSION) => Ok(()),
+            Some(v) => Err(format!("state version {v}; this llmload reads {VERSION}")),
+            None => Err(format!(
+                "state without a version; this llmload reads {VERSION}"
+            )),
+        }
+    }
+
     /// The run this state was made of; an error names the part at fault.
     pub(crate) fn to_run(&self) -> Result<RunResult, String> {
-        match self.version() {
-            Some(VERSION) => {}
-            Some(v) => return Err(format!("state version {v}; this llmload reads {VERSION}")),
-            None => return Err("state without a version".into()),
-        }
+        self.readable()?;
         serde_path_to_error::deserialize(&self.0).map_err(|e| {
             let path = e.path().to_string();
             format!("{path}: {}", e.into_inner())
