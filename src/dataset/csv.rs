@@ -163,7 +163,9 @@ fn sample_from_record(rec: &ByteRecord, c: &CsvColumns) -> Result<Sample, String
                         super::json::message(&e)
                     ))
                 })?;
-                parts.messages = Some(messages::from_value(v).map_err(|found| err(&found))?);
+                let (m, sharegpt) = messages::from_value(v).map_err(|found| err(&found))?;
+                parts.messages = Some(m);
+                parts.sharegpt = sharegpt;
             }
             Field::InputTokens => {
                 parts.input_tokens = Some(tokens_from_text(text).map_err(|f| err(&f))?)
@@ -434,6 +436,19 @@ mod tests {
             e.contains("column 'prompt' (prompt) appears more than once"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_sharegpt_cell_sends_its_first_human_turn() {
+        let d = TempDir::new("csv-sharegpt");
+        let conv = r#"[{""from"": ""human"", ""value"": ""Q1""}, {""from"": ""gpt"", ""value"": ""one two three""}, {""from"": ""human"", ""value"": ""Q2""}]"#;
+        let p = d.file("sg.csv", format!("id,conversations\n1,\"{conv}\"\n"));
+        let (got, _) = load_all(p.to_str().unwrap()).unwrap();
+        assert_eq!(got[0].messages, vec![Message::user("Q1")]);
+        assert_eq!(got[0].max_tokens, Some(4));
+        let (got, _) = load_all(&format!("{},sharegpt=whole", p.display())).unwrap();
+        assert_eq!(got[0].messages.len(), 3);
+        assert_eq!(got[0].max_tokens, None);
     }
 
     #[test]

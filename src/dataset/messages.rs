@@ -23,33 +23,36 @@ pub(crate) fn kind(v: &Value) -> String {
     }
 }
 
-/// The messages of `v`, or what was found instead (for "found …").
-pub(crate) fn from_value(v: Value) -> Result<Vec<Message>, String> {
-    from_value_shaped(v).map(|(m, _)| m)
-}
-
-/// `from_value`, and whether the messages were ShareGPT's `{from, value}`.
-pub(crate) fn from_value_shaped(v: Value) -> Result<(Vec<Message>, bool), String> {
+/// The messages of `v` and whether any was ShareGPT's `{from, value}`
+/// (`Parts::sharegpt`), or what was found instead (for "found …").
+pub(crate) fn from_value(v: Value) -> Result<(Vec<Message>, bool), String> {
     let items = match v {
         Value::Array(items) if !items.is_empty() => items,
         other => return Err(kind(&other)),
     };
-    let sharegpt = items
-        .iter()
-        .any(|i| i.get("from").is_some() && i.get("role").is_none());
+    let mut sharegpt = false;
     let messages = items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| message(item).map_err(|e| format!("message {i} {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, item)| {
+            let (m, from) = message(item).map_err(|e| format!("message {i} {e}"))?;
+            sharegpt |= from;
+            Ok(m)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok((messages, sharegpt))
 }
 
-fn message(item: Value) -> Result<Message, String> {
+/// One message, and whether its role was ShareGPT's `from`.
+fn message(item: Value) -> Result<(Message, bool), String> {
     let Value::Object(mut obj) = item else {
         return Err(format!("being {}", kind(&item)));
     };
-    let role = match obj.remove("role").or_else(|| obj.remove("from")) {
+    let (role, from) = match obj.remove("role") {
+        Some(r) => (Some(r), false),
+        None => (obj.remove("from"), true),
+    };
+    let role = match role {
         Some(Value::String(r)) if !r.is_empty() => match r.as_str() {
             "human" => "user".to_string(),
             "gpt" | "chatgpt" | "bard" | "model" => "assistant".to_string(),
@@ -66,7 +69,7 @@ fn message(item: Value) -> Result<Message, String> {
         Some(other) => return Err(format!("with content that is {}", kind(&other))),
         None => return Err("without content (or value)".to_string()),
     };
-    Ok(Message { role, content })
+    Ok((Message { role, content }, from))
 }
 
 /// Concatenates `[{type: "text", text}]` parts (bare strings too).
@@ -132,15 +135,20 @@ mod tests {
         ]);
         assert_eq!(
             from_value(v).unwrap(),
-            vec![
-                m("system", "sys"),
-                m("user", "ab"),
-                m("assistant", ""),
-                m("user", "q"),
-                m("assistant", "r"),
-                m("tool", "xy"),
-            ]
+            (
+                vec![
+                    m("system", "sys"),
+                    m("user", "ab"),
+                    m("assistant", ""),
+                    m("user", "q"),
+                    m("assistant", "r"),
+                    m("tool", "xy"),
+                ],
+                true
+            )
         );
+        let openai = json!([{"role": "user", "content": "a"}]);
+        assert_eq!(from_value(openai).unwrap(), (vec![m("user", "a")], false));
     }
 
     #[test]

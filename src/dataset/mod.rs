@@ -136,12 +136,12 @@ pub fn load(
     let result = load_capped(
         spec,
         &mut |s| {
-            if taken == limit {
-                return Err(ENOUGH.to_string());
+            // Stop at the last sample wanted, before reading another row
+            // (a limit of 0 takes none).
+            if taken < limit {
+                taken += 1;
+                on_sample(s)?;
             }
-            taken += 1;
-            on_sample(s)?;
-            // Stop at the last sample wanted, before reading another row.
             if taken == limit {
                 return Err(ENOUGH.to_string());
             }

@@ -272,7 +272,7 @@ impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
                     (None, other) => Some(other.describe()),
                 }
             }
-            Field::Messages => match messages::from_value_shaped(Value::deserialize(d)?) {
+            Field::Messages => match messages::from_value(Value::deserialize(d)?) {
                 Ok((m, sharegpt)) => {
                     parts.messages = Some(m);
                     parts.sharegpt = sharegpt;

@@ -223,6 +223,9 @@ pub(super) fn build<'a>(
     if let Some(w) = cleartext_warning(cfg) {
         errln!("llmload bench: warning: {w}");
     }
+    // Only the rows the run can use are read from a dataset file: the
+    // bound is the run's, the same for every scenario.
+    let bound = row_bound::rows_needed(cfg).filter(|_| bound_rows);
     for (i, sc) in cfg.scenarios.iter().enumerate() {
         let proto = sc.protocol;
         let endpoint = match (&sc.endpoint, server) {
@@ -379,9 +382,9 @@ pub(super) fn build<'a>(
                     }
                 }
                 SampleSource::File(mut spec) => {
-                    // Only the rows the run can use are read (`row_bound`).
-                    let bound = row_bound::rows_needed(cfg)
-                        .filter(|b| bound_rows && spec.limit.is_none_or(|l| b.rows < l));
+                    let bound = bound
+                        .as_ref()
+                        .filter(|b| spec.limit.is_none_or(|l| b.rows < l));
                     if let Some(b) = &bound {
                         spec.limit = Some(b.rows);
                     }

@@ -38,13 +38,13 @@ pub(super) fn rows_needed(cfg: &BenchConfig) -> Option<RowBound> {
     let share = |n: u64| crate::shard::share(n, index, count);
     // Each request draws one row; after a warm-up by count the order
     // starts again from the first row, so adding the two over-counts.
-    let mut draws = share(cfg.warmup_requests);
+    let (mut draws, mut total) = (share(cfg.warmup_requests), cfg.warmup_requests);
     for stage in &cfg.stages {
-        draws = draws.checked_add(share(stage.requests?))?;
+        let n = stage.requests?;
+        draws = draws.checked_add(share(n))?;
+        total = total.checked_add(n)?;
     }
     let rows = draws.checked_mul(u64::from(count))?.max(1);
-    let total: u64 =
-        cfg.stages.iter().filter_map(|s| s.requests).sum::<u64>() + cfg.warmup_requests;
     Some(RowBound {
         rows,
         why: format!("{total} request(s) in sequential order use at most the first {rows} row(s)"),

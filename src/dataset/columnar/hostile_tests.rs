@@ -246,6 +246,27 @@ fn a_nan_prompt_is_called_nan() {
 }
 
 #[test]
+fn a_null_prompt_beside_a_nan_elsewhere_is_called_null() {
+    let d = TempDir::new("nan-beside");
+    let p = d.path().join("nan.parquet");
+    let n: ArrayRef = Arc::new(Float64Array::from(vec![f64::NAN]));
+    parquet(
+        &p,
+        &[batch(vec![("prompt", strings(&[None])), ("n", n)])],
+        Compression::UNCOMPRESSED,
+        10,
+    );
+    let e = load_all(&format!("{},max_tokens=n", p.display())).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            "{}: row 0: field 'prompt': expected a non-empty string, found null",
+            p.display()
+        )
+    );
+}
+
+#[test]
 fn the_only_prompt_column_mapped_elsewhere_is_said() {
     let d = TempDir::new("taken");
     let p = d.path().join("only.parquet");

@@ -108,8 +108,12 @@ impl Plan {
 
 /// A row's error, with "found null" said as what it was when the null came
 /// from a float column's NaN (which has no JSON form, so reads as null).
+/// Only the column the error is about counts: a NaN in another column
+/// (an optional number read as absent) is not what was found.
 fn nan_named(e: String, columns: &[(&str, &ArrayRef)], i: usize) -> String {
-    let nan = columns.iter().find(|(_, c)| cell::is_nan(c.as_ref(), i));
+    let nan = columns
+        .iter()
+        .find(|(name, c)| cell::is_nan(c.as_ref(), i) && e.contains(&format!("field '{name}'")));
     match nan {
         Some((name, c)) if e.contains("found null") => e.replacen(
             "found null",
