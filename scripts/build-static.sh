@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the shipped llmload binary: statically linked against glibc, with the
-# `dist` profile (fat LTO, one codegen unit, panic=abort). Progress goes to
+# `dist` profile (fat LTO, one codegen unit, stripped). Progress goes to
 # stderr; the last line on stdout is the binary's path, so callers can do
 #   bin=$(scripts/build-static.sh | tail -n1)
 #

@@ -1866,7 +1866,7 @@ fn sharegpt_rows_send_the_first_human_turn() {
 
 /// M3(a): a changed footer byte (a negative column offset) given as an
 /// accuracy dataset is refused naming the file; it panicked inside the
-/// parquet crate (exit 101, or an abort in the dist build).
+/// parquet crate (exit 101).
 #[cfg(feature = "columnar")]
 #[test]
 fn a_corrupt_parquet_accuracy_dataset_is_refused_not_a_panic() {
@@ -1967,4 +1967,22 @@ fn nan_prompts_and_a_prompt_column_mapped_elsewhere_are_named() {
         &only,
         "no column left for the prompt: 'prompt' is mapped to expected=prompt",
     );
+}
+
+/// Fuzz finding 6 (docs/FUZZING.md): corrupt definition levels inside a
+/// data page panicked in the parquet crate mid-decode (exit 101, an abort
+/// in the dist build), past every check made before the reader runs.
+#[cfg(feature = "columnar")]
+#[test]
+fn corrupt_definition_levels_in_a_parquet_page_are_refused_not_a_panic() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/columnar/corrupt-def-levels.parquet");
+    let run =
+        crate::faults::bench_nowhere(&["--requests", "1", "--dataset", file.to_str().unwrap()]);
+    assert_refused(
+        &run,
+        &file,
+        "row 0: cannot decode: the decoder failed on malformed data (offset + len out of bounds)",
+    );
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }

@@ -16,6 +16,7 @@ use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use serde_json::Value;
 
+use super::contained::contained;
 use super::{Plan, Rows, ipc_bounds};
 use crate::dataset::spec::{DatasetSpec, HF_DICT, HF_STATE};
 use crate::dataset::{LoadStats, Sample};
@@ -38,7 +39,9 @@ pub(crate) fn load(
         let schema = Ipc::open(path, None, path != first)?.schema();
         let projection = rows.plan.indices(&schema, &shown)?;
         let mut reader = Ipc::open(path, Some(projection), false)?;
-        while let Some(batch) = reader.next_batch() {
+        while let Some(batch) = contained(|| reader.next_batch())
+            .map_err(|e| format!("{shown}: cannot decode ({}): {e}", rows.at()))?
+        {
             let batch =
                 batch.map_err(|e| format!("{shown}: cannot decode ({}): {e}", rows.at()))?;
             rows.batch(&batch, &shown)?;
@@ -159,11 +162,14 @@ impl Ipc {
         }
         let f = File::open(path).map_err(|e| err(&e))?;
         let bad = |e: ArrowError| format!("{shown}: not a readable Arrow IPC file ({e})");
-        Ok(if is_file {
-            Ipc::File(FileReader::try_new(BufReader::new(f), projection).map_err(bad)?)
-        } else {
-            Ipc::Stream(StreamReader::try_new(BufReader::new(f), projection).map_err(bad)?)
-        })
+        let opened = contained(|| {
+            Ok(if is_file {
+                Ipc::File(FileReader::try_new(BufReader::new(f), projection).map_err(bad)?)
+            } else {
+                Ipc::Stream(StreamReader::try_new(BufReader::new(f), projection).map_err(bad)?)
+            })
+        });
+        opened.map_err(|e| format!("{shown}: not a readable Arrow IPC file ({e})"))?
     }
 
     fn schema(&self) -> SchemaRef {

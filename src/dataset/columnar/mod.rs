@@ -9,6 +9,7 @@
 //! from 0, as pandas and `datasets` index them.
 
 mod cell;
+mod contained;
 pub(super) mod hf;
 #[cfg(test)]
 mod hostile_tests;

@@ -23,6 +23,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderB
 use parquet::basic::Compression;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 
+use super::contained::contained;
 use super::thrift::{self, DATA_PAGE, DATA_PAGE_V2};
 use super::{BATCH_ROWS, Plan, Rows};
 use crate::dataset::spec::DatasetSpec;
@@ -40,7 +41,8 @@ pub(crate) fn load(
     // arrow-ipc, which panics on some hostile field types; the Parquet
     // schema says all the cells need, so the embedded one is not read.
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(f, options)
+    let builder = contained(|| ParquetRecordBatchReaderBuilder::try_new_with_options(f, options))
+        .and_then(|r| r.map_err(|e| e.to_string()))
         .map_err(|e| format!("{file}: not a readable Parquet file ({e})"))?;
     let plan = Plan::new(spec, builder.schema(), &file)?;
     let roots = plan.indices(builder.schema(), &file)?;
@@ -52,7 +54,10 @@ pub(crate) fn load(
         .build()
         .map_err(|e| format!("{file}: {e}"))?;
     let mut rows = Rows::new(plan, file.clone(), spec.skip_invalid, on_sample);
-    for batch in reader {
+    let mut reader = reader;
+    while let Some(batch) =
+        contained(|| reader.next()).map_err(|e| format!("{}: cannot decode: {e}", rows.at()))?
+    {
         let batch = batch.map_err(|e| format!("{}: cannot decode: {e}", rows.at()))?;
         rows.batch(&batch, &file)?;
     }
