@@ -24,8 +24,8 @@ fn dataset(dir: &Path) -> String {
     p.to_str().unwrap().to_string()
 }
 
-/// (warmup, prompt_tokens) of each events line, in issue order.
-fn prompts(run: &Run) -> Vec<(bool, u64)> {
+/// The events lines, in issue order.
+fn events(run: &Run) -> Vec<Value> {
     let text = read(&run.out.join("events.jsonl"));
     let mut lines: Vec<Value> = text
         .lines()
@@ -33,6 +33,11 @@ fn prompts(run: &Run) -> Vec<(bool, u64)> {
         .collect();
     lines.sort_by_key(|v| u(&v["seq"]));
     lines
+}
+
+/// (warmup, prompt_tokens) of each events line, in issue order.
+fn prompts(run: &Run) -> Vec<(bool, u64)> {
+    events(run)
         .iter()
         .map(|v| (v["warmup"] == true, u(&v["prompt_tokens"])))
         .collect()
@@ -182,13 +187,7 @@ fn the_dataloader_seed_alone_orders_the_samples() {
 
 /// (warmup, row, scheduled_ms) of each events line, in issue order.
 fn rows_and_times(run: &Run) -> Vec<(bool, u64, f64)> {
-    let text = read(&run.out.join("events.jsonl"));
-    let mut lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("an events line is JSON"))
-        .collect();
-    lines.sort_by_key(|v| u(&v["seq"]));
-    lines
+    events(run)
         .iter()
         .map(|v| (v["warmup"] == true, u(&v["row"]), f(&v["scheduled_ms"])))
         .collect()
