@@ -19,6 +19,7 @@ mod metrics;
 mod plan;
 mod printable;
 pub mod protocol;
+pub mod pyrandom;
 mod report;
 pub mod rng;
 pub mod scrape;

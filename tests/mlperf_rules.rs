@@ -24,8 +24,8 @@ fn dataset(dir: &Path) -> String {
     p.to_str().unwrap().to_string()
 }
 
-/// (warmup, prompt_tokens) of each events line, in issue order.
-fn prompts(run: &Run) -> Vec<(bool, u64)> {
+/// The events lines, in issue order.
+fn events(run: &Run) -> Vec<Value> {
     let text = read(&run.out.join("events.jsonl"));
     let mut lines: Vec<Value> = text
         .lines()
@@ -33,6 +33,11 @@ fn prompts(run: &Run) -> Vec<(bool, u64)> {
         .collect();
     lines.sort_by_key(|v| u(&v["seq"]));
     lines
+}
+
+/// (warmup, prompt_tokens) of each events line, in issue order.
+fn prompts(run: &Run) -> Vec<(bool, u64)> {
+    events(run)
         .iter()
         .map(|v| (v["warmup"] == true, u(&v["prompt_tokens"])))
         .collect()
@@ -177,5 +182,105 @@ fn the_dataloader_seed_alone_orders_the_samples() {
     assert_eq!(order(&["--scheduler-seed", "7"]), base);
     assert_eq!(order(&["--dataloader-seed", "42", "--seed", "9"]), base);
     assert_ne!(order(&["--dataloader-seed", "7"]), base);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// (warmup, row, scheduled_ms) of each events line, in issue order.
+fn rows_and_times(run: &Run) -> Vec<(bool, u64, f64)> {
+    events(run)
+        .iter()
+        .map(|v| (v["warmup"] == true, u(&v["row"]), f(&v["scheduled_ms"])))
+        .collect()
+}
+
+/// `offsets_ns` (from a phase's start) against `scheduled_ms` (Unix ms to
+/// the µs, each truncated): equal gaps from the first, to 1 µs.
+fn assert_schedule(what: &str, scheduled_ms: &[f64], offsets_ns: &[u64]) {
+    assert_eq!(scheduled_ms.len(), offsets_ns.len(), "{what}");
+    for (k, (t, o)) in scheduled_ms.iter().zip(offsets_ns).enumerate() {
+        let got = t - scheduled_ms[0];
+        let want = (o - offsets_ns[0]) as f64 / 1e6;
+        assert!(
+            (got - want).abs() <= 0.0011,
+            "{what}: arrival {k} at +{got} ms, MLPerf's at +{want} ms\n{scheduled_ms:?}\n{offsets_ns:?}"
+        );
+    }
+}
+
+#[test]
+fn benchmark_sends_mlperfs_rows_at_mlperfs_times_for_the_same_seeds() {
+    // What CPython's random.Random gives when drawn as MLPerf draws
+    // (tests/fixtures/pyrandom/generate.py).
+    let fixture: Value =
+        serde_json::from_str(include_str!("fixtures/pyrandom/mlperf.json")).unwrap();
+    let cases = fixture["integration"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    let server = Server::start(&["--ttft", "1ms", "--output-tokens", "2"]);
+    let dir = temp_dir("mlperf-draws");
+    let list = |v: &Value| -> Vec<u64> { v.as_array().unwrap().iter().map(u).collect() };
+    for (i, c) in cases.iter().enumerate() {
+        let rows = u(&c["rows"]);
+        let data = dir.join(format!("rows{i}.jsonl"));
+        let text: String = (0..rows)
+            .map(|r| format!("{{\"prompt\": \"row {r}\"}}\n"))
+            .collect();
+        std::fs::write(&data, text).unwrap();
+        let warmup = u(&c["warmup_requests"]);
+        let config = format!(
+            "name: draws\ntype: online\nmodel_params: {{name: m}}\n\
+             datasets:\n- {{name: perf, type: performance, path: '{}'}}\n\
+             settings:\n  runtime: {{n_samples_to_issue: {}, scheduler_random_seed: {}, dataloader_random_seed: {}}}\n  \
+             load_pattern: {{type: poisson, target_qps: {}}}\n  \
+             warmup: {{enabled: {}, n_requests: {}}}\n\
+             endpoint_config:\n  endpoints: ['{}']\n",
+            data.display(),
+            u(&c["count"]),
+            u(&c["scheduler_seed"]),
+            u(&c["dataloader_seed"]),
+            f(&c["qps"]),
+            warmup > 0,
+            warmup.max(1),
+            server.url(),
+        );
+        let path = dir.join(format!("draws{i}.yaml"));
+        std::fs::write(&path, &config).unwrap();
+        let out = dir.join(format!("report{i}"));
+        let run = llmload(&[
+            "benchmark",
+            "from-config",
+            "-c",
+            path.to_str().unwrap(),
+            "--report-dir",
+            out.to_str().unwrap(),
+        ])
+        .out(&out)
+        .limit(Duration::from_secs(30))
+        .run();
+        run.assert_success();
+        let events = rows_and_times(&run);
+        let (warm, measured): (Vec<_>, Vec<_>) = events.iter().partition(|e| e.0);
+        let sent = |es: &[&(bool, u64, f64)]| es.iter().map(|e| e.1).collect::<Vec<u64>>();
+        let times = |es: &[&(bool, u64, f64)]| es.iter().map(|e| e.2).collect::<Vec<f64>>();
+        assert_eq!(
+            sent(&warm),
+            list(&c["warmup_order"]),
+            "case {i}: warm-up rows\n{config}"
+        );
+        assert_eq!(
+            sent(&measured),
+            list(&c["order"]),
+            "case {i}: rows\n{config}"
+        );
+        assert_schedule(
+            &format!("case {i}: warm-up"),
+            &times(&warm),
+            &list(&c["warmup_offsets_ns"]),
+        );
+        assert_schedule(
+            &format!("case {i}"),
+            &times(&measured),
+            &list(&c["offsets_ns"]),
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,10 +1,13 @@
 //! Which sample each request sends: in file order, shuffled (a new
 //! permutation each pass over the dataset), drawn at random with
 //! replacement, or always the same one (MLPerf's single-index order, which
-//! the output-caching audit repeats). Reproducible by seed.
+//! the output-caching audit repeats). Reproducible by seed, from our own
+//! generator or, for MLPerf's runs, from CPython's `random.Random` as MLPerf
+//! Inference Endpoint draws its order (`Picker::python`).
 
 use std::fmt;
 
+use crate::pyrandom::PyRandom;
 use crate::rng::Rng;
 
 /// `--order`.
@@ -70,12 +73,57 @@ pub struct Picker {
     /// The current pass's permutation (shuffle only).
     perm: Vec<u32>,
     pos: u32,
-    rng: Rng,
+    draws: Draws,
+}
+
+/// Where a picker's random choices come from.
+#[derive(Clone, Debug)]
+enum Draws {
+    Own(Rng),
+    /// MLPerf's `rng_sample_index`: a shuffle reshuffles the last pass's
+    /// permutation in place (`WithoutReplacementSampleOrder`), a random
+    /// order is `randint(0, n - 1)` (`WithReplacementSampleOrder`).
+    Python(Box<PyRandom>),
+}
+
+impl Draws {
+    fn below(&mut self, n: u32) -> u32 {
+        match self {
+            Draws::Own(r) => r.below(u64::from(n)) as u32,
+            Draws::Python(r) => r.randbelow(u64::from(n)) as u32,
+        }
+    }
+
+    fn shuffle(&mut self, perm: &mut [u32]) {
+        match self {
+            Draws::Own(r) => r.shuffle(perm),
+            Draws::Python(r) => r.shuffle(perm),
+        }
+    }
 }
 
 impl Picker {
     /// A picker over `n > 0` samples.
     pub fn new(order: Order, n: usize, seed: u64) -> Picker {
+        Picker::with_draws(
+            order,
+            n,
+            Draws::Own(Rng::seeded(seed ^ 0x6f72_6465_725f_7069)),
+        )
+    }
+
+    /// A picker over `n > 0` samples in the order MLPerf Inference Endpoint
+    /// gives them for `dataloader_random_seed` `seed`: `shuffle` is its
+    /// without-replacement order, `random` its with-replacement one.
+    pub fn python(order: Order, n: usize, seed: u64) -> Picker {
+        Picker::with_draws(
+            order,
+            n,
+            Draws::Python(Box::new(PyRandom::new(seed.into()))),
+        )
+    }
+
+    fn with_draws(order: Order, n: usize, draws: Draws) -> Picker {
         let n = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
         let mut p = Picker {
             order,
@@ -84,26 +132,40 @@ impl Picker {
             stride: 1,
             perm: Vec::new(),
             pos: 0,
-            rng: Rng::seeded(seed ^ 0x6f72_6465_725f_7069),
+            draws,
         };
         if order == Order::Shuffle {
             p.perm = (0..n).collect();
-            p.rng.shuffle(&mut p.perm);
+            p.draws.shuffle(&mut p.perm);
         }
         p
     }
 
     /// A picker over part `index` (from 0) of `count` of `n` samples: the
     /// samples `r` with `r % count == index`. The caller checks that every
-    /// part has one (`n ≥ count`); `single:I` is not split.
-    pub fn part(order: Order, n: usize, seed: u64, index: u32, count: u32) -> Picker {
+    /// part has one (`n ≥ count`); `single:I` is not split. `python`: drawn
+    /// as `Picker::python` draws (over the part, so not MLPerf's order).
+    pub fn part(
+        order: Order,
+        n: usize,
+        seed: u64,
+        (index, count): (u32, u32),
+        python: bool,
+    ) -> Picker {
+        let whole = |n| {
+            if python {
+                Picker::python(order, n, seed)
+            } else {
+                Picker::new(order, n, seed)
+            }
+        };
         let count = count.max(1);
         if count == 1 || matches!(order, Order::Single(_)) {
-            return Picker::new(order, n, seed);
+            return whole(n);
         }
         let total = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
         let mine = total / count + u32::from(index < total % count);
-        let mut p = Picker::new(order, mine as usize, seed);
+        let mut p = whole(mine as usize);
         p.offset = index;
         p.stride = count;
         p
@@ -126,12 +188,12 @@ impl Picker {
                 self.pos = (self.pos + 1) % self.n;
                 i
             }
-            Order::Random => self.rng.below(self.n as u64) as u32,
+            Order::Random => self.draws.below(self.n),
             Order::Single(i) => i,
             Order::Shuffle => {
                 if self.pos == self.n {
                     self.pos = 0;
-                    self.rng.shuffle(&mut self.perm);
+                    self.draws.shuffle(&mut self.perm);
                 }
                 let i = self.perm[self.pos as usize];
                 self.pos += 1;
@@ -185,7 +247,7 @@ mod tests {
             for (n, count) in [(10usize, 3u32), (9, 3), (3, 3), (100, 7)] {
                 let mut all = Vec::new();
                 for index in 0..count {
-                    let mut p = Picker::part(order, n, 5, index, count);
+                    let mut p = Picker::part(order, n, 5, (index, count), false);
                     let mine = n as u32 / count + u32::from(index < n as u32 % count);
                     let got: Vec<u32> = (0..mine).map(|_| p.next_index()).collect();
                     assert!(got.iter().all(|r| r % count == index), "{got:?}");
@@ -199,15 +261,56 @@ mod tests {
                 );
             }
         }
-        let mut p = Picker::part(Order::Random, 20, 1, 2, 4);
+        let mut p = Picker::part(Order::Random, 20, 1, (2, 4), false);
         assert!((0..200).all(|_| p.next_index() % 4 == 2));
-        let mut p = Picker::part(Order::Single(7), 20, 1, 2, 4);
+        let mut p = Picker::part(Order::Single(7), 20, 1, (2, 4), false);
         assert_eq!(p.next_index(), 7);
-        let mut p = Picker::part(Order::Sequential, 5, 1, 0, 1);
+        let mut p = Picker::part(Order::Sequential, 5, 1, (0, 1), false);
         assert_eq!(
             (0..6).map(|_| p.next_index()).collect::<Vec<_>>(),
             [0, 1, 2, 3, 4, 0]
         );
+    }
+
+    /// `tests/fixtures/pyrandom/mlperf.json`: the orders MLPerf's
+    /// `WithoutReplacementSampleOrder` / `WithReplacementSampleOrder` give,
+    /// reproduced with CPython.
+    fn mlperf_orders(kind: &str) -> Vec<(u64, usize, Vec<u32>)> {
+        let f: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/pyrandom/mlperf.json"))
+                .unwrap();
+        f[kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let order = c["order"].as_array().unwrap();
+                (
+                    c["seed"].as_str().unwrap().parse().unwrap(),
+                    c["n"].as_u64().unwrap() as usize,
+                    order.iter().map(|i| i.as_u64().unwrap() as u32).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn python_draws_give_mlperfs_orders() {
+        for (order, kind) in [
+            (Order::Shuffle, "without_replacement"),
+            (Order::Random, "with_replacement"),
+        ] {
+            let cases = mlperf_orders(kind);
+            assert!(cases.len() >= 2, "{kind}");
+            for (seed, n, want) in cases {
+                let mut p = Picker::python(order, n, seed);
+                let got: Vec<u32> = want.iter().map(|_| p.next_index()).collect();
+                assert_eq!(got, want, "{kind}, seed {seed}, n {n}");
+                let mut whole = Picker::part(order, n, seed, (0, 1), true);
+                let again: Vec<u32> = want.iter().map(|_| whole.next_index()).collect();
+                assert_eq!(again, want, "one part is the whole");
+            }
+        }
     }
 
     #[test]

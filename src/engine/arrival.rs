@@ -9,6 +9,11 @@
 //! gaps, so rounding to whole nanoseconds never accumulates: arrival k of a
 //! uniform 3/s stream is at `round(k · 333_333_333.3…)` ns however large k is.
 //!
+//! MLPerf Inference Endpoint's Poisson schedule is one more shape
+//! (`Arrivals::python_poisson`): its gaps, drawn from CPython's
+//! `random.Random` and truncated to whole nanoseconds, are summed as it sums
+//! them, so the same seed gives its arrival times to the nanosecond.
+//!
 //! Rates that cannot describe a stream — zero, negative, NaN or infinite —
 //! give an empty sequence (`None` at once) rather than a panic or an endless
 //! burst; the profile's validation is where such a rate is reported to the
@@ -17,6 +22,7 @@
 use std::time::Duration;
 
 use crate::plan::ArrivalKind;
+use crate::pyrandom::PyRandom;
 use crate::rng::Rng;
 
 const NS_PER_S: f64 = 1e9;
@@ -38,6 +44,9 @@ enum Shape {
         /// `Λ(D) = (a + b)·D/2`: `x_k` at or past it ends the sequence.
         total: f64,
     },
+    /// MLPerf's gaps: `max(1, int(expovariate(lambd)))` ns with `lambd` the
+    /// rate per nanosecond, from `Arrivals::python`.
+    Python { lambd: f64 },
 }
 
 impl Shape {
@@ -80,6 +89,8 @@ pub(crate) struct Arrivals {
     /// rounding ever disagreed.
     last_ns: u64,
     done: bool,
+    /// `Shape::Python`'s generator (boxed: 2.5 KiB).
+    python: Option<Box<PyRandom>>,
 }
 
 /// Usable as a rate: finite and strictly positive.
@@ -144,6 +155,26 @@ impl Arrivals {
         Self::with_shape(kind, shape, seed)
     }
 
+    /// MLPerf Inference Endpoint's Poisson arrivals at `rate` per second
+    /// for `scheduler_random_seed` `seed` (`load_generator/delay.py` and
+    /// `TimedIssueStrategy`): arrival k is at the sum of the first k gaps of
+    /// `max(1, int(random.Random(seed).expovariate(rate / 1e9)))` ns.
+    /// A `rate` that is not finite and positive gives no arrivals.
+    pub(crate) fn python_poisson(rate: f64, seed: u64) -> Self {
+        if !positive(rate) {
+            return Self::with_shape(ArrivalKind::Poisson, Shape::Empty, seed);
+        }
+        let mut a = Self::with_shape(
+            ArrivalKind::Poisson,
+            Shape::Python {
+                lambd: rate / NS_PER_S,
+            },
+            seed,
+        );
+        a.python = Some(Box::new(PyRandom::new(seed.into())));
+        a
+    }
+
     fn with_shape(kind: ArrivalKind, shape: Shape, seed: u64) -> Self {
         Self {
             kind,
@@ -154,7 +185,22 @@ impl Arrivals {
             x: 0.0,
             last_ns: 0,
             done: matches!(shape, Shape::Empty),
+            python: None,
         }
+    }
+
+    /// The same schedule started over, from `seed`: MLPerf's performance
+    /// phase draws its arrivals afresh after its warm-up phase. Allocates
+    /// nothing.
+    pub(crate) fn restart(&mut self, seed: u64) {
+        self.rng = Rng::seeded(seed);
+        if let Some(py) = &mut self.python {
+            **py = PyRandom::new(seed.into());
+        }
+        self.k = 0;
+        self.x = 0.0;
+        self.last_ns = 0;
+        self.done = matches!(self.shape, Shape::Empty);
     }
 
     /// Uniform arrivals at `k + phase` on the unit-rate axis instead of
@@ -189,9 +235,15 @@ impl Arrivals {
         if self.done {
             return None;
         }
+        if let (Shape::Python { lambd }, Some(py)) = (self.shape, &mut self.python) {
+            // Python's `int` truncates; `max(1, ·)` as MLPerf's guard.
+            let gap = (py.expovariate(lambd) as u64).max(1);
+            self.last_ns = self.last_ns.saturating_add(gap);
+            return Some(self.last_ns);
+        }
         let x = self.next_x();
         let ns = match self.shape {
-            Shape::Empty => None,
+            Shape::Empty | Shape::Python { .. } => None,
             Shape::Constant { ns_per_arrival } => to_ns(x * ns_per_arrival),
             Shape::Ramp {
                 a,
@@ -280,6 +332,41 @@ mod tests {
         union.sort();
         assert_eq!(union.len(), full.len());
         assert!(union.iter().zip(&full).all(|(a, b)| a.abs_diff(*b) <= 1));
+    }
+
+    /// `tests/fixtures/pyrandom/mlperf.json`'s Poisson schedules, made with
+    /// CPython as MLPerf makes them.
+    #[test]
+    fn python_poisson_is_mlperfs_schedule_to_the_nanosecond() {
+        let f: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/pyrandom/mlperf.json"))
+                .unwrap();
+        let cases = f["poisson"].as_array().unwrap();
+        assert!(cases.len() >= 3);
+        for c in cases {
+            let seed: u64 = c["seed"].as_str().unwrap().parse().unwrap();
+            let qps = f64::from_bits(c["qps_bits"].as_u64().unwrap());
+            let want: Vec<u64> = c["offsets_ns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            let mut a = Arrivals::python_poisson(qps, seed);
+            assert_eq!(take(&mut a, want.len()), want, "seed {seed}, {qps}/s");
+            a.restart(seed);
+            assert_eq!(take(&mut a, want.len()), want, "restarted");
+        }
+        // A 1e9/s rate's gaps truncate to 0 and are held at 1 ns.
+        let mut fast = Arrivals::python_poisson(1e9, 7);
+        assert!(gaps(&take(&mut fast, 50)).iter().all(|&g| g >= 1));
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                Arrivals::python_poisson(rate, 1).next_offset_ns(),
+                None,
+                "{rate}"
+            );
+        }
     }
 
     #[test]

@@ -107,6 +107,15 @@ impl<'a> ScenarioPlan<'a> {
     }
 }
 
+/// MLPerf's draws: its warm-up phase's generators are seeded apart from
+/// the measured ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PythonDraws {
+    /// `warmup_random_seed`: the warm-up's arrivals come from it, its
+    /// sample order from it + 1.
+    pub warmup_seed: u64,
+}
+
 /// Everything the engine needs for a run.
 pub(crate) struct Plan<'a> {
     /// Masked in every message a server sent back (`http::redact`): some
@@ -134,6 +143,10 @@ pub(crate) struct Plan<'a> {
     pub scheduler_seed: u64,
     /// Seeds each scenario's sample order.
     pub dataloader_seed: u64,
+    /// Sample orders and Poisson arrivals drawn as MLPerf Inference
+    /// Endpoint draws them, from CPython's `random.Random` seeded with the
+    /// two seeds (`None`: from our own generator).
+    pub python_draws: Option<PythonDraws>,
     /// Workers send each response's text (to count tokens or record outputs).
     pub keep_text: bool,
     /// Counts output tokens of responses that report no usage (or of

@@ -9,8 +9,8 @@ use std::io::IsTerminal;
 use super::build::Built;
 use super::shard::Part;
 use crate::config::BenchConfig;
-use crate::engine::Plan;
 use crate::engine::io::IoPlan;
+use crate::engine::{Plan, PythonDraws};
 use crate::plan::IoChosen;
 use crate::plan::{Limits, StagePlan, TokenPolicy};
 use crate::report::live::LiveView;
@@ -55,6 +55,11 @@ pub(super) fn plan<'a>(
         },
         scheduler_seed: part.scheduler_seed,
         dataloader_seed: part.dataloader_seed,
+        // MLPerf's rules draw as MLPerf does, so its rows and arrival times
+        // repeat for the same seeds.
+        python_draws: cfg.mlperf.then_some(PythonDraws {
+            warmup_seed: crate::config::mlperf::WARMUP_RANDOM_SEED,
+        }),
         // The tokenizer counts output only when usage may be set aside.
         keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage) || cfg.record_output,
         tokenizer,

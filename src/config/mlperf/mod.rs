@@ -28,6 +28,7 @@ use std::path::Path;
 pub(crate) use audit::AuditBlock;
 pub(crate) use render::render_config_yaml;
 pub(crate) use schema::Read;
+pub(crate) use settings::WARMUP_RANDOM_SEED;
 use tree::Errors;
 pub(crate) use tree::Tree;
 

@@ -204,6 +204,9 @@ fn read_drain(mut s: Section<'_>, p: &mut Profile) {
     s.finish();
 }
 
+/// MLPerf's `warmup_random_seed` (its default, the one value accepted).
+pub(crate) const WARMUP_RANDOM_SEED: u64 = 42;
+
 fn read_warmup(mut s: Section<'_>, p: &mut Profile) {
     let enabled = s.bool("enabled").unwrap_or(false);
     let n = s.int("n_requests", 1);
@@ -218,7 +221,7 @@ fn read_warmup(mut s: Section<'_>, p: &mut Profile) {
     }
     s.only_default("salt", false.into());
     s.only_default("drain", false.into());
-    s.only_default("warmup_random_seed", 42.into());
+    s.only_default("warmup_random_seed", (WARMUP_RANDOM_SEED as i64).into());
     s.finish();
 }
 

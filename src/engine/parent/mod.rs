@@ -121,22 +121,34 @@ enum Stop {
 /// Mixed into the dataloader seed for the order of a warm-up by count.
 const WARMUP_ORDER: u64 = 0x7761_726d_7570_5f6f;
 
-/// Each scenario's picker, in the order `seed` gives.
-fn pickers(plan: &Plan<'_>, seed: u64) -> Vec<Picker> {
+/// Each scenario's picker: for the measured requests, or for a warm-up by
+/// count (`warmup`), which draws its own order. MLPerf's warm-up phase draws
+/// its order from `warmup_random_seed + 1`.
+fn pickers(plan: &Plan<'_>, warmup: bool) -> Vec<Picker> {
+    let seed = match (&plan.python_draws, warmup) {
+        (_, false) => plan.dataloader_seed,
+        (None, true) => plan.dataloader_seed ^ WARMUP_ORDER,
+        (Some(p), true) => p.warmup_seed.wrapping_add(1),
+    };
     plan.scenarios
         .iter()
         .enumerate()
         .map(|(i, sc)| {
             let seed = seed.wrapping_add(i as u64);
-            match plan.partition {
+            let part = match plan.partition {
                 // A scenario with fewer samples than shards (a pool of a
                 // few prompts) is shared whole; bench refuses that for
                 // dataset rows.
-                Some((index, count)) if sc.samples() >= count as usize => {
-                    Picker::part(sc.order, sc.samples(), seed, index, count)
-                }
-                _ => Picker::new(sc.order, sc.samples(), seed),
-            }
+                Some((index, count)) if sc.samples() >= count as usize => (index, count),
+                _ => (0, 1),
+            };
+            Picker::part(
+                sc.order,
+                sc.samples(),
+                seed,
+                part,
+                plan.python_draws.is_some(),
+            )
         })
         .collect()
 }
@@ -258,14 +270,7 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
         Parent {
             // A warm-up by count draws its own order, so the measured
             // requests start a fresh pass in the dataloader seed's order.
-            pickers: pickers(
-                plan,
-                if plan.warmup_requests > 0 {
-                    plan.dataloader_seed ^ WARMUP_ORDER
-                } else {
-                    plan.dataloader_seed
-                },
-            ),
+            pickers: pickers(plan, plan.warmup_requests > 0),
             weights: plan.scenarios.iter().map(|s| s.weight).collect(),
             blocks: plan
                 .stages
@@ -377,6 +382,11 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.set_stage_start(si, measured_from);
         }
         let bounds = self.bounds(si);
+        // MLPerf's warm-up phase draws its arrivals from its own seed.
+        let seed = match self.plan.python_draws {
+            Some(p) if si == 0 && self.warmup_left > 0 => p.warmup_seed,
+            _ => self.stage_seed(si),
+        };
         let mut source = Source::for_stage(
             stage.load,
             &self.weights,
@@ -384,11 +394,17 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
             self.plan.openloop_max_inflight,
             (start, measured_from, bounds.end),
             (
-                self.plan.scheduler_seed.wrapping_add(si as u64),
+                seed,
                 self.plan.uniform_phase,
+                self.plan.python_draws.is_some(),
             ),
         );
         self.pump(&mut source, si, bounds, signals, 0)
+    }
+
+    /// The seed of stage `si`'s arrival schedule.
+    fn stage_seed(&self, si: usize) -> u64 {
+        self.plan.scheduler_seed.wrapping_add(si as u64)
     }
 
     /// Stage `si`'s bounds from when its measurement began; while a
@@ -464,9 +480,17 @@ impl<'a, 's, 'o> Parent<'a, 's, 'o> {
                             }
                             Issued::LastWarmup => {
                                 // Once per run: the measured order from its start.
-                                self.pickers = pickers(self.plan, self.plan.dataloader_seed);
+                                self.pickers = pickers(self.plan, false);
                                 self.set_stage_start(stage, self.measure_start);
                                 source.measure_from(self.measure_start);
+                                if self.plan.python_draws.is_some() {
+                                    // MLPerf's performance phase starts a
+                                    // schedule of its own when it begins.
+                                    source.restart_schedule(
+                                        self.measure_start,
+                                        self.stage_seed(stage),
+                                    );
+                                }
                                 bounds = self.bounds(stage);
                             }
                             Issued::Warmup | Issued::Full => {}

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::engine::arrival::Arrivals;
-use crate::plan::Load;
+use crate::plan::{ArrivalKind, Load};
 use crate::rng::Rng;
 
 /// What the source says at one moment.
@@ -63,14 +63,15 @@ pub(super) enum Source {
 impl Source {
     /// The source of a stage with load `load` that starts at `start`, is
     /// measured from `measured_from` and ends at `end` (`u64::MAX`: no time
-    /// limit). `seed` makes its schedule reproducible.
+    /// limit). `seed` makes its schedule reproducible; `python` draws a
+    /// constant-rate Poisson schedule as MLPerf does (`Arrivals::python_poisson`).
     pub(super) fn for_stage(
         load: Load,
         weights: &[f64],
         connections: u64,
         max_inflight: Option<u64>,
         (start, measured_from, end): (u64, u64, u64),
-        (seed, phase): (u64, f64),
+        (seed, phase, python): (u64, f64, bool),
     ) -> Source {
         match load {
             Load::Closed { concurrency } => Source::Closed {
@@ -86,7 +87,9 @@ impl Source {
                 rate_from,
                 rate_to,
             } => Source::Open {
-                arrivals: if rate_from == rate_to || end == u64::MAX {
+                arrivals: if python && kind == ArrivalKind::Poisson && rate_from == rate_to {
+                    Arrivals::python_poisson(rate_from, seed)
+                } else if rate_from == rate_to || end == u64::MAX {
                     Arrivals::constant(kind, rate_from, seed)
                 } else {
                     Arrivals::ramp(
@@ -176,6 +179,22 @@ impl Source {
     pub(super) fn measure_from(&mut self, t: u64) {
         if let Source::Offline { due_at, .. } = self {
             *due_at = t;
+        }
+    }
+
+    /// An open schedule starts over at `start`, drawn from `seed` (MLPerf's
+    /// performance phase after its warm-up phase). Allocates nothing.
+    pub(super) fn restart_schedule(&mut self, start: u64, seed: u64) {
+        if let Source::Open {
+            arrivals,
+            start: from,
+            next,
+            ..
+        } = self
+        {
+            arrivals.restart(seed);
+            *from = start;
+            *next = None;
         }
     }
 
@@ -292,7 +311,7 @@ mod tests {
             4,
             None,
             (0, 0, u64::MAX),
-            (1, 0.0),
+            (1, 0.0, false),
         );
         let due = |s: &mut Source, rng: &mut Rng, by: &[u64]| {
             s.next_due(50, &inflight(by.iter().sum(), by), rng, &w)
@@ -318,7 +337,14 @@ mod tests {
     fn offline_is_due_at_the_measured_start_up_to_its_bound() {
         let w = [1.0];
         let mut rng = Rng::seeded(1);
-        let mut s = Source::for_stage(Load::Offline, &w, 2, None, (0, 100, u64::MAX), (1, 0.0));
+        let mut s = Source::for_stage(
+            Load::Offline,
+            &w,
+            2,
+            None,
+            (0, 100, u64::MAX),
+            (1, 0.0, false),
+        );
         let warm = s.next_due(40, &inflight(0, &[0]), &mut rng, &w);
         assert_eq!(
             warm,
@@ -348,7 +374,14 @@ mod tests {
             rate_from: 1000.0,
             rate_to: 1000.0,
         };
-        let mut s = Source::for_stage(load, &w, 8, Some(1), (1_000, 1_000, u64::MAX), (1, 0.0));
+        let mut s = Source::for_stage(
+            load,
+            &w,
+            8,
+            Some(1),
+            (1_000, 1_000, u64::MAX),
+            (1, 0.0, false),
+        );
         let first = s.next_due(0, &inflight(0, &[0]), &mut rng, &w);
         let Due::At(t0) = first else {
             panic!("{first:?}")
@@ -381,7 +414,7 @@ mod tests {
             rate_from: 1.0,
             rate_to: 3.0,
         };
-        let mut s = Source::for_stage(load, &w, 8, None, (0, 0, 1_000_000_000), (1, 0.0));
+        let mut s = Source::for_stage(load, &w, 8, None, (0, 0, 1_000_000_000), (1, 0.0, false));
         let mut n = 0;
         loop {
             match s.next_due(u64::MAX - 1, &inflight(0, &[0]), &mut rng, &w) {
@@ -401,7 +434,8 @@ mod tests {
             rate_from: 0.0,
             rate_to: 0.0,
         };
-        let mut untimed = Source::for_stage(constant, &w, 8, None, (0, 0, u64::MAX), (1, 0.0));
+        let mut untimed =
+            Source::for_stage(constant, &w, 8, None, (0, 0, u64::MAX), (1, 0.0, false));
         assert_eq!(
             untimed.next_due(5, &inflight(0, &[0]), &mut rng, &w),
             Due::Done

@@ -62,6 +62,7 @@ fn plan() -> Plan<'static> {
         },
         scheduler_seed: 1,
         dataloader_seed: 1,
+        python_draws: None,
         keep_text: false,
         tokenizer: None,
         token_source: crate::plan::TokenPolicy::Auto,
