@@ -31,6 +31,23 @@ pub(crate) use schema::Read;
 use tree::Errors;
 pub(crate) use tree::Tree;
 
+/// What a config says that is no profile setting, carried with the
+/// profile to the run: the report's notes on fields accepted without (or
+/// with a different) effect, and what only running refuses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Extras {
+    /// For the report's notes, one per field.
+    pub notes: Vec<String>,
+    /// `use_legacy_loadgen_qps_metrics` (MLPerf's default: true).
+    pub legacy_qps: Option<bool>,
+    /// Why the config cannot run at all (agentic inference); it still
+    /// validates.
+    pub refuse_run: Vec<String>,
+    /// Why the accuracy phase cannot run (a scorer MLPerf runs in an
+    /// external service); the performance phase still runs.
+    pub refuse_accuracy: Vec<String>,
+}
+
 /// Whether `path` names a YAML file (by extension).
 pub(crate) fn is_yaml(path: &Path) -> bool {
     path.extension()
@@ -55,11 +72,14 @@ pub(crate) fn load_tree(path: &Path) -> Result<Tree, String> {
 /// of them showing what the tree hides.
 pub(crate) fn read(tree: Tree) -> Result<Read, Vec<(String, String)>> {
     let errs = Errors::hiding(tree.hidden);
-    let read = schema::read(tree.value, &errs);
-    if errs.is_empty() {
+    let mut read = schema::read(tree.value, &errs);
+    let (found, notes, hidden) = errs.into_parts();
+    if found.is_empty() {
+        read.profile.mlperf.notes = notes;
+        read.hidden = hidden;
         Ok(read)
     } else {
-        Err(errs.into_vec())
+        Err(found)
     }
 }
 
