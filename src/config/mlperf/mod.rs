@@ -5,9 +5,11 @@
 //!
 //! The rule that shapes every file here: a field we honour maps to a
 //! profile field; a field with no meaning for us (the Python client's
-//! transport, logging, GC) is accepted only at MLPerf's default; any other
-//! value, and any unknown key, is an error naming its YAML path. A config is
-//! never run as something other than what it says.
+//! transport, logging, GC, and the fields MLPerf itself never reads) is
+//! accepted at any value and, off MLPerf's default, becomes a note in the
+//! report saying so; any other refusal, and any key MLPerf's schema lacks,
+//! is an error naming its YAML path. A config is never run as something
+//! other than what it says without the report saying it.
 
 mod audit;
 mod bounds;

@@ -340,10 +340,6 @@ fn read_dataset(mut s: Section<'_>, completions: bool, p: &mut Profile) -> Optio
     }
     let agentic = s.path_of("agentic_inference");
     if s.take("agentic_inference").is_some() {
-        s.errs.note(
-            &agentic,
-            "agentic inference: llmload refuses to run it (not supported yet)",
-        );
         p.mlperf.refuse_run.push(format!(
             "{agentic}: agentic inference (multi-turn trajectory replay) is not supported yet"
         ));
