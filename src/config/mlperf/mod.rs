@@ -42,6 +42,9 @@ pub(crate) struct Extras {
     pub notes: Vec<String>,
     /// `use_legacy_loadgen_qps_metrics` (MLPerf's default: true).
     pub legacy_qps: Option<bool>,
+    /// `drain.accuracy_timeout_s`: the accuracy phase's drain limit
+    /// (MLPerf's default, none, is a limit no response reaches).
+    pub accuracy_drain: Option<crate::config::profile::HumanDuration>,
     /// Why the config cannot run at all (agentic inference); it still
     /// validates.
     pub refuse_run: Vec<String>,

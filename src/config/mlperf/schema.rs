@@ -245,7 +245,8 @@ fn read_datasets(top: &mut Section<'_>, completions: bool, p: &mut Profile) {
         }
     };
     let mut found: Option<String> = None;
-    let mut accuracy = Vec::new();
+    let mut accuracy: Vec<String> = Vec::new();
+    let base = (p.max_tokens, p.temperature, p.top_p);
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("datasets[{i}]");
         let section = Section::new(Some(item), path.clone(), top.errs);
@@ -262,6 +263,26 @@ fn read_datasets(top: &mut Section<'_>, completions: bool, p: &mut Profile) {
         }
     }
     p.dataset = found;
+    // A performance dataset's override is its own: the accuracy datasets
+    // keep model_params' values unless they override them themselves.
+    let max = base
+        .0
+        .unwrap_or(crate::config::profile::defaults::MLPERF_MAX_TOKENS);
+    for spec in &mut accuracy {
+        if p.max_tokens != base.0 && !spec.contains(",max_output_tokens=") {
+            *spec += &format!(",max_output_tokens={max}");
+        }
+        for (key, was, now) in [
+            ("temperature", base.1, p.temperature),
+            ("top_p", base.2, p.top_p),
+        ] {
+            if let Some(x) = was.filter(|_| was != now)
+                && !spec.contains(&format!(",{key}="))
+            {
+                *spec += &format!(",{key}={x}");
+            }
+        }
+    }
     if !accuracy.is_empty() {
         p.accuracy_datasets = Some(accuracy);
     }

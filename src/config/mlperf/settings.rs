@@ -261,35 +261,28 @@ fn read_drain(mut s: Section<'_>, p: &mut Profile) {
             _ => s.errs.at(&path, format!("{x}: expected seconds > 0")),
         }
     }
-    // Both phases wait as MLPerf's defaults say (accuracy: for every
-    // response; warm-up: within the run's drain), so only another value
-    // is noted.
-    for (key, default, why) in [
-        (
-            "warmup_timeout_s",
-            Some(240.0),
-            "llmload's warm-up requests run inside the performance phase and end by its drain",
-        ),
-        (
-            "accuracy_timeout_s",
-            None,
-            "llmload's accuracy phase waits for every response, each bounded by the request timeout",
-        ),
-    ] {
-        let path = s.path_of(key);
-        if s.is_null(key) {
-            let _ = s.take(key);
-            if default.is_some() {
-                s.errs
-                    .note(&path, format!("null has no effect in llmload ({why})"));
-            }
-        } else if let Some(x) = s.f64(key) {
-            if x <= 0.0 {
-                s.errs.at(&path, format!("{x}: expected seconds > 0"));
-            } else if Some(x) != default {
-                s.errs
-                    .note(&path, format!("{x} has no effect in llmload ({why})"));
-            }
+    // The accuracy phase waits as MLPerf's does: for every response unless
+    // a limit is given.
+    let path = s.path_of("accuracy_timeout_s");
+    p.mlperf.accuracy_drain = Some(HumanDuration(NO_DRAIN_LIMIT));
+    if let Some(x) = s.f64("accuracy_timeout_s") {
+        match Duration::try_from_secs_f64(x) {
+            Ok(d) if x > 0.0 => p.mlperf.accuracy_drain = Some(HumanDuration(d)),
+            _ => s.errs.at(&path, format!("{x}: expected seconds > 0")),
+        }
+    }
+    let path = s.path_of("warmup_timeout_s");
+    let why = "llmload's warm-up requests run inside the performance phase and end by its drain";
+    if s.is_null("warmup_timeout_s") {
+        let _ = s.take("warmup_timeout_s");
+        s.errs
+            .note(&path, format!("null has no effect in llmload ({why})"));
+    } else if let Some(x) = s.f64("warmup_timeout_s") {
+        if x <= 0.0 {
+            s.errs.at(&path, format!("{x}: expected seconds > 0"));
+        } else if x != 240.0 {
+            s.errs
+                .note(&path, format!("{x} has no effect in llmload ({why})"));
         }
     }
     let metrics = "llmload counts tokens as responses arrive; nothing is left to drain";

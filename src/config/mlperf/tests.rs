@@ -48,9 +48,16 @@ fn offline_template_maps_to_an_offline_profile() {
             mode: Some("offline".into()),
             dataset: Some(PLACEHOLDER_DATASET.into()),
             min_duration: ms(600_000),
+            mlperf: Extras {
+                accuracy_drain: r.profile.mlperf.accuracy_drain,
+                ..Extras::default()
+            },
             ..Profile::default()
         }
     );
+    // MLPerf's accuracy phase waits for every response by default.
+    let drain = r.profile.mlperf.accuracy_drain.unwrap().0;
+    assert!(drain > Duration::from_secs(86_400 * 365), "{drain:?}");
     assert_eq!(r.audit, None);
 }
 
@@ -573,6 +580,11 @@ fn what_has_a_meaning_is_carried_to_the_run() {
     let p = &r.profile;
     assert!(p.drain_timeout.unwrap().0 > Duration::from_secs(86_400 * 365));
     assert_eq!(p.mlperf.legacy_qps, Some(false));
+    let (r, _) = notes("settings: {drain: {accuracy_timeout_s: 30}}");
+    assert_eq!(
+        r.profile.mlperf.accuracy_drain,
+        Some(HumanDuration(Duration::from_secs(30)))
+    );
     assert_eq!(p.max_tokens, Some(64));
     assert_eq!(p.temperature, Some(0.5));
     assert_eq!(p.extra_body.as_ref().unwrap()["top_k"], 5);
@@ -634,4 +646,22 @@ fn a_predefined_dataset_alone_gives_only_its_message() {
     );
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(e[0].contains("predefined datasets by name"), "{e:?}");
+}
+
+#[test]
+fn a_performance_override_leaves_the_accuracy_datasets_alone() {
+    let (r, _) = notes(
+        "model_params: {max_new_tokens: 500, top_p: 0.9}\n\
+         datasets:\n- {path: p.jsonl, generation_config_override: {max_new_tokens: 64, top_p: 0.5}}\n\
+         - {path: a.jsonl, type: accuracy}\n\
+         - {path: b.jsonl, type: accuracy, generation_config_override: {max_new_tokens: 9}}\n",
+    );
+    assert_eq!(r.profile.max_tokens, Some(64));
+    assert_eq!(
+        r.profile.accuracy_datasets.unwrap(),
+        [
+            "acc:a.jsonl,max_output_tokens=500,top_p=0.9",
+            "acc:b.jsonl,max_output_tokens=9,top_p=0.9",
+        ]
+    );
 }
