@@ -171,10 +171,10 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
                 "offline",
                 "--endpoints",
                 "http://127.0.0.1:9",
-                "--client.transport.io-threads",
-                "8",
+                "--profiling.engine",
+                "vllm",
             ],
-            "--client.transport.io-threads: '8' is not supported",
+            "--profiling.engine: 'vllm' is not supported",
         ),
         (
             &[
@@ -203,11 +203,11 @@ fn unsupported_flags_and_fields_are_named_and_nothing_runs() {
     std::fs::write(
         &bad,
         "type: online\nendpoint_config: {endpoints: ['http://127.0.0.1:9']}\n\
-         settings:\n  load_pattern: {type: poisson, target_qps: 5}\n  client: {log_level: DEBUG}\n",
+         settings:\n  load_pattern: {type: poisson, target_qps: 5}\n  profiling: {engine: vllm}\n",
     )
     .unwrap();
     let want = format!(
-        "{}: settings.client.log_level: 'DEBUG' is not supported",
+        "{}: settings.profiling.engine: 'vllm' is not supported",
         bad.display()
     );
     let run = llmload(&["validate", bad.to_str().unwrap()])
@@ -296,4 +296,279 @@ fn offline_and_concurrency_templates_run_unchanged() {
             Some(1000)
         );
     }
+}
+
+/// MLPerf's checkout at the pinned commit, kept beside the project (the
+/// main checkout's `../shared`, a worktree's `../../shared`), or where
+/// `LLMLOAD_MLPERF_SRC` says.
+fn mlperf_src() -> Option<std::path::PathBuf> {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let given = std::env::var_os("LLMLOAD_MLPERF_SRC").map(std::path::PathBuf::from);
+    given
+        .into_iter()
+        .chain(
+            ["..", "../.."].map(|up| here.join(up).join("shared/reference/mlperf-endpoints-src")),
+        )
+        .find(|p| p.join("examples").is_dir())
+}
+
+/// `text` with every dataset `path:` pointed at `fixture` and every URL at
+/// a local port: what is left to judge is the schema.
+fn localized(text: &str, fixture: &str) -> String {
+    let url = regex::Regex::new(r#"https?://[^\s"',\]]+"#).unwrap();
+    text.lines()
+        .map(|line| {
+            let t = line.trim_start();
+            let t = t.strip_prefix("- ").unwrap_or(t);
+            if let Some(v) = t.strip_prefix("path:")
+                && !v.trim().is_empty()
+            {
+                let indent = &line[..line.len() - t.len()];
+                return format!("{indent}path: \"{fixture}\"");
+            }
+            url.replace_all(line, "http://127.0.0.1:9").into_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every example and template YAML of MLPerf's, copied with only its dataset
+/// paths and URLs made local, through `llmload validate`: each either
+/// validates or is refused for exactly the reason listed (predefined datasets
+/// by name and videogen belong to other work).
+#[test]
+fn mlperfs_example_configs_validate() {
+    let Some(root) = mlperf_src() else {
+        eprintln!(
+            "skipped: MLPerf's checkout (the pinned copy of mlcommons/endpoints) is not at \
+             ../shared/reference/mlperf-endpoints-src, ../../shared/… or $LLMLOAD_MLPERF_SRC"
+        );
+        return;
+    };
+    let dir = temp_dir("mlperf-examples");
+    let fixture = dir.join("rows.jsonl");
+    let row = r#"{"text_input": "q", "article": "a", "prompt": "p", "question": "q", "input_tokens": "1 2", "system_prompt": "s", "ground_truth": "g", "highlights": "h", "answer": "x"}"#;
+    std::fs::write(&fixture, format!("{row}\n{row}\n")).unwrap();
+    let predefined = "predefined datasets by name are not supported";
+    let videogen = "'videogen' is not supported";
+    let expect: &[(&str, Option<&str>)] = &[
+        (
+            "examples/02_ServerBenchmarking/offline_llama3_8b_cnn.yaml",
+            None,
+        ),
+        (
+            "examples/02_ServerBenchmarking/online_llama2_70b_cnn.yaml",
+            None,
+        ),
+        (
+            "examples/04_GPTOSS120B_Example/gptoss_120b_example.yaml",
+            None,
+        ),
+        (
+            "examples/04_GPTOSS120B_Example/sglang_gptoss_120b_example.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/04_GPTOSS120B_Example/vllm_gptoss_120b_example.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/04_GPTOSS120B_Example/vllm_gptoss_120b_per_dataset_osl_example.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/05_Llama_Examples/offline_llama3_8b_cnn.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/05_Llama_Examples/online_llama2_70b_orca.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/05_Llama_Examples/online_llama3_8b_cnn.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/08_Qwen3-VL-235B-A22B_Example/interactive_qwen3_vl_235b_a22b_shopify_8k.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/08_Qwen3-VL-235B-A22B_Example/offline_qwen3_vl_235b_a22b_shopify.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/08_Qwen3-VL-235B-A22B_Example/server_qwen3_vl_235b_a22b_shopify.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/09_Wan22_VideoGen_Example/offline_wan22.yaml",
+            Some(videogen),
+        ),
+        (
+            "examples/09_Wan22_VideoGen_Example/offline_wan22_accuracy.yaml",
+            Some(videogen),
+        ),
+        (
+            "examples/09_Wan22_VideoGen_Example/offline_wan22_submission.yaml",
+            Some(videogen),
+        ),
+        (
+            "examples/09_Wan22_VideoGen_Example/single_stream_wan22_submission.yaml",
+            Some(videogen),
+        ),
+        (
+            "examples/10_Agentic_Inference/kimi_agentic_benchmark.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/10_Agentic_Inference/qwen_agentic_benchmark.yaml",
+            Some(predefined),
+        ),
+        (
+            "examples/11_Edge_Agentic_Example/online_edge_full_run.yaml",
+            Some(predefined),
+        ),
+        (
+            "src/inference_endpoint/config/templates/offline_template.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/online_template.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/concurrency_template.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/offline_template_full.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/online_template_full.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/concurrency_template_full.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/eval_template.yaml",
+            None,
+        ),
+        (
+            "src/inference_endpoint/config/templates/submission_template.yaml",
+            None,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (rel, refused) in expect {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap();
+        let copy = dir.join(rel.rsplit('/').next().unwrap());
+        std::fs::write(&copy, localized(&text, fixture.to_str().unwrap())).unwrap();
+        let run = llmload(&["validate", copy.to_str().unwrap()])
+            .envs(&[
+                ("MODEL_DIR", "/models/m"),
+                ("SWEBENCH_SERVICE_AUTH_TOKEN", "tok-SECRET-example"),
+            ])
+            .out(&dir)
+            .run();
+        let all = format!("{}{}", run.stdout, run.stderr);
+        let ok = match refused {
+            None => run.status.code() == Some(0),
+            // Refused for that reason and no other.
+            Some(why) => {
+                run.status.code() == Some(1) && run.stderr.lines().all(|l| l.contains(why))
+            }
+        };
+        if !ok || all.contains("tok-SECRET-example") {
+            failures.push(format!("{rel} ({:?}):\n{all}", run.status.code()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!(
+        "{} MLPerf configs checked from {}",
+        expect.len(),
+        root.display()
+    );
+}
+
+/// Agentic configs validate and are refused when run, naming the feature;
+/// an external scorer is refused only for its phase, after the
+/// performance phase ran.
+#[test]
+fn agentic_runs_are_refused_and_external_scorers_only_for_their_phase() {
+    let server = Server::start(&["--output-tokens", "4"]);
+    let dir = temp_dir("mlperf-deferred");
+    let data = dataset(&dir);
+    let agentic = dir.join("agentic.yaml");
+    std::fs::write(
+        &agentic,
+        format!(
+            "type: online\nmodel_params: {{name: m}}\n\
+             endpoint_config: {{endpoints: ['{}']}}\n\
+             settings: {{load_pattern: {{type: agentic_inference, target_concurrency: 2}}}}\n\
+             datasets:\n- {{path: '{data}', parser: {{prompt: text_input}}, agentic_inference: {{turn_timeout_s: 60}}}}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let run = llmload(&["validate", agentic.to_str().unwrap()])
+        .out(&dir)
+        .run();
+    run.assert_success();
+    assert!(run.stdout.contains("a run is refused"), "{}", run.stdout);
+    let run = llmload(&["benchmark", "from-config", "-c", agentic.to_str().unwrap()])
+        .out(&dir)
+        .run();
+    assert_ne!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("agentic_inference (multi-turn trajectory replay) is not supported"),
+        "{}",
+        run.stderr
+    );
+
+    let out = dir.join("report");
+    let scored = dir.join("scored.yaml");
+    std::fs::write(
+        &scored,
+        format!(
+            "type: offline\nmodel_params: {{name: m}}\nreport_dir: '{}'\n\
+             endpoint_config: {{endpoints: ['{}']}}\n\
+             settings: {{runtime: {{n_samples_to_issue: 5}}, client: {{log_level: WARN}}}}\n\
+             datasets:\n- {{path: '{data}', samples: 3}}\n\
+             - {{name: swe, type: accuracy, path: '{data}', accuracy_config: {{eval_method: swe_bench_scorer}}}}\n",
+            out.display(),
+            server.url()
+        ),
+    )
+    .unwrap();
+    let run = llmload(&["benchmark", "from-config", "-c", scored.to_str().unwrap()])
+        .out(&out)
+        .run();
+    assert!(
+        run.stderr.contains("scorer 'swe_bench_scorer'"),
+        "{}",
+        run.stderr
+    );
+    let s = run.summary();
+    assert_eq!(s["complete"], false, "{s}");
+    assert!(
+        s["incomplete_reasons"]
+            .to_string()
+            .contains("swe_bench_scorer"),
+        "{s}"
+    );
+    // The performance phase ran in full; the inert knob is noted.
+    assert_eq!(u(&s["requests"]["completed"]), 5, "{s}");
+    let notes = s["notes"].to_string();
+    assert!(
+        notes.contains("settings.client.log_level: 'WARN' has no effect"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("datasets[0].samples: 3 has no effect"),
+        "{notes}"
+    );
 }

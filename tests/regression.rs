@@ -1986,3 +1986,55 @@ fn corrupt_definition_levels_in_a_parquet_page_are_refused_not_a_panic() {
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
+
+/// `llmload validate` on an MLPerf config printed what `${VAR}`
+/// substitution put into it: the success summary showed the substituted
+/// model name, and a refused field quoted its substituted value. Neither
+/// may show what came from the environment or under a credential's key.
+#[test]
+fn mlperf_validate_never_prints_what_came_from_the_environment() {
+    let dir = temp_dir("mlperf-redact");
+    let ok = dir.join("ok.yaml");
+    std::fs::write(
+        &ok,
+        "type: online\nmodel_params: {name: '${SECRET_MODEL}'}\n\
+         endpoint_config: {endpoints: ['http://127.0.0.1:9']}\n\
+         settings:\n  load_pattern: {type: poisson, target_qps: 5}\n\
+         \x20 client: {log_level: '${SECRET_LEVEL}'}\n",
+    )
+    .unwrap();
+    let run = llmload(&["validate", ok.to_str().unwrap()])
+        .envs(&[
+            ("SECRET_MODEL", "model-sekrit-4242"),
+            ("SECRET_LEVEL", "level-sekrit-4242"),
+        ])
+        .out(&dir)
+        .run();
+    run.assert_success();
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(all.contains("<redacted>"), "{all}");
+    assert!(!all.contains("sekrit-4242"), "{all}");
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "type: online\nmodel_params: {name: m}\n\
+         endpoint_config: {endpoints: ['http://127.0.0.1:9']}\n\
+         settings:\n  load_pattern: {type: poisson, target_qps: 5}\n\
+         \x20 profiling: {engine: '${SECRET_ENGINE}'}\n\
+         datasets:\n- {path: x.jsonl, type: accuracy, generate_params: {auth_token: plain-sekrit-4242}}\n",
+    )
+    .unwrap();
+    let run = llmload(&["validate", bad.to_str().unwrap()])
+        .env("SECRET_ENGINE", "engine-sekrit-4242")
+        .out(&dir)
+        .run();
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("settings.profiling.engine"),
+        "{}",
+        run.stderr
+    );
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(!all.contains("sekrit-4242"), "{all}");
+}

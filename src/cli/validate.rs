@@ -16,6 +16,7 @@ use crate::config::mlperf;
 use crate::config::profile::{Content, Profile};
 use crate::config::resolve::resolve;
 use crate::http::endpoint::redact_url;
+use crate::http::redact::{redact, spellings};
 use crate::plan::{Load, StagePlan};
 use crate::printable::printable;
 
@@ -31,8 +32,12 @@ pub(crate) struct ValidateArgs {
 /// Validates the profile; returns 0 when it can run, 1 otherwise.
 pub(crate) fn run(args: ValidateArgs) -> i32 {
     let label = args.path.display().to_string();
+    // What an MLPerf config took from the environment (or under a
+    // credential's key) is never printed.
+    let mut hidden = Vec::new();
     let loaded = if mlperf::is_yaml(&args.path) {
         mlperf::load(&args.path).map(|r| {
+            hidden = spellings(r.hidden.clone());
             if let Some(a) = &r.audit {
                 let p = &a.params;
                 outln!(
@@ -58,12 +63,26 @@ pub(crate) fn run(args: ValidateArgs) -> i32 {
     };
     match resolve(profile) {
         Ok(cfg) => {
-            outln!("{}", wrap(&printable(&summary(&label, &cfg)), 78));
+            let shown = |t: &str| printable(&redact(t, &hidden));
+            outln!("{}", wrap(&shown(&summary(&label, &cfg)), 78));
+            let extras = &cfg.profile.mlperf;
+            for n in &extras.notes {
+                outln!("{label}: note: {}", shown(n));
+            }
+            for r in &extras.refuse_run {
+                outln!("{label}: valid, but a run is refused: {}", shown(r));
+            }
+            for r in &extras.refuse_accuracy {
+                outln!(
+                    "{label}: valid, but its accuracy phase is refused when run: {}",
+                    shown(r)
+                );
+            }
             0
         }
         Err(errors) => {
             for e in &errors {
-                errln!("{label}: {e}");
+                errln!("{label}: {}", redact(e, &hidden));
             }
             1
         }

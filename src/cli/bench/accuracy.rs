@@ -255,6 +255,10 @@ fn phase_config(
     p.tokenizer = None;
     p.token_source = Some("usage".into());
     p.model = Some(model.to_string());
+    // An MLPerf config's own accuracy drain (`drain.accuracy_timeout_s`).
+    if let Some(d) = base.mlperf.accuracy_drain {
+        p.drain_timeout = Some(d);
+    }
     p.max_tokens = Some(spec.max_tokens.unwrap_or(cfg.max_tokens));
     p.stream = Some(cfg.stream);
     p.temperature = spec.temperature.or(base.temperature);

@@ -30,7 +30,10 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
             scheduler_random_seed: scheduler_seed,
             dataloader_random_seed: cfg.dataloader_seed,
         },
-        legacy_window: !cfg.stages.is_empty()
+        // MLPerf's `use_legacy_loadgen_qps_metrics: false` asks for its
+        // native completed/duration QPS.
+        legacy_window: cfg.profile.mlperf.legacy_qps != Some(false)
+            && !cfg.stages.is_empty()
             && cfg.stages.iter().all(|s| {
                 matches!(
                     s.load,

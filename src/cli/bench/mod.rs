@@ -314,6 +314,15 @@ fn configure_as(
     for w in &cfg.warnings {
         errln!("llmload bench: warning: {w}");
     }
+    let refused = &cfg.profile.mlperf.refuse_run;
+    if !refused.is_empty() {
+        let at = if origin.is_empty() { "" } else { origin };
+        return Err(refused
+            .iter()
+            .map(|r| format!("{at}: {r}"))
+            .collect::<Vec<_>>()
+            .join("\n"));
+    }
     // The shard first: the host needs room for its part of the run only.
     cfg.place_shard(given, &|name| std::env::var(name).ok())?;
     check_host(&cfg, fd_limit)?;
@@ -527,6 +536,17 @@ fn run_phases(
         notes.extend(shard::start_note(cfg, &result));
     }
     notes.extend(metrics_note);
+    notes.extend(cfg.profile.mlperf.notes.iter().cloned());
+    let refused = &cfg.profile.mlperf.refuse_accuracy;
+    if !refused.is_empty() && !result.interrupted && p.fail_cause.is_none() {
+        for why in refused {
+            errln!("llmload bench: accuracy phase: {why}");
+            result
+                .incomplete_reasons
+                .push(Incomplete::AccuracyPhase { why: why.clone() });
+        }
+        result.complete = false;
+    }
     let accuracy = if cfg.phase.runs_accuracy() && !result.interrupted && p.fail_cause.is_none() {
         let references = std::mem::take(&mut p.references);
         match accuracy::run(cfg, references, server, &p.built.model, &p.out) {

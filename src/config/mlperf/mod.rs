@@ -5,9 +5,11 @@
 //!
 //! The rule that shapes every file here: a field we honour maps to a
 //! profile field; a field with no meaning for us (the Python client's
-//! transport, logging, GC) is accepted only at MLPerf's default; any other
-//! value, and any unknown key, is an error naming its YAML path. A config is
-//! never run as something other than what it says.
+//! transport, logging, GC, and the fields MLPerf itself never reads) is
+//! accepted at any value and, off MLPerf's default, becomes a note in the
+//! report saying so; any other refusal, and any key MLPerf's schema lacks,
+//! is an error naming its YAML path. A config is never run as something
+//! other than what it says without the report saying it.
 
 mod audit;
 mod bounds;
@@ -31,6 +33,26 @@ pub(crate) use schema::Read;
 pub(crate) use settings::WARMUP_RANDOM_SEED;
 use tree::Errors;
 pub(crate) use tree::Tree;
+
+/// What a config says that is no profile setting, carried with the
+/// profile to the run: the report's notes on fields accepted without (or
+/// with a different) effect, and what only running refuses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Extras {
+    /// For the report's notes, one per field.
+    pub notes: Vec<String>,
+    /// `use_legacy_loadgen_qps_metrics` (MLPerf's default: true).
+    pub legacy_qps: Option<bool>,
+    /// `drain.accuracy_timeout_s`: the accuracy phase's drain limit
+    /// (MLPerf's default, none, is a limit no response reaches).
+    pub accuracy_drain: Option<crate::config::profile::HumanDuration>,
+    /// Why the config cannot run at all (agentic inference); it still
+    /// validates.
+    pub refuse_run: Vec<String>,
+    /// Why the accuracy phase cannot run (a scorer MLPerf runs in an
+    /// external service); the performance phase still runs.
+    pub refuse_accuracy: Vec<String>,
+}
 
 /// Whether `path` names a YAML file (by extension).
 pub(crate) fn is_yaml(path: &Path) -> bool {
@@ -56,11 +78,14 @@ pub(crate) fn load_tree(path: &Path) -> Result<Tree, String> {
 /// of them showing what the tree hides.
 pub(crate) fn read(tree: Tree) -> Result<Read, Vec<(String, String)>> {
     let errs = Errors::hiding(tree.hidden);
-    let read = schema::read(tree.value, &errs);
-    if errs.is_empty() {
+    let mut read = schema::read(tree.value, &errs);
+    let (found, notes, hidden) = errs.into_parts();
+    if found.is_empty() {
+        read.profile.mlperf.notes = notes;
+        read.hidden = hidden;
         Ok(read)
     } else {
-        Err(errs.into_vec())
+        Err(found)
     }
 }
 

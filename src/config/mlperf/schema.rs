@@ -21,11 +21,20 @@ pub(crate) struct Read {
     #[cfg_attr(not(test), allow(dead_code))]
     pub online: bool,
     pub audit: Option<AuditBlock>,
+    /// Values substituted from the environment or under a credential's
+    /// key: whatever is printed about the config must not show them.
+    pub hidden: Vec<String>,
 }
 
 /// Reads a whole config tree (`serde_json::Value` from YAML, with any
 /// command-line overrides merged in).
 pub(crate) fn read(tree: Value, errs: &Errors) -> Read {
+    // MLPerf gates its text-completions controls on the API type, which
+    // is read after them.
+    let completions = tree
+        .pointer("/endpoint_config/api_type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.trim() == "openai_completions");
     let mut top = Section::new(Some(tree), String::new(), errs);
     let mut p = Profile {
         preset: Some("mlperf".into()),
@@ -78,18 +87,31 @@ pub(crate) fn read(tree: Value, errs: &Errors) -> Read {
         }
     };
     let online = kind == Some(true);
-    top.only_default("submission_ref", Value::Null);
+    let reference_model = read_submission_ref(top.section("submission_ref"));
     // Read above for a submission; a label elsewhere.
     let _ = top.take("benchmark_mode");
-    read_model_params(top.section("model_params"), &mut p);
-    read_datasets(&mut top, &mut p);
+    read_model_params(top.section("model_params"), completions, &mut p);
+    if p.model.is_none() {
+        // MLPerf's rule: the reference names the model when the config
+        // does not.
+        p.model = reference_model;
+    }
+    read_datasets(&mut top, completions, &mut p);
     read_settings(top.section("settings"), kind, &mut p);
     read_endpoint(top.section("endpoint_config"), &mut p);
     if let Some(dir) = top.string("report_dir") {
         p.out = Some(PathBuf::from(dir));
     }
-    top.only_default("timeout", Value::Null);
-    top.only_default("verbose", false.into());
+    top.inert(
+        "timeout",
+        Value::Null,
+        "MLPerf reads it nowhere; the run's length is settings.runtime's",
+    );
+    top.inert(
+        "verbose",
+        false.into(),
+        "MLPerf's logging switch; llmload's is -v",
+    );
     if let Some(pin) = top.bool("enable_cpu_affinity") {
         p.pin = Some(pin);
     }
@@ -99,10 +121,43 @@ pub(crate) fn read(tree: Value, errs: &Errors) -> Read {
         profile: p,
         online,
         audit,
+        hidden: Vec::new(),
     }
 }
 
-fn read_model_params(mut s: Section<'_>, p: &mut Profile) {
+/// `submission_ref`: the model it names (the config's model when
+/// `model_params.name` is not given), the ruleset noted.
+fn read_submission_ref(mut s: Section<'_>) -> Option<String> {
+    let model = s.string("model").filter(|m| !m.is_empty());
+    if let Some(rules) = s.string("ruleset") {
+        s.errs.note(
+            &s.path_of("ruleset"),
+            format!(
+                "'{rules}': llmload has no rulesets; the run follows the config's own settings and seeds"
+            ),
+        );
+    }
+    s.finish();
+    model
+}
+
+/// MLPerf's rule for its text-completions controls: `min_new_tokens` and
+/// `skip_special_tokens` at anything but their defaults (1 and true) need
+/// `api_type: openai_completions`, wherever they are given.
+fn completion_control(s: &Section<'_>, key: &str, completions: bool) -> bool {
+    if !completions {
+        s.errs.at(
+            &s.path_of(key),
+            format!(
+                "{} requires endpoint_config.api_type=openai_completions",
+                s.path_of(key)
+            ),
+        );
+    }
+    completions
+}
+
+fn read_model_params(mut s: Section<'_>, completions: bool, p: &mut Profile) {
     p.model = s.string("name").filter(|n| !n.is_empty());
     p.temperature = s.f64("temperature");
     p.top_p = s.f64("top_p");
@@ -135,7 +190,9 @@ fn read_model_params(mut s: Section<'_>, p: &mut Profile) {
             format!("expected a mapping, found {}", shown(&other)),
         ),
     }
-    if s.bool("skip_special_tokens") == Some(false) {
+    if s.bool("skip_special_tokens") == Some(false)
+        && completion_control(&s, "skip_special_tokens", completions)
+    {
         extra.insert("skip_special_tokens".into(), false.into());
     }
     if !extra.is_empty() {
@@ -153,10 +210,14 @@ fn read_model_params(mut s: Section<'_>, p: &mut Profile) {
     }
     p.max_tokens = max.and_then(|n| u32::try_from(n).ok());
     // 1 is MLPerf's default, which sends nothing.
-    p.min_tokens = min.filter(|n| *n != 1).and_then(|n| u32::try_from(n).ok());
-    s.unsupported(
+    let min = min.filter(|n| *n != 1);
+    if min.is_some() && completion_control(&s, "min_new_tokens", completions) {
+        p.min_tokens = min.and_then(|n| u32::try_from(n).ok());
+    }
+    s.inert(
         "osl_distribution",
-        "output lengths follow the dataset (max_new_tokens caps them)",
+        Value::Null,
+        "MLPerf reads it nowhere; output lengths follow the server, capped by max_new_tokens",
     );
     match s.string("streaming").as_deref() {
         None | Some("auto") => {}
@@ -171,7 +232,7 @@ fn read_model_params(mut s: Section<'_>, p: &mut Profile) {
     s.finish();
 }
 
-fn read_datasets(top: &mut Section<'_>, p: &mut Profile) {
+fn read_datasets(top: &mut Section<'_>, completions: bool, p: &mut Profile) {
     let items = match top.take("datasets") {
         None => return,
         Some(Value::Array(items)) => items,
@@ -184,13 +245,14 @@ fn read_datasets(top: &mut Section<'_>, p: &mut Profile) {
         }
     };
     let mut found: Option<String> = None;
-    let mut accuracy = Vec::new();
+    let mut accuracy: Vec<String> = Vec::new();
+    let base = (p.max_tokens, p.temperature, p.top_p);
     for (i, item) in items.into_iter().enumerate() {
         let path = format!("datasets[{i}]");
-        match read_dataset(Section::new(Some(item), path.clone(), top.errs)) {
+        let section = Section::new(Some(item), path.clone(), top.errs);
+        match read_dataset(section, completions, p) {
             Some(Dataset::Accuracy(spec)) => accuracy.push(spec),
-            Some(Dataset::Performance(spec)) if found.is_some() => {
-                let _ = spec;
+            Some(Dataset::Performance(_)) if found.is_some() => {
                 top.errs.at(
                     &path,
                     "a second performance dataset is not supported: llmload runs one per benchmark",
@@ -201,6 +263,26 @@ fn read_datasets(top: &mut Section<'_>, p: &mut Profile) {
         }
     }
     p.dataset = found;
+    // A performance dataset's override is its own: the accuracy datasets
+    // keep model_params' values unless they override them themselves.
+    let max = base
+        .0
+        .unwrap_or(crate::config::profile::defaults::MLPERF_MAX_TOKENS);
+    for spec in &mut accuracy {
+        if p.max_tokens != base.0 && !spec.contains(",max_output_tokens=") {
+            *spec += &format!(",max_output_tokens={max}");
+        }
+        for (key, was, now) in [
+            ("temperature", base.1, p.temperature),
+            ("top_p", base.2, p.top_p),
+        ] {
+            if let Some(x) = was.filter(|_| was != now)
+                && !spec.contains(&format!(",{key}="))
+            {
+                *spec += &format!(",{key}={x}");
+            }
+        }
+    }
     if !accuracy.is_empty() {
         p.accuracy_datasets = Some(accuracy);
     }
@@ -214,8 +296,41 @@ enum Dataset {
     Accuracy(String),
 }
 
-/// One dataset as our `--dataset` (or `--accuracy-dataset`) spec string.
-fn read_dataset(mut s: Section<'_>) -> Option<Dataset> {
+/// Scorers MLPerf runs in a service or with a package llmload does not
+/// ship: accepted, refused only when the accuracy phase would run.
+const EXTERNAL_SCORERS: [&str; 7] = [
+    "code_bench_scorer",
+    "shopify_category_f1",
+    "agentic_inference_inline",
+    "vbench",
+    "bfcl_v4",
+    "legacy_mlperf_deepseek_r1",
+    "swe_bench_scorer",
+];
+
+/// `ModelParams`' fields: the keys a dataset's `generation_config_override`
+/// may name.
+const MODEL_PARAMS: [&str; 15] = [
+    "name",
+    "temperature",
+    "seed",
+    "top_k",
+    "top_p",
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "chat_template_kwargs",
+    "max_new_tokens",
+    "min_new_tokens",
+    "skip_special_tokens",
+    "osl_distribution",
+    "streaming",
+    "tokenizer_name",
+];
+
+/// One dataset as our `--dataset` (or `--accuracy-dataset`) spec string;
+/// a performance dataset's generation override is written into `p`.
+fn read_dataset(mut s: Section<'_>, completions: bool, p: &mut Profile) -> Option<Dataset> {
     let name = s.string("name");
     let accuracy = match s.string("type").as_deref() {
         None | Some("performance") => false,
@@ -230,59 +345,65 @@ fn read_dataset(mut s: Section<'_>) -> Option<Dataset> {
     };
     let path = s.string("path");
     let format = s.string("format");
+    s.inert(
+        "samples",
+        Value::Null,
+        "MLPerf reads it nowhere: every row of the file is used",
+    );
+    if let Some(v) = s.take("generate_params") {
+        s.errs.note(
+            &s.path_of("generate_params"),
+            format!(
+                "{} has no effect in llmload (MLPerf passes it to a predefined dataset's generator)",
+                shown(&v)
+            ),
+        );
+    }
+    let agentic = s.path_of("agentic_inference");
+    if s.take("agentic_inference").is_some() {
+        p.mlperf.refuse_run.push(format!(
+            "{agentic}: agentic inference (multi-turn trajectory replay) is not supported yet"
+        ));
+    }
     let mut acc_keys: Vec<String> = Vec::new();
-    if accuracy {
-        if let Some(n) = name.filter(|n| !n.is_empty()) {
-            acc_keys.push(format!("name={n}"));
+    let mut external = None;
+    // The dataset's own `eval_method` (exact_match, contains, judge):
+    // exact_match is pass@1; accuracy_config's, when given, wins.
+    let method = s.string("eval_method");
+    let mut cfg = s.section("accuracy_config");
+    let scorer = cfg.string("eval_method").or(method);
+    let extras = cfg.path_of("extras");
+    if let Some(v) = cfg.take("extras") {
+        if !v.is_object() {
+            cfg.errs
+                .at(&extras, format!("expected a mapping, found {}", shown(&v)));
         }
-        if let Some(n) = s.int("samples", 1) {
-            acc_keys.push(format!("samples={n}"));
-        }
-        // The dataset's own `eval_method` (exact_match, contains, judge):
-        // exact_match is pass@1; accuracy_config's, when given, wins.
-        let method = s.string("eval_method");
-        let mut cfg = s.section("accuracy_config");
-        let scorer = cfg.string("eval_method").or(method);
-        if let Some(m) = scorer {
-            acc_keys.push(format!("scorer={m}"));
-        }
-        for (key, ours) in [("ground_truth", "expected"), ("extractor", "extractor")] {
-            if let Some(v) = cfg.string(key) {
-                acc_keys.push(format!("{ours}={v}"));
-            }
-        }
-        if let Some(n) = cfg.int("num_repeats", 1) {
-            acc_keys.push(format!("repeats={n}"));
-        }
-        cfg.only_default("extras", Value::Null);
-        cfg.finish();
-        let mut gen_cfg = s.section("generation_config_override");
-        if let Some(n) = gen_cfg.int("max_new_tokens", 1) {
-            acc_keys.push(format!("max_output_tokens={n}"));
-        }
-        for key in ["temperature", "top_p"] {
-            if let Some(x) = gen_cfg.f64(key) {
-                acc_keys.push(format!("{key}={x}"));
-            }
-        }
-        gen_cfg.finish();
-        s.only_default("generate_params", Value::Null);
-        s.only_default("agentic_inference", Value::Null);
-    } else {
-        for key in [
-            "samples",
-            "eval_method",
-            "generate_params",
-            "accuracy_config",
-            "agentic_inference",
-            "generation_config_override",
-        ] {
-            s.only_default(key, Value::Null);
+        cfg.errs.note(
+            &extras,
+            "passed to MLPerf's scorer; llmload's scorers take no extras",
+        );
+    }
+    match scorer {
+        Some(m) if !accuracy => cfg.errs.note(
+            &cfg.path_of("eval_method"),
+            format!("'{m}' has no effect on a performance dataset"),
+        ),
+        Some(m) if EXTERNAL_SCORERS.contains(&m.as_str()) => external = Some(m),
+        Some(m) => acc_keys.push(format!("scorer={m}")),
+        None => {}
+    }
+    for (key, ours) in [("ground_truth", "expected"), ("extractor", "extractor")] {
+        if let Some(v) = cfg.string(key) {
+            acc_keys.push(format!("{ours}={v}"));
         }
     }
+    if let Some(n) = cfg.int("num_repeats", 1) {
+        acc_keys.push(format!("repeats={n}"));
+    }
+    cfg.finish();
+    read_generation_override(&mut s, accuracy, completions, p, &mut acc_keys);
     let mut parser = s.section("parser");
-    let prompt = parser.string("prompt");
-    let system = parser.string("system");
+    let columns = read_parser(&mut parser);
     parser.finish();
     let Some(path) = path else {
         s.errs.at(
@@ -313,19 +434,161 @@ fn read_dataset(mut s: Section<'_>) -> Option<Dataset> {
             ),
         }
     }
-    for (key, col) in [("prompt", prompt), ("system", system)] {
-        if let Some(col) = col {
-            spec += &format!(",{key}={col}");
-        }
+    for (key, col) in columns {
+        spec += &format!(",{key}={col}");
     }
     s.finish();
+    if let Some(m) = external {
+        let label = name.as_deref().filter(|n| !n.is_empty()).unwrap_or(&spec);
+        p.mlperf.refuse_accuracy.push(format!(
+            "accuracy dataset '{label}': scorer '{m}' runs in MLPerf's external services (sandboxes, containers, packages llmload does not ship); llmload scores string_match, pass_at_1 and rouge"
+        ));
+        return None;
+    }
     if accuracy {
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            spec += &format!(",name={n}");
+        }
         for k in acc_keys {
             spec += &format!(",{k}");
         }
         return Some(Dataset::Accuracy(format!("acc:{spec}")));
     }
     Some(Dataset::Performance(spec))
+}
+
+/// `parser`, MLPerf's free map from the column a sample field takes to
+/// the file's column: `prompt` (or MLPerf's `input`) and `system` are
+/// ours; any other key is noted.
+fn read_parser(parser: &mut Section<'_>) -> Vec<(&'static str, String)> {
+    let prompt = parser.string("prompt");
+    let input = parser.string("input");
+    let system = parser.string("system");
+    let mut columns = Vec::new();
+    match (prompt, input) {
+        (Some(p), Some(_)) => {
+            parser.errs.note(
+                &parser.path_of("input"),
+                "has no effect in llmload: parser.prompt names the prompt column",
+            );
+            columns.push(("prompt", p));
+        }
+        (Some(p), None) | (None, Some(p)) => columns.push(("prompt", p)),
+        (None, None) => {}
+    }
+    if let Some(sys) = system {
+        columns.push(("system", sys));
+    }
+    for key in parser.keys() {
+        let path = parser.path_of(&key);
+        let why = if key == "input_tokens" {
+            "llmload sends the text prompt, never pre-tokenized input"
+        } else {
+            "llmload reads only prompt (or input) and system"
+        };
+        if let Some(v) = parser.take(&key) {
+            parser
+                .errs
+                .note(&path, format!("{} has no effect ({why})", shown(&v)));
+        }
+    }
+    columns
+}
+
+/// `generation_config_override`: MLPerf's `ModelParams` keys over the
+/// top-level ones, for this dataset only. A performance dataset's are the
+/// run's; an accuracy dataset's become its spec keys.
+fn read_generation_override(
+    s: &mut Section<'_>,
+    accuracy: bool,
+    completions: bool,
+    p: &mut Profile,
+    acc_keys: &mut Vec<String>,
+) {
+    let mut g = s.section("generation_config_override");
+    for key in g.keys() {
+        let path = g.path_of(&key);
+        if !MODEL_PARAMS.contains(&key.as_str()) {
+            g.errs.at(
+                &path,
+                format!(
+                    "unknown key: expected one of model_params' fields ({})",
+                    MODEL_PARAMS.join(", ")
+                ),
+            );
+            let _ = g.take(&key);
+        } else if matches!(key.as_str(), "name" | "streaming" | "tokenizer_name") {
+            g.errs.at(
+                &path,
+                "not honoured per dataset (MLPerf refuses it too): set it on model_params",
+            );
+            let _ = g.take(&key);
+        }
+    }
+    let max = g.int("max_new_tokens", 1);
+    let temperature = g.f64("temperature");
+    let top_p = g.f64("top_p");
+    if accuracy {
+        if let Some(n) = max {
+            acc_keys.push(format!("max_output_tokens={n}"));
+        }
+        for (key, x) in [("temperature", temperature), ("top_p", top_p)] {
+            if let Some(x) = x {
+                acc_keys.push(format!("{key}={x}"));
+            }
+        }
+    } else {
+        if let Some(n) = max.and_then(|n| u32::try_from(n).ok()) {
+            p.max_tokens = Some(n);
+        }
+        if temperature.is_some() {
+            p.temperature = temperature;
+        }
+        if top_p.is_some() {
+            p.top_p = top_p;
+        }
+        let min = g.int("min_new_tokens", 0).filter(|n| *n != 1);
+        if min.is_some() && completion_control(&g, "min_new_tokens", completions) {
+            p.min_tokens = min.and_then(|n| u32::try_from(n).ok());
+        }
+        if g.bool("skip_special_tokens") == Some(false)
+            && completion_control(&g, "skip_special_tokens", completions)
+        {
+            p.extra_body
+                .get_or_insert_with(Map::new)
+                .insert("skip_special_tokens".into(), false.into());
+        }
+        for key in [
+            "seed",
+            "top_k",
+            "repetition_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+            "chat_template_kwargs",
+        ] {
+            if let Some(v) = g.take(key) {
+                p.extra_body
+                    .get_or_insert_with(Map::new)
+                    .insert(key.into(), v);
+            }
+        }
+    }
+    // What is left has no per-dataset meaning here.
+    for key in g.keys() {
+        let path = g.path_of(&key);
+        if let Some(v) = g.take(&key) {
+            let why = if accuracy {
+                "an accuracy dataset takes max_new_tokens, temperature and top_p"
+            } else {
+                "output lengths follow the server, capped by max_new_tokens"
+            };
+            g.errs.note(
+                &path,
+                format!("{} has no effect in llmload ({why})", shown(&v)),
+            );
+        }
+    }
+    g.finish();
 }
 
 fn read_endpoint(mut s: Section<'_>, p: &mut Profile) {

@@ -1,7 +1,7 @@
 //! `settings`: runtime, load pattern, client, drain, warmup, profiling and
 //! early stopping. The run length and load shape map to our profile; the
 //! Python client's machinery (ZMQ transport, GC mode, worker timeouts) has
-//! no counterpart here and is accepted only at MLPerf's defaults.
+//! no counterpart here: accepted at any value, noted off MLPerf's defaults.
 
 use std::time::Duration;
 
@@ -24,7 +24,11 @@ pub(super) fn read_settings(mut s: Section<'_>, online: Option<bool>, p: &mut Pr
     let mut es = s.section("early_stopping");
     p.early_stopping = es.bool("enabled");
     es.finish();
-    s.only_default("service_ready_timeout_s", 30.0.into());
+    s.inert(
+        "service_ready_timeout_s",
+        30.0.into(),
+        "llmload starts no metrics or event-logger services",
+    );
     s.finish();
 }
 
@@ -99,14 +103,14 @@ fn read_load_pattern(mut s: Section<'_>, online: Option<bool>, p: &mut Profile) 
         s.errs.at(&qps_path, "must be > 0");
     }
     let concurrency = s.int("target_concurrency", 1);
-    s.only_default("use_legacy_loadgen_qps_metrics", true.into());
+    p.mlperf.legacy_qps = s.bool("use_legacy_loadgen_qps_metrics");
     match kind.as_str() {
         "max_throughput" if online == Some(true) => s.errs.at(
             &type_path,
             "an online benchmark needs poisson or concurrency (max_throughput is offline's)",
         ),
         "max_throughput" => p.mode = Some("offline".into()),
-        "poisson" | "concurrency" if online == Some(false) => s.errs.at(
+        "poisson" | "concurrency" | "agentic_inference" if online == Some(false) => s.errs.at(
             &type_path,
             format!("'{kind}': an offline benchmark uses max_throughput"),
         ),
@@ -124,7 +128,18 @@ fn read_load_pattern(mut s: Section<'_>, online: Option<bool>, p: &mut Profile) 
                 None => s.errs.at(&conc_path, "required by concurrency"),
             }
         }
-        "agentic_inference" | "burst" | "step" => {
+        "agentic_inference" => {
+            // Validates as MLPerf's does; only running it is refused.
+            if concurrency.is_none() {
+                s.errs.at(&conc_path, "required by agentic_inference");
+            }
+            p.mode = Some("concurrency".into());
+            p.concurrency = concurrency.map(|c| c as usize);
+            p.mlperf.refuse_run.push(format!(
+                "{type_path}: agentic_inference (multi-turn trajectory replay) is not supported yet"
+            ));
+        }
+        "burst" | "step" => {
             s.errs.at(&type_path, format!("'{kind}' is not supported"));
         }
         other => s.errs.at(
@@ -161,46 +176,118 @@ fn read_client(mut s: Section<'_>, p: &mut Profile) {
     if s.bool("insecure") == Some(true) {
         p.insecure = Some(true);
     }
-    // Connections are opened ahead by llmload itself, sized to the load.
-    s.only_default("warmup_connections", (-1).into());
-    s.only_default("auto_warmup_budget_fraction", 0.25.into());
-    s.only_default("max_concurrent_warmup_connects", 128.into());
-    s.only_default("min_required_connections", (-1).into());
-    s.only_default("log_level", "INFO".into());
-    s.only_default("stream_all_chunks", false.into());
-    s.only_default("worker_initialization_timeout", 60.0.into());
-    s.only_default("worker_graceful_shutdown_wait", 0.5.into());
-    s.only_default("worker_force_kill_timeout", 0.5.into());
-    s.only_default("max_idle_time", 4.0.into());
-    s.only_default("worker_gc_mode", "relaxed".into());
+    let own = "llmload's workers are forked processes with their own event loops";
+    for (key, default, why) in [
+        (
+            "warmup_connections",
+            Value::from(-1),
+            "llmload opens its connections itself, sized to the load",
+        ),
+        (
+            "auto_warmup_budget_fraction",
+            0.25.into(),
+            "llmload opens its connections itself, sized to the load",
+        ),
+        (
+            "max_concurrent_warmup_connects",
+            128.into(),
+            "llmload opens its connections itself, sized to the load",
+        ),
+        (
+            "min_required_connections",
+            (-1).into(),
+            "llmload opens its connections itself, sized to the load",
+        ),
+        (
+            "log_level",
+            "INFO".into(),
+            "llmload's messages are its own; -v is the verbose switch",
+        ),
+        (
+            "stream_all_chunks",
+            false.into(),
+            "llmload's workers read every chunk and record its time",
+        ),
+        ("worker_initialization_timeout", 60.0.into(), own),
+        ("worker_graceful_shutdown_wait", 0.5.into(), own),
+        ("worker_force_kill_timeout", 0.5.into(), own),
+        (
+            "max_idle_time",
+            4.0.into(),
+            "llmload keeps its connections for the run and reconnects one the server closed",
+        ),
+        (
+            "worker_gc_mode",
+            "relaxed".into(),
+            "there is no garbage collector to tune",
+        ),
+    ] {
+        s.inert(key, default, why);
+    }
     let mut t = s.section("transport");
-    t.only_default("type", "zmq".into());
-    t.only_default("recv_buffer_size", 16_777_216.into());
-    t.only_default("send_buffer_size", 16_777_216.into());
-    t.only_default("io_threads", 4.into());
-    t.only_default("worker_io_threads", 1.into());
-    t.only_default("high_water_mark", 0.into());
-    t.only_default("linger", (-1).into());
-    t.only_default("immediate", 1.into());
+    let ipc = "llmload's workers report over shared-memory rings, not ZMQ";
+    for (key, default) in [
+        ("type", Value::from("zmq")),
+        ("recv_buffer_size", 16_777_216.into()),
+        ("send_buffer_size", 16_777_216.into()),
+        ("io_threads", 4.into()),
+        ("worker_io_threads", 1.into()),
+        ("high_water_mark", 0.into()),
+        ("linger", (-1).into()),
+        ("immediate", 1.into()),
+    ] {
+        t.inert(key, default, ipc);
+    }
     t.finish();
     s.finish();
 }
 
+/// Long enough to be no limit: each response is still bounded by the
+/// request timeout, so a drain without a limit waits for every response.
+const NO_DRAIN_LIMIT: Duration = Duration::from_secs(366 * 24 * 3600);
+
 fn read_drain(mut s: Section<'_>, p: &mut Profile) {
     let path = s.path_of("performance_timeout_s");
     if s.is_null("performance_timeout_s") {
-        s.errs
-            .at(&path, "null (wait forever) is not supported: give seconds");
+        let _ = s.take("performance_timeout_s");
+        p.drain_timeout = Some(HumanDuration(NO_DRAIN_LIMIT));
+        s.errs.note(
+            &path,
+            "null: the performance phase waits for every response, each bounded by the request timeout",
+        );
     } else if let Some(x) = s.f64("performance_timeout_s") {
         match Duration::try_from_secs_f64(x) {
             Ok(d) if x > 0.0 => p.drain_timeout = Some(HumanDuration(d)),
             _ => s.errs.at(&path, format!("{x}: expected seconds > 0")),
         }
     }
-    s.only_default("warmup_timeout_s", 240.0.into());
-    s.only_default("accuracy_timeout_s", Value::Null);
-    s.only_default("metrics_drain_timeout_s", 0.0.into());
-    s.only_default("metrics_tokenizer_workers", 4.into());
+    // The accuracy phase waits as MLPerf's does: for every response unless
+    // a limit is given.
+    let path = s.path_of("accuracy_timeout_s");
+    p.mlperf.accuracy_drain = Some(HumanDuration(NO_DRAIN_LIMIT));
+    if let Some(x) = s.f64("accuracy_timeout_s") {
+        match Duration::try_from_secs_f64(x) {
+            Ok(d) if x > 0.0 => p.mlperf.accuracy_drain = Some(HumanDuration(d)),
+            _ => s.errs.at(&path, format!("{x}: expected seconds > 0")),
+        }
+    }
+    let path = s.path_of("warmup_timeout_s");
+    let why = "llmload's warm-up requests run inside the performance phase and end by its drain";
+    if s.is_null("warmup_timeout_s") {
+        let _ = s.take("warmup_timeout_s");
+        s.errs
+            .note(&path, format!("null has no effect in llmload ({why})"));
+    } else if let Some(x) = s.f64("warmup_timeout_s") {
+        if x <= 0.0 {
+            s.errs.at(&path, format!("{x}: expected seconds > 0"));
+        } else if x != 240.0 {
+            s.errs
+                .note(&path, format!("{x} has no effect in llmload ({why})"));
+        }
+    }
+    let metrics = "llmload counts tokens as responses arrive; nothing is left to drain";
+    s.inert("metrics_drain_timeout_s", 0.0.into(), metrics);
+    s.inert("metrics_tokenizer_workers", 4.into(), metrics);
     s.finish();
 }
 
@@ -219,9 +306,27 @@ fn read_warmup(mut s: Section<'_>, p: &mut Profile) {
             ),
         }
     }
-    s.only_default("salt", false.into());
-    s.only_default("drain", false.into());
-    s.only_default("warmup_random_seed", (WARMUP_RANDOM_SEED as i64).into());
+    let salt = s.bool("salt");
+    let drain = s.bool("drain");
+    let seed = s.int("warmup_random_seed", i64::MIN);
+    if salt == Some(true) {
+        s.errs.note(
+            &s.path_of("salt"),
+            "true has no effect in llmload: warm-up prompts are sent unsalted",
+        );
+    }
+    if drain == Some(true) {
+        s.errs.note(
+            &s.path_of("drain"),
+            "true has no effect in llmload: warm-up requests still in flight are excluded from the numbers, not waited for",
+        );
+    }
+    if seed.is_some_and(|x| x != WARMUP_RANDOM_SEED as i64) {
+        s.errs.note(
+            &s.path_of("warmup_random_seed"),
+            "has no effect in llmload: the warm-up draws its order and schedule from MLPerf's default seed, 42",
+        );
+    }
     s.finish();
 }
 

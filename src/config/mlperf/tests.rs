@@ -48,9 +48,16 @@ fn offline_template_maps_to_an_offline_profile() {
             mode: Some("offline".into()),
             dataset: Some(PLACEHOLDER_DATASET.into()),
             min_duration: ms(600_000),
+            mlperf: Extras {
+                accuracy_drain: r.profile.mlperf.accuracy_drain,
+                ..Extras::default()
+            },
             ..Profile::default()
         }
     );
+    // MLPerf's accuracy phase waits for every response by default.
+    let drain = r.profile.mlperf.accuracy_drain.unwrap().0;
+    assert!(drain > Duration::from_secs(86_400 * 365), "{drain:?}");
     assert_eq!(r.audit, None);
 }
 
@@ -293,16 +300,6 @@ fn what_cannot_be_honoured_is_named_by_its_path() {
         "expected offline, online, eval or submission",
     );
     one_problem(
-        "settings: {client: {log_level: DEBUG}}",
-        "settings.client.log_level",
-        "'DEBUG' is not supported",
-    );
-    one_problem(
-        "settings: {client: {transport: {io_threads: 8}}}",
-        "settings.client.transport.io_threads",
-        "only at its default, 4",
-    );
-    one_problem(
         "settings: {runtime: {min_duration: 5}}",
         "settings.runtime.min_duration",
         "unknown key",
@@ -332,11 +329,6 @@ fn what_cannot_be_honoured_is_named_by_its_path() {
         "model_params: {streaming: sometimes}",
         "model_params.streaming",
         "expected auto, on or off",
-    );
-    one_problem(
-        "model_params: {osl_distribution: {type: fixed}}",
-        "model_params.osl_distribution",
-        "not supported",
     );
     one_problem(
         "settings: {warmup: {enabled: true}}",
@@ -468,4 +460,208 @@ fn target_qps_sizes_an_offline_or_concurrency_run() {
         other => panic!("{other:?}"),
     }
     let _ = std::fs::remove_file(&data);
+}
+
+/// The notes `body` (patched over the online template) reads with; it
+/// must read without errors.
+fn notes(body: &str) -> (Read, Vec<String>) {
+    let mut t = tree(ONLINE);
+    for (path, value) in flatten(&tree(body).value, "") {
+        set(&mut t.value, &path, value);
+    }
+    let r = read(t).unwrap_or_else(|e| panic!("{body}: {e:?}"));
+    let n = r.profile.mlperf.notes.clone();
+    (r, n)
+}
+
+fn noted(notes: &[String], path: &str, says: &str) {
+    let at: Vec<&String> = notes
+        .iter()
+        .filter(|n| n.starts_with(&format!("{path}: ")))
+        .collect();
+    assert_eq!(at.len(), 1, "{path}: {notes:?}");
+    assert!(at[0].contains(says), "{path}: {notes:?}");
+}
+
+#[test]
+fn inert_fields_are_accepted_at_any_value_with_one_note_each() {
+    let (r, n) = notes(
+        "timeout: 9000\nverbose: true\n\
+         model_params: {osl_distribution: {type: fixed, mean: 10}}\n\
+         settings:\n  service_ready_timeout_s: 60\n\
+         \x20 drain: {metrics_tokenizer_workers: 0, warmup_timeout_s: 5}\n\
+         \x20 client: {log_level: WARN, worker_gc_mode: disabled, worker_initialization_timeout: 300,\n\
+         \x20   warmup_connections: 0, max_idle_time: 0.5, stream_all_chunks: true,\n\
+         \x20   transport: {io_threads: 8}}\n",
+    );
+    for (path, says) in [
+        ("timeout", "9000 has no effect"),
+        ("verbose", "true has no effect"),
+        ("model_params.osl_distribution", "no effect"),
+        ("settings.service_ready_timeout_s", "60 has no effect"),
+        (
+            "settings.drain.metrics_tokenizer_workers",
+            "0 has no effect",
+        ),
+        ("settings.drain.warmup_timeout_s", "5 has no effect"),
+        ("settings.client.log_level", "'WARN' has no effect"),
+        ("settings.client.worker_gc_mode", "'disabled' has no effect"),
+        (
+            "settings.client.worker_initialization_timeout",
+            "300 has no effect",
+        ),
+        ("settings.client.warmup_connections", "0 has no effect"),
+        ("settings.client.max_idle_time", "0.5 has no effect"),
+        ("settings.client.stream_all_chunks", "true has no effect"),
+        ("settings.client.transport.io_threads", "8 has no effect"),
+    ] {
+        noted(&n, path, says);
+    }
+    assert_eq!(n.len(), 13, "{n:?}");
+    assert_eq!(r.profile.max_tokens, None);
+    // At MLPerf's defaults there is nothing to say.
+    let (_, n) =
+        notes("timeout: null\nsettings: {client: {log_level: INFO, worker_gc_mode: relaxed}}\n");
+    assert!(n.is_empty(), "{n:?}");
+}
+
+#[test]
+fn samples_is_no_row_limit_and_parser_takes_any_key() {
+    let (r, n) = notes(
+        "datasets:\n\
+         - {path: perf.jsonl, samples: 1000, parser: {input: question, input_tokens: ids, other: x}}\n\
+         - {path: acc.jsonl, type: accuracy, samples: 13368, parser: {prompt: q, input: x},\n\
+         \x20  accuracy_config: {eval_method: pass_at_1, ground_truth: a}}\n",
+    );
+    assert_eq!(
+        r.profile.dataset.as_deref(),
+        Some("perf.jsonl,prompt=question")
+    );
+    let acc = r.profile.accuracy_datasets.unwrap();
+    assert_eq!(acc, ["acc:acc.jsonl,prompt=q,scorer=pass_at_1,expected=a"]);
+    noted(&n, "datasets[0].samples", "every row");
+    noted(&n, "datasets[1].samples", "every row");
+    noted(&n, "datasets[0].parser.input_tokens", "never pre-tokenized");
+    noted(&n, "datasets[0].parser.other", "no effect");
+    noted(&n, "datasets[1].parser.input", "parser.prompt names");
+    assert_eq!(n.len(), 5, "{n:?}");
+}
+
+#[test]
+fn unknown_key_is_said_only_of_keys_mlperf_lacks() {
+    // Every field of MLPerf's schema the old reader refused by name.
+    let (_, _) = notes(
+        "submission_ref: {model: m, ruleset: mlperf-inference-v6.0}\n\
+         settings:\n  drain: {performance_timeout_s: null, accuracy_timeout_s: 30}\n\
+         \x20 warmup: {salt: true, drain: true, warmup_random_seed: 7}\n\
+         \x20 load_pattern: {use_legacy_loadgen_qps_metrics: false}\n\
+         datasets:\n- {path: p.jsonl, generate_params: {a: 1},\n\
+         \x20  generation_config_override: {max_new_tokens: 64, top_k: 5, osl_distribution: {max: 9}}}\n",
+    );
+    let e = problems("datasets:\n- {path: p.jsonl, generation_config_override: {colour: 1}}\n");
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("expected one of model_params' fields"),
+        "{e:?}"
+    );
+    let e = problems("datasets:\n- {path: p.jsonl, generation_config_override: {streaming: on}}\n");
+    assert!(e[0].contains("set it on model_params"), "{e:?}");
+}
+
+#[test]
+fn what_has_a_meaning_is_carried_to_the_run() {
+    let (r, n) = notes(
+        "settings:\n  drain: {performance_timeout_s: null}\n\
+         \x20 load_pattern: {use_legacy_loadgen_qps_metrics: false}\n\
+         datasets:\n- {path: p.jsonl, generation_config_override: {max_new_tokens: 64, temperature: 0.5, top_k: 5}}\n\
+         model_params: {name: '', max_new_tokens: 1000}\n\
+         submission_ref: {model: llama-2-70b, ruleset: mlperf-inference-v5.1}\n",
+    );
+    let p = &r.profile;
+    assert!(p.drain_timeout.unwrap().0 > Duration::from_secs(86_400 * 365));
+    assert_eq!(p.mlperf.legacy_qps, Some(false));
+    let (r, _) = notes("settings: {drain: {accuracy_timeout_s: 30}}");
+    assert_eq!(
+        r.profile.mlperf.accuracy_drain,
+        Some(HumanDuration(Duration::from_secs(30)))
+    );
+    assert_eq!(p.max_tokens, Some(64));
+    assert_eq!(p.temperature, Some(0.5));
+    assert_eq!(p.extra_body.as_ref().unwrap()["top_k"], 5);
+    assert_eq!(p.model.as_deref(), Some("llama-2-70b"));
+    noted(
+        &n,
+        "settings.drain.performance_timeout_s",
+        "waits for every response",
+    );
+    noted(&n, "submission_ref.ruleset", "no rulesets");
+}
+
+#[test]
+fn completion_controls_need_the_completions_api_as_in_mlperf() {
+    one_problem(
+        "model_params: {min_new_tokens: 5}",
+        "model_params.min_new_tokens",
+        "requires endpoint_config.api_type=openai_completions",
+    );
+    one_problem(
+        "model_params: {skip_special_tokens: false}",
+        "model_params.skip_special_tokens",
+        "requires endpoint_config.api_type=openai_completions",
+    );
+    one_problem(
+        "datasets:\n- {path: p.jsonl, generation_config_override: {min_new_tokens: 5}}\n",
+        "datasets[0].generation_config_override.min_new_tokens",
+        "requires endpoint_config.api_type=openai_completions",
+    );
+    let (r, _) = notes(
+        "endpoint_config: {api_type: openai_completions}\nmodel_params: {min_new_tokens: 5, skip_special_tokens: false}\n",
+    );
+    assert_eq!(r.profile.min_tokens, Some(5));
+    assert_eq!(r.profile.extra_body.unwrap()["skip_special_tokens"], false);
+}
+
+#[test]
+fn agentic_and_external_scorers_validate_and_are_refused_when_run() {
+    let (r, n) = notes(
+        "settings: {load_pattern: {type: agentic_inference, target_concurrency: 4}}\n\
+         datasets:\n- {path: p.jsonl, agentic_inference: {turn_timeout_s: 60}}\n\
+         - {name: swe, path: s.jsonl, type: accuracy,\n\
+         \x20  accuracy_config: {eval_method: swe_bench_scorer, extras: {swebench_service_auth_token: tok-SECRET-1}}}\n",
+    );
+    let m = &r.profile.mlperf;
+    assert_eq!(m.refuse_run.len(), 2, "{m:?}");
+    assert!(m.refuse_run.iter().all(|w| w.contains("agentic")), "{m:?}");
+    assert_eq!(m.refuse_accuracy.len(), 1);
+    assert!(m.refuse_accuracy[0].contains("'swe_bench_scorer'"), "{m:?}");
+    assert_eq!(r.profile.accuracy_datasets, None);
+    assert!(!format!("{n:?}").contains("tok-SECRET-1"), "{n:?}");
+}
+
+#[test]
+fn a_predefined_dataset_alone_gives_only_its_message() {
+    let e = problems(
+        "datasets:\n- {name: 'cnn_dailymail::llama3_8b', type: accuracy, samples: 13368,\n\
+         \x20  parser: {input: prompt}, accuracy_config: {eval_method: rouge, ground_truth: highlights}}\n",
+    );
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("predefined datasets by name"), "{e:?}");
+}
+
+#[test]
+fn a_performance_override_leaves_the_accuracy_datasets_alone() {
+    let (r, _) = notes(
+        "model_params: {max_new_tokens: 500, top_p: 0.9}\n\
+         datasets:\n- {path: p.jsonl, generation_config_override: {max_new_tokens: 64, top_p: 0.5}}\n\
+         - {path: a.jsonl, type: accuracy}\n\
+         - {path: b.jsonl, type: accuracy, generation_config_override: {max_new_tokens: 9}}\n",
+    );
+    assert_eq!(r.profile.max_tokens, Some(64));
+    assert_eq!(
+        r.profile.accuracy_datasets.unwrap(),
+        [
+            "acc:a.jsonl,max_output_tokens=500,top_p=0.9",
+            "acc:b.jsonl,max_output_tokens=9,top_p=0.9",
+        ]
+    );
 }

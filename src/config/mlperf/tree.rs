@@ -25,6 +25,8 @@ use crate::printable::printable;
 #[derive(Debug, Default)]
 pub(crate) struct Errors {
     found: RefCell<Vec<(String, String)>>,
+    /// What a run's report says about fields accepted without effect.
+    notes: RefCell<Vec<String>>,
     hidden: RefCell<Vec<String>>,
 }
 
@@ -34,8 +36,17 @@ impl Errors {
     pub(crate) fn hiding(hidden: Vec<String>) -> Errors {
         Errors {
             found: RefCell::default(),
+            notes: RefCell::default(),
             hidden: RefCell::new(hidden),
         }
+    }
+
+    /// A note for the report about the field at `path` (accepted, and
+    /// what it does or does not do here).
+    pub(crate) fn note(&self, path: &str, msg: impl AsRef<str>) {
+        self.notes
+            .borrow_mut()
+            .push(format!("{path}: {}", msg.as_ref()));
     }
 
     pub(crate) fn at(&self, path: &str, msg: impl Into<String>) {
@@ -47,12 +58,27 @@ impl Errors {
     }
 
     pub(crate) fn into_vec(self) -> Vec<(String, String)> {
-        let hidden = spellings(self.hidden.into_inner());
-        self.found
+        self.into_parts().0
+    }
+
+    /// The errors and the notes, each as safe to print as `into_vec`'s,
+    /// and the values hidden from both.
+    pub(crate) fn into_parts(self) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+        let given = self.hidden.into_inner();
+        let hidden = spellings(given.clone());
+        let found = self
+            .found
             .into_inner()
             .into_iter()
             .map(|(path, msg)| (printable(&path), printable(&redact(&msg, &hidden))))
-            .collect()
+            .collect();
+        let notes = self
+            .notes
+            .into_inner()
+            .into_iter()
+            .map(|n| printable(&redact(&n, &hidden)))
+            .collect();
+        (found, notes, given)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -294,6 +320,11 @@ impl<'e> Section<'e> {
         self.map.get(key).is_some_and(|v| !v.is_null())
     }
 
+    /// The keys not taken yet.
+    pub(crate) fn keys(&self) -> Vec<String> {
+        self.map.keys().cloned().collect()
+    }
+
     /// Whether `key` is present as `null`.
     pub(crate) fn is_null(&self, key: &str) -> bool {
         self.map.get(key).is_some_and(Value::is_null)
@@ -369,18 +400,7 @@ impl<'e> Section<'e> {
         let Some(v) = self.map.remove(key) else {
             return;
         };
-        let same = match (&v, &default) {
-            (Value::Null, Value::Null) => true,
-            (Value::Null, _) | (_, Value::Null) => false,
-            (a, b) => match (number(a), number(b)) {
-                (Some(x), Some(y)) => x == y,
-                _ => match (a, b) {
-                    (Value::String(x), Value::String(y)) => x.trim() == y,
-                    (_, Value::Bool(y)) => bool_quiet(a) == Some(*y),
-                    _ => a == b,
-                },
-            },
-        };
+        let same = same_value(&v, &default);
         if !same {
             let default = match &default {
                 Value::Null => "unset (null)".to_string(),
@@ -396,12 +416,18 @@ impl<'e> Section<'e> {
         }
     }
 
-    /// A field whose every value llmload cannot honour yet.
-    pub(crate) fn unsupported(&mut self, key: &str, why: &str) {
-        if let Some(v) = self.take(key) {
-            self.errs.at(
+    /// A field accepted at any value that changes nothing here (the Python
+    /// client's machinery, or a field MLPerf itself never reads): when it
+    /// says something other than MLPerf's `default`, the report notes that
+    /// it has no effect and `why`.
+    pub(crate) fn inert(&mut self, key: &str, default: Value, why: &str) {
+        let Some(v) = self.map.remove(key) else {
+            return;
+        };
+        if !same_value(&v, &default) {
+            self.errs.note(
                 &self.path_of(key),
-                format!("{} is not supported: {why}", shown(&v)),
+                format!("{} has no effect in llmload ({why})", shown(&v)),
             );
         }
     }
@@ -414,6 +440,23 @@ impl<'e> Section<'e> {
                 "unknown key (not in MLPerf's schema)",
             );
         }
+    }
+}
+
+/// Whether `v` is `default` as MLPerf's pydantic models compare them: a
+/// number and the string holding it are one, as are `true` and `'on'`.
+fn same_value(v: &Value, default: &Value) -> bool {
+    match (v, default) {
+        (Value::Null, Value::Null) => true,
+        (Value::Null, _) | (_, Value::Null) => false,
+        (a, b) => match (number(a), number(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => match (a, b) {
+                (Value::String(x), Value::String(y)) => x.trim() == y,
+                (_, Value::Bool(y)) => bool_quiet(a) == Some(*y),
+                _ => a == b,
+            },
+        },
     }
 }
 

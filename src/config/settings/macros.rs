@@ -90,6 +90,11 @@ macro_rules! settings {
                 #[serde(skip_serializing_if = "unset")]
                 pub $bfield: Option<$bty>,
             )*
+            /// What an MLPerf YAML config says beyond the settings (notes
+            /// for the report, what only a run refuses); never read from
+            /// or written to a profile file.
+            #[serde(skip)]
+            pub mlperf: $crate::config::mlperf::Extras,
         }
 
         impl BenchFlags {
@@ -103,6 +108,7 @@ macro_rules! settings {
                         )?,
                     )*
                     $( $bfield: None, )*
+                    mlperf: Default::default(),
                 })
             }
         }
@@ -136,6 +142,7 @@ macro_rules! settings {
                 Profile {
                     $( $field: first!(($( Some(AsField::as_field(&defaults::$default)) )?) or (None)), )*
                     $( $bfield: None, )*
+                    mlperf: Default::default(),
                 }
             }
 
@@ -152,6 +159,7 @@ macro_rules! settings {
                         ),
                     )*
                     $( $bfield: $bfull, )*
+                    mlperf: Default::default(),
                 }
             }
         }
