@@ -419,118 +419,56 @@ fn mlperf_exit_statuses() {
     let dir = temp_dir("mlperf-status");
     std::fs::write(dir.join("d.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
     std::fs::write(dir.join("bad.yaml"), "name: x\ntype: sideways\n").unwrap();
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let cases: &[(&[&str], i32, &str)] = &[
+    let offline = format!("benchmark offline --endpoints {url} --model m --dataset");
+    let probe = format!("probe --endpoints {url}");
+    let cases: &[(String, i32, &str)] = &[
         // Bad input: a config that does not validate, a missing dataset.
-        (&["validate-yaml", "-c", "bad.yaml"], 2, "type"),
-        (&["benchmark", "from-config", "-c", "bad.yaml"], 2, "type"),
+        ("validate-yaml -c bad.yaml".into(), 2, "type"),
+        ("benchmark from-config -c bad.yaml".into(), 2, "type"),
+        ("benchmark from-config -c none.yaml".into(), 2, "none.yaml"),
+        (format!("{offline} none.jsonl"), 2, "none.jsonl"),
+        (format!("{offline} d.jsonl,parser.x"), 2, "key=value"),
+        ("init --mlperf offline_fast".into(), 2, "llmload init"),
         (
-            &["benchmark", "from-config", "-c", "none.yaml"],
-            2,
-            "none.yaml",
-        ),
-        (
-            &[
-                "benchmark",
-                "offline",
-                "--endpoints",
-                &url,
-                "--model",
-                "m",
-                "--dataset",
-                "none.jsonl",
-            ],
-            2,
-            "none.jsonl",
-        ),
-        (
-            &[
-                "benchmark",
-                "offline",
-                "--endpoints",
-                &url,
-                "--model",
-                "m",
-                "--dataset",
-                "d.jsonl,parser.x",
-            ],
-            2,
-            "key=value",
-        ),
-        (&["init", "--mlperf", "offline_fast"], 2, "llmload init"),
-        // The command line itself: MLPerf's parser exits 1.
-        (
-            &["benchmark", "offline", "--frobnicate", "1"],
-            1,
-            "--frobnicate",
-        ),
-        (&["probe", "--endpoints", &url], 1, "--model"),
-        (
-            &["eval", "--dataset", "gpqa", "--endpoints", &url],
-            1,
-            "not yet implemented",
-        ),
-        // Execution failed: fewer than half of a probe's requests succeeded.
-        (
-            &[
-                "probe",
-                "--endpoints",
-                "http://127.0.0.1:1",
-                "--model",
-                "m",
-                "--requests",
-                "2",
-            ],
-            4,
-            "0/2",
-        ),
-        (
-            &[
-                "probe",
-                "--endpoints",
-                &url,
-                "--model",
-                "m",
-                "--api-type",
-                "videogen",
-            ],
+            format!("{probe} --model m --api-type videogen"),
             2,
             "videogen",
         ),
+        ("validate-yaml bad.yaml -vv".into(), 2, "type"),
+        // The command line itself: MLPerf's parser exits 1.
+        ("benchmark offline --frobnicate 1".into(), 1, "--frobnicate"),
+        (probe.clone(), 1, "--model"),
+        (
+            format!("eval --dataset gpqa --endpoints {url}"),
+            1,
+            "not yet implemented",
+        ),
         // Setup failed: a URL the probe cannot use.
         (
-            &["probe", "--endpoints", "ftp://x", "--model", "m"],
+            "probe --endpoints ftp://x --model m".into(),
             3,
             "setup failed",
         ),
-        // Fine.
+        // Execution failed: fewer than half of a probe's requests succeeded.
         (
-            &[
-                "-v",
-                "probe",
-                "--endpoints",
-                &url,
-                "--model",
-                "m",
-                "--requests",
-                "3",
-                "-v",
-            ],
-            0,
-            "",
+            "probe --endpoints http://127.0.0.1:1 --model m --requests 2".into(),
+            4,
+            "0/2",
         ),
-        (&["validate-yaml", "bad.yaml", "-vv"], 2, "type"),
+        // Finished.
+        (format!("-v {probe} --model m --requests 3 -v"), 0, ""),
     ];
-    for (args, want, says) in cases {
-        let ended = run_bounded(&dir, &s(args), "case");
+    for (line, want, says) in cases {
+        let args: Vec<String> = line.split_whitespace().map(String::from).collect();
+        let ended = run_bounded(&dir, &args, line);
         assert_eq!(
             ended.status, *want,
-            "llmload {args:?}: exit {}, expected {want}\n{}",
+            "llmload {line}: exit {}, expected {want}\n{}",
             ended.status, ended.stderr
         );
         assert!(
             ended.stderr.contains(says),
-            "llmload {args:?}: stderr lacks '{says}':\n{}",
+            "llmload {line}: stderr lacks '{says}':\n{}",
             ended.stderr
         );
     }
