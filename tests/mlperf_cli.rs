@@ -429,6 +429,8 @@ fn mlperf_exit_statuses() {
         (format!("{offline} none.jsonl"), 2, "none.jsonl"),
         (format!("{offline} d.jsonl,parser.x"), 2, "key=value"),
         ("init --mlperf offline_fast".into(), 2, "llmload init"),
+        // MLPerf's init has no _full forms: refused, never a JSON profile.
+        ("init offline_full".into(), 2, "unknown template type"),
         (
             format!("{probe} --model m --api-type videogen"),
             2,
@@ -473,4 +475,5 @@ fn mlperf_exit_statuses() {
         );
     }
     assert!(!dir.join("offline_fast_template.yaml").exists());
+    assert!(!dir.join("offline_full").exists());
 }

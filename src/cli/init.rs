@@ -58,9 +58,12 @@ pub(crate) struct InitArgs {
 /// MLPerf's `init` template names.
 const MLPERF_NAMES: &[&str] = &["offline", "online", "concurrency", "eval", "submission"];
 
-/// Whether `word` is one of MLPerf's `init` template names.
+/// Whether `word` is one of MLPerf's `init` template names, or the name of
+/// one of its `*_template_full.yaml` files (which its `init` refuses, and
+/// so does ours, rather than write a JSON profile by that name).
 pub(crate) fn is_mlperf_name(word: &str) -> bool {
-    MLPERF_NAMES.contains(&word)
+    let base = word.strip_suffix("_full").unwrap_or(word);
+    MLPERF_NAMES.contains(&base)
 }
 
 /// Writes the profile; returns the exit status.

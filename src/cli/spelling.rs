@@ -134,6 +134,7 @@ mod tests {
         assert!(!yes("probe --endpoint u --model m"));
         assert!(yes("init offline"));
         assert!(yes("init submission"));
+        assert!(yes("init online_full"));
         assert!(!yes("init run.json"));
         assert!(!yes("bench --endpoint u"));
     }
