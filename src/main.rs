@@ -10,11 +10,17 @@ fn main() {
     let cmd = args
         .first()
         .map_or("llmload", |a| a.rsplit('/').next().unwrap_or(a));
-    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let given: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    // MLPerf's spellings (-v anywhere, -h) made ours, so argh reads them.
+    let normalized = llmload::cli::spelling::normalize(&given);
+    let rest: Vec<&str> = normalized.iter().map(String::as_str).collect();
     // argh has no version flag: it would refuse these as unknown.
     if matches!(rest.as_slice(), ["--version"] | ["-V"]) {
         let _ = writeln!(std::io::stdout(), "llmload {}", env!("CARGO_PKG_VERSION"));
         std::process::exit(0);
+    }
+    if let Some(status) = llmload::cli::early(&rest) {
+        std::process::exit(status);
     }
     let top = match llmload::cli::Top::from_args(&[cmd], &rest) {
         Ok(top) => top,

@@ -2038,3 +2038,27 @@ fn mlperf_validate_never_prints_what_came_from_the_environment() {
     let all = format!("{}{}", run.stdout, run.stderr);
     assert!(!all.contains("sekrit-4242"), "{all}");
 }
+
+/// `llmload init offline`, MLPerf's command for its offline template,
+/// wrote llmload's JSON profile into a file named `offline` (exit 0), and
+/// the documented next step (`validate-yaml --config
+/// offline_template.yaml`) found nothing; MLPerf's `-v` after the
+/// subcommand was refused as the config field `verbose`.
+#[test]
+fn init_offline_writes_mlperf_template_and_trailing_v_is_verbosity() {
+    let dir = temp_dir("init-offline");
+    let run = llmload(&["init", "offline"]).current_dir(&dir).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(!dir.join("offline").exists(), "a file named offline");
+    let text = read(&dir.join("offline_template.yaml"));
+    assert!(text.contains("type: offline"), "{text}");
+    let run = llmload(&["validate-yaml", "--config", "offline_template.yaml", "-v"])
+        .current_dir(&dir)
+        .run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains("Config valid: offline_benchmark"),
+        "{}",
+        run.stdout
+    );
+}

@@ -24,6 +24,7 @@ mod io_matrix;
 mod live;
 mod memory;
 mod merge;
+mod mlperf_cli;
 mod mlperf_config;
 mod mlperf_files;
 mod mlperf_rules;

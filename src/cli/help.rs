@@ -184,8 +184,10 @@ mod tests {
             &["serve", "--help"],
             &["init", "--help"],
             &["validate", "--help"],
+            &["validate-yaml", "--help"],
             &["probe", "--help"],
             &["info", "--help"],
+            &["eval", "--help"],
         ];
         commands.iter().map(|c| (c.join(" "), help_of(c))).collect()
     }

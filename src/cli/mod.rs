@@ -7,14 +7,17 @@ pub(crate) mod bench;
 pub(crate) mod benchmark;
 pub(crate) mod cause;
 pub(crate) mod compare;
+pub(crate) mod eval;
 pub mod help;
 pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod merge;
+pub(crate) mod mlperf_status;
 pub(crate) mod models;
 pub(crate) mod probe;
 pub(crate) mod report;
 pub(crate) mod serve;
+pub mod spelling;
 pub mod usage;
 pub(crate) mod validate;
 
@@ -86,17 +89,33 @@ enum Command {
     Serve(serve::ServeArgs),
     Init(init::InitArgs),
     Validate(validate::ValidateArgs),
+    ValidateYaml(validate::ValidateYamlArgs),
     Probe(probe::ProbeArgs),
     Info(info::InfoArgs),
+    Eval(eval::EvalArgs),
 }
 
 /// The exit status of a command line argh refused: 1 for `bench`, whose 2
-/// means a broken threshold, and 2 for the others, which scripts tell apart
-/// from a command's own failure (1).
+/// means a broken threshold, and for MLPerf-mode command lines, as MLPerf's
+/// parser exits; 2 for the others, which scripts tell apart from a
+/// command's own failure (1).
 pub fn usage_status(args: &[&str]) -> i32 {
+    if spelling::is_mlperf(args) {
+        return mlperf_status::FAILED;
+    }
     match args.first() {
-        Some(&"bench" | &"benchmark") => 1,
+        Some(&"bench") => 1,
         _ => 2,
+    }
+}
+
+/// Command lines answered before argh reads them: MLPerf's `eval`, whose
+/// arguments (flags first) argh's positional list cannot take. `args` are
+/// normalized (`spelling::normalize`).
+pub fn early(args: &[&str]) -> Option<i32> {
+    match args {
+        ["eval", rest @ ..] if !rest.contains(&"--help") => Some(eval::run(eval::EvalArgs {})),
+        _ => None,
     }
 }
 
@@ -112,7 +131,9 @@ pub fn run(top: Top) -> i32 {
         Command::Serve(args) => serve::run(args),
         Command::Init(args) => init::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::ValidateYaml(args) => validate::run_yaml(args),
         Command::Probe(args) => probe::run(args),
         Command::Info(args) => info::run(args),
+        Command::Eval(args) => eval::run(args),
     }
 }

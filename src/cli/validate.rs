@@ -29,6 +29,90 @@ pub(crate) struct ValidateArgs {
     pub path: PathBuf,
 }
 
+/// Validate an MLPerf YAML config against MLPerf's schema (MLPerf's validate-yaml).
+#[derive(FromArgs, Debug)]
+#[argh(
+    subcommand,
+    name = "validate-yaml",
+    note = "MLPerf's validate-yaml: the config's schema and values, as MLPerf checks them; \
+            dataset files need not exist yet (what the run would still refuse is printed as \
+            warnings). `llmload validate FILE` checks everything a run needs.",
+    error_code(0, "the config is valid"),
+    error_code(1, "a refused command line"),
+    error_code(
+        2,
+        "the config does not validate (each problem named by its YAML path)"
+    )
+)]
+pub(crate) struct ValidateYamlArgs {
+    /// the MLPerf config (.yaml)
+    #[argh(option, short = 'c')]
+    pub config: Option<PathBuf>,
+
+    /// the MLPerf config, given without -c
+    #[argh(positional)]
+    pub path: Option<PathBuf>,
+}
+
+/// MLPerf's `validate-yaml`: 0 valid, 2 not (MLPerf's input error).
+pub(crate) fn run_yaml(args: ValidateYamlArgs) -> i32 {
+    use crate::cli::mlperf_status;
+    let path = match (args.config, args.path) {
+        (Some(p), None) | (None, Some(p)) => p,
+        (Some(_), Some(_)) => {
+            errln!("llmload validate-yaml: give the config once (-c FILE or FILE)");
+            return mlperf_status::FAILED;
+        }
+        (None, None) => {
+            errln!("llmload validate-yaml: Required: --config [-c]");
+            return mlperf_status::FAILED;
+        }
+    };
+    let label = path.display().to_string();
+    outln!("Validating: {label}");
+    let tree = match mlperf::load_tree(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("Validation failed\n{e}");
+            return mlperf_status::INPUT;
+        }
+    };
+    let field = |k: &str| {
+        tree.value
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (name, kind) = (field("name"), field("type"));
+    let datasets = tree
+        .value
+        .get("datasets")
+        .and_then(|d| d.as_array())
+        .map_or(0, Vec::len);
+    let read = match mlperf::read(tree) {
+        Ok(r) => r,
+        Err(errs) => {
+            errln!("Validation failed");
+            for (p, m) in &errs {
+                errln!("{}", mlperf::located(&label, p, m));
+            }
+            return mlperf_status::INPUT;
+        }
+    };
+    outln!("Config valid: {}", printable(&name));
+    outln!("  Type: {}", printable(&kind));
+    outln!("  Datasets: {datasets}");
+    // MLPerf's check stops at the schema; what the run itself would refuse
+    // (a dataset file not there yet) is told, not failed.
+    if let Err(errors) = resolve(read.profile) {
+        for e in &errors {
+            errln!("{label}: warning: the run would refuse: {e}");
+        }
+    }
+    mlperf_status::OK
+}
+
 /// Validates the profile; returns 0 when it can run, 1 otherwise.
 pub(crate) fn run(args: ValidateArgs) -> i32 {
     let label = args.path.display().to_string();

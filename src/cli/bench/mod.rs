@@ -124,40 +124,63 @@ pub(crate) fn run(args: BenchArgs) -> i32 {
     }
     let fd_limit = crate::sys::process::raise_fd_limit();
     match configure(&args, fd_limit) {
-        Ok(cfg) => launch(&cfg, started, fd_limit),
+        Ok(cfg) => launch(&cfg, started, fd_limit).bench_status(),
         Err(e) => {
             errln!("llmload bench: {e}");
             Outcome::Failed as i32
+        }
+    }
+}
+
+/// How a run of a profile ended, for commands that give it exit statuses
+/// of their own (`benchmark`'s are MLPerf's); its message is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The profile was refused: a setting, or a dataset file not there.
+    Refused,
+    /// It could not start: the machine, the dataset's rows, the tokenizer,
+    /// the workers or the output directory.
+    NotStarted,
+    /// It ran, with this outcome.
+    Ran(Outcome),
+}
+
+impl Ended {
+    /// `bench`'s exit status for it.
+    pub(crate) fn bench_status(self) -> i32 {
+        match self {
+            Ended::Refused | Ended::NotStarted => Outcome::Failed as i32,
+            Ended::Ran(o) => o as i32,
         }
     }
 }
 
 /// Runs a profile built elsewhere (`llmload benchmark`), exactly as `bench`
 /// runs its own; errors of the profile are named as `origin` says (a YAML
-/// file, or the command line). Returns the exit status.
-pub(crate) fn run_profile(profile: Profile, origin: &str) -> i32 {
+/// file, or the command line). Tells where it ended.
+pub(crate) fn run_profile_ended(profile: Profile, origin: &str) -> Ended {
     let started = (now_ns(), wall_ns());
     let fd_limit = crate::sys::process::raise_fd_limit();
     match configure_profile(profile, origin, fd_limit) {
         Ok(cfg) => launch(&cfg, started, fd_limit),
         Err(e) => {
             errln!("llmload benchmark: {e}");
-            Outcome::Failed as i32
+            Ended::Refused
         }
     }
 }
 
 /// Runs a resolved configuration; `started`: the monotonic and wall clocks
 /// at the start of the command.
-fn launch(cfg: &BenchConfig, started: (u64, u64), fd_limit: u64) -> i32 {
+fn launch(cfg: &BenchConfig, started: (u64, u64), fd_limit: u64) -> Ended {
     // The host block, read once before anything runs (after the raise, so
     // its fd limit is the workers').
     let host = HostInfo::collect();
     match execute(cfg, started.0, started.1, fd_limit, host, None) {
-        Ok(ran) => ran.outcome as i32,
+        Ok(ran) => Ended::Ran(ran.outcome),
         Err(e) => {
             errln!("llmload bench: {e}");
-            Outcome::Failed as i32
+            Ended::NotStarted
         }
     }
 }
@@ -259,24 +282,36 @@ fn audited_config(args: &BenchArgs) -> Result<Option<(Profile, String, AuditBloc
 /// block says `only`), then the audit into `<report dir>/audit/`, as
 /// MLPerf runs them. The exit status is the benchmark's when it failed,
 /// else the audit's.
-pub(crate) fn run_audited(mut profile: Profile, origin: &str, audit: &AuditBlock) -> i32 {
+pub(crate) fn run_audited(profile: Profile, origin: &str, audit: &AuditBlock) -> i32 {
+    run_audited_as(profile, origin, audit, Ended::bench_status, |v| v)
+}
+
+/// [`run_audited`], the benchmark's end and the audit's status (`llmload
+/// audit`'s) given as exit statuses by `status` and `verdict_status`.
+pub(crate) fn run_audited_as(
+    mut profile: Profile,
+    origin: &str,
+    audit: &AuditBlock,
+    status: fn(Ended) -> i32,
+    verdict_status: fn(i32) -> i32,
+) -> i32 {
     // One report directory for both, as MLPerf writes them.
     if profile.out.is_none() {
         profile.out = Some(default_out_dir(wall_ns()));
     }
     let main = if audit.only {
-        Outcome::Passed as i32
+        Ended::Ran(Outcome::Passed)
     } else {
-        run_profile(profile.clone(), origin)
+        run_profile_ended(profile.clone(), origin)
     };
-    if main == Outcome::Interrupted as i32 {
-        return main;
+    if main == Ended::Ran(Outcome::Interrupted) {
+        return status(main);
     }
     let verdict = crate::cli::audit::run_output_caching(profile, origin, &audit.params);
-    if main != Outcome::Passed as i32 {
-        main
+    if main != Ended::Ran(Outcome::Passed) {
+        status(main)
     } else {
-        verdict
+        verdict_status(verdict)
     }
 }
 

@@ -167,8 +167,6 @@ const ALIASES: &[(&str, &str, Kind)] = &[
         "enable_cpu_affinity",
         Kind::Switch(false),
     ),
-    ("--verbose", "verbose", Kind::Switch(true)),
-    ("-v", "verbose", Kind::Switch(true)),
 ];
 
 /// Dotted-flag prefixes and the YAML section each names (`--runtime.x`
@@ -253,6 +251,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         };
         match flag {
             "-h" | "--help" => out.help = true,
+            // MLPerf's launcher verbosity, taken anywhere on its line;
+            // llmload prints the same at every level.
+            f if crate::cli::spelling::is_verbosity(f) => {}
             "--dataset" => out.datasets.push(value(&mut it)?),
             "-c" | "--config" => {
                 if sub != Sub::FromConfig {
@@ -492,6 +493,8 @@ mod tests {
 
     #[test]
     fn refusals_name_the_flag() {
+        let p = parse(&args("offline --model m -v --verbose -vv")).unwrap();
+        assert_eq!(p.overrides.len(), 1, "verbosity sets no field: {p:?}");
         let e = parse(&args("offline --frobnicate 3")).unwrap_err();
         assert!(e.starts_with("--frobnicate: not a flag of MLPerf's"), "{e}");
         assert_eq!(

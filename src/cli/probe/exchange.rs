@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{CHOSEN_TOKENS, Config, DISCOVERY_TOKENS, MODELS_PATH, PROMPT};
+use super::{CHOSEN_TOKENS, Config, DISCOVERY_TOKENS, MODELS_PATH};
 use crate::cli::models;
 use crate::config::duration::format_duration;
 use crate::http::blocking::{self, ConnectError, FetchError, Response, Setup};
@@ -261,7 +261,7 @@ pub(super) fn send(
         &BodySpec {
             model,
             system: None,
-            messages: &[Message::user(PROMPT)],
+            messages: &[Message::user(&cfg.prompt)],
             input_tokens: None,
             max_tokens: Some(max_tokens(kind)),
             stream,

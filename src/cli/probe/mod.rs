@@ -20,6 +20,7 @@
 
 mod diagnose;
 mod exchange;
+mod mlperf;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -54,6 +55,10 @@ pub(crate) mod defaults {
         PROBE_MODEL: &str = "default";
         /// Each request's bound, connect included.
         PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+        /// MLPerf's probe: how many requests it sends.
+        MLPERF_REQUESTS: u32 = 10;
+        /// MLPerf's probe: what each request asks.
+        MLPERF_PROMPT: &str = "Please write me a joke in 30 words.";
     }
 }
 
@@ -86,13 +91,41 @@ with_auth_settings! { flag_struct! {
         1,
         "not ready: the endpoint cannot serve the chosen API (or a bad flag)"
     ),
-    error_code(2, "works only non-streamed: benchmark with --no-stream")
+    error_code(2, "works only non-streamed: benchmark with --no-stream"),
+    error_code(
+        3,
+        "MLPerf's form (--endpoints, --requests, --prompt, --api-type): the probe could not be set up"
+    ),
+    error_code(
+        4,
+        "MLPerf's form: fewer than half of the requests succeeded (2: a bad flag value)"
+    )
 )]
     struct ProbeArgs {
         /// endpoint URL, http://host:port[/path] or https://host[:port][/path]
         /// (default path from --api)
         #[argh(option)]
-        pub endpoint: String,
+        pub endpoint: Option<String>,
+
+        /// MLPerf's probe: endpoint URL(s), comma-separated or repeated;
+        /// sends --requests non-streamed requests and reports successes and
+        /// latency as inference-endpoint's probe does
+        #[argh(option)]
+        pub endpoints: Vec<String>,
+
+        /// MLPerf's probe: how many requests (default {MLPERF_REQUESTS})
+        #[argh(option)]
+        pub requests: Option<String>,
+
+        /// MLPerf's probe: the prompt each request sends (default
+        /// {MLPERF_PROMPT})
+        #[argh(option)]
+        pub prompt: Option<String>,
+
+        /// MLPerf's probe: openai, openai_completions or sglang; openai when
+        /// not given
+        #[argh(option)]
+        pub api_type: Option<String>,
 
         /// wire format to check, an --api name `llmload bench` knows
         /// (default {API})
@@ -125,6 +158,8 @@ const MODELS_PATH: &str = "/v1/models";
 /// The validated flags.
 struct Config {
     url: String,
+    /// What each request of the chosen API asks.
+    prompt: String,
     protocol: &'static dyn Protocol,
     model: Option<String>,
     api_key: Option<String>,
@@ -139,8 +174,18 @@ struct Config {
     api_key_from_env: bool,
 }
 
+/// The flags that make a probe MLPerf's (`inference-endpoint probe`).
+pub(crate) const MLPERF_FLAGS: &[&str] = &["--endpoints", "--requests", "--prompt", "--api-type"];
+
 /// Runs the probe, prints the report (or JSON) and returns the exit status.
 pub(crate) fn run(args: ProbeArgs) -> i32 {
+    if !args.endpoints.is_empty()
+        || args.requests.is_some()
+        || args.prompt.is_some()
+        || args.api_type.is_some()
+    {
+        return mlperf::run(args);
+    }
     let cfg = match resolve(args) {
         Ok(c) => c,
         Err(e) => {
@@ -170,6 +215,9 @@ pub(crate) fn run(args: ProbeArgs) -> i32 {
 }
 
 fn resolve(a: ProbeArgs) -> Result<Config, String> {
+    let Some(url) = a.endpoint else {
+        return Err("--endpoint URL is required".into());
+    };
     let protocol = protocol::find(&a.api)?;
     let headers = a
         .header
@@ -197,10 +245,11 @@ fn resolve(a: ProbeArgs) -> Result<Config, String> {
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
-    let secrets = secrets(api_key.as_deref(), &headers, &[&a.endpoint]);
+    let secrets = secrets(api_key.as_deref(), &headers, &[&url]);
     Ok(Config {
         api_key_from_env: api_key.is_some() && !given,
-        url: a.endpoint,
+        url,
+        prompt: PROMPT.to_string(),
         protocol,
         model: a.model,
         api_key,

@@ -1,6 +1,7 @@
-//! `llmload init --mlperf offline|online|concurrency`: MLPerf-schema configs
-//! to start from, with the same placeholders as MLPerf's own templates
-//! (endpoint, model, dataset path) so the same edits make them run.
+//! `llmload init offline|online|concurrency|eval|submission` (also with
+//! `--mlperf KIND`): MLPerf-schema configs to start from, with the same
+//! placeholders and fields as MLPerf's own templates (endpoint, model,
+//! dataset paths) so the same edits make them run.
 
 /// The template named `kind`, or `None` for a name that is not one.
 pub(crate) fn template(kind: &str) -> Option<&'static str> {
@@ -8,12 +9,14 @@ pub(crate) fn template(kind: &str) -> Option<&'static str> {
         "offline" => Some(OFFLINE),
         "online" => Some(ONLINE),
         "concurrency" => Some(CONCURRENCY),
+        "eval" => Some(EVAL),
+        "submission" => Some(SUBMISSION),
         _ => None,
     }
 }
 
 /// The names `template` knows.
-pub(crate) const KINDS: &str = "offline, online or concurrency";
+pub(crate) const KINDS: &str = "concurrency, eval, offline, online or submission";
 
 const OFFLINE: &str = "\
 # An MLPerf offline benchmark: every query issued at once, maximum throughput.
@@ -95,4 +98,92 @@ settings:
 endpoint_config:
   endpoints:
   - http://localhost:8000
+";
+
+const EVAL: &str = "\
+# An MLPerf accuracy evaluation: the accuracy datasets alone, no performance phase.
+# Run it with: llmload benchmark from-config -c THIS_FILE
+# ${VAR} and ${VAR:-default} take values from the environment.
+name: accuracy-eval
+version: '1.0'
+type: eval
+model_params:
+  name: meta-llama/Llama-3.1-8B-Instruct
+  temperature: 0.0
+  max_new_tokens: 2048
+datasets:
+- name: gpqa
+  type: accuracy
+  path: datasets/gpqa.jsonl   # one row per question, with its answer
+  samples: 500
+  eval_method: exact_match
+settings:
+  runtime:
+    scheduler_random_seed: 42
+    dataloader_random_seed: 42
+  load_pattern:
+    type: max_throughput
+  client:
+    num_workers: 4
+endpoint_config:
+  endpoints:
+  - http://localhost:8000
+  api_key: null
+  api_type: openai           # openai, openai_completions or sglang
+";
+
+const SUBMISSION: &str = "\
+# An MLPerf submission run: the performance dataset, then the accuracy ones.
+# Run it with: llmload benchmark from-config -c THIS_FILE
+# ${VAR} and ${VAR:-default} take values from the environment.
+name: llama-2-70b-submission
+version: '1.0'
+type: submission
+benchmark_mode: offline      # offline or online
+submission_ref:              # the model and ruleset the compliance checks use
+  model: llama-2-70b
+  ruleset: mlperf-inference-v6.1
+model_params:
+  name: meta-llama/Llama-2-70B-Chat-HF
+  temperature: 0.7
+  top_k: 50
+  top_p: 0.9
+  max_new_tokens: 2048
+  osl_distribution:
+    type: normal
+    mean: 1000
+    std: 200
+    min: 512
+    max: 2048
+datasets:
+- name: performance-test
+  type: performance
+  path: datasets/openorca.jsonl
+  samples: 5000
+- name: gpqa-accuracy
+  type: accuracy
+  path: datasets/gpqa.jsonl
+  samples: 500
+  eval_method: exact_match
+- name: aime-accuracy
+  type: accuracy
+  path: datasets/aime.jsonl
+  samples: 300
+  eval_method: exact_match
+settings:
+  runtime:
+    min_duration_ms: 600000  # a minimum: it sizes the sample count
+    max_duration_ms: 1800000 # the wall-clock cap
+    scheduler_random_seed: 42
+    dataloader_random_seed: 42
+  load_pattern:
+    type: max_throughput
+    target_qps: 100
+  client:
+    num_workers: 4
+endpoint_config:
+  endpoints:
+  - http://localhost:8000
+  api_key: null
+  api_type: openai
 ";

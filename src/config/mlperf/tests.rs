@@ -432,7 +432,7 @@ fn our_templates_read_cleanly() {
         let r = ok(templates::template(kind).unwrap());
         assert_eq!(r.online, kind != "offline", "{kind}");
     }
-    assert!(templates::template("eval").is_none());
+    assert!(templates::template("offline.json").is_none());
 }
 
 #[test]
