@@ -82,16 +82,6 @@ const EXPECTED: &[Expected] = &[
     },
 ];
 
-/// Lines that may still be refused until the config fields they use are
-/// accepted (issue 25's "Configs": `submission_ref`, `osl_distribution`,
-/// `samples` of MLPerf's submission template); refused, the message must
-/// name one of them, and a run is accepted.
-const PENDING_CONFIG: &[&str] = &[
-    "docs/CLI_QUICK_REFERENCE.md:249",
-    "docs/CLI_QUICK_REFERENCE.md:264",
-];
-const PENDING_FIELDS: &[&str] = &["submission_ref", "osl_distribution", "samples"];
-
 /// A line elided by its doc (`...` in place of its flags): not a command.
 fn elided(words: &[String]) -> bool {
     words.iter().any(|w| w == "..." || w == "…")
@@ -370,19 +360,12 @@ fn mlperf_documented_command_lines_run() {
         }
         let accepted = ended.status == 0 || (ended.stopped && ended.status == 130);
         if !accepted {
-            let pending = PENDING_CONFIG.contains(&at.as_str())
-                && ended.status == 2
-                && PENDING_FIELDS.iter().any(|f| ended.stderr.contains(f));
-            if pending {
-                eprintln!("{at}: refused pending the config fields it uses: {first}");
-            } else {
-                failures.push(format!(
-                    "{at}: exit {}: llmload {}\n    {}",
-                    ended.status,
-                    args.join(" "),
-                    ended.stderr.trim().replace('\n', "\n    ")
-                ));
-            }
+            failures.push(format!(
+                "{at}: exit {}: llmload {}\n    {}",
+                ended.status,
+                args.join(" "),
+                ended.stderr.trim().replace('\n', "\n    ")
+            ));
         }
         // `init KIND` writes MLPerf's template by MLPerf's name, never a
         // file named KIND; then its placeholders are filled, as a user does.
