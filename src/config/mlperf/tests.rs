@@ -580,6 +580,10 @@ fn what_has_a_meaning_is_carried_to_the_run() {
     let p = &r.profile;
     assert!(p.drain_timeout.unwrap().0 > Duration::from_secs(86_400 * 365));
     assert_eq!(p.mlperf.legacy_qps, Some(false));
+    let (r, n2) = notes("settings: {warmup: {warmup_random_seed: -7}}");
+    // Python's Random(-7) is Random(7).
+    assert_eq!(r.profile.mlperf.warmup_seed, Some(7));
+    assert!(n2.is_empty(), "{n2:?}");
     let (r, _) = notes("settings: {drain: {accuracy_timeout_s: 30}}");
     assert_eq!(
         r.profile.mlperf.accuracy_drain,
