@@ -233,7 +233,9 @@ fn check_shape(cfg: &BenchConfig, requested: u64) -> Result<(), String> {
         Some(RunLength::Mlperf { exact, .. }) => *exact,
         Some(RunLength::AtLeast { .. }) => None,
     };
-    if count != Some(requested) || stage.duration_ns.is_some() {
+    // A max_duration caps the phase, as it caps MLPerf's.
+    let cap = cfg.profile.max_duration.map(|d| d.0.as_nanos() as u64);
+    if count != Some(requested) || stage.duration_ns.is_some_and(|d| Some(d) != cap) {
         return Err(format!(
             "the phase must send exactly {requested} requests, but its run length resolved otherwise (a preset or profile that sets it?)"
         ));

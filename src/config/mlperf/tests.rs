@@ -50,6 +50,8 @@ fn offline_template_maps_to_an_offline_profile() {
             min_duration: ms(600_000),
             mlperf: Extras {
                 accuracy_drain: r.profile.mlperf.accuracy_drain,
+                name: Some("offline_benchmark".into()),
+                dataset_name: Some("perf".into()),
                 ..Extras::default()
             },
             ..Profile::default()
