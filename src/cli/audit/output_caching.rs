@@ -409,9 +409,11 @@ mod tests {
             max_duration: secs(20),
             ..Profile::default()
         };
+        // Sized by the exact count once the dataset is loaded, capped at 20 s.
         let [r, a] = planned(base.clone()).unwrap();
-        assert_eq!(r.cfg.stages[0].requests, Some(10));
-        assert_eq!(a.cfg.stages[0].requests, Some(10));
+        for p in [&r, &a] {
+            assert_eq!(p.cfg.stages[0].duration_ns, Some(20_000_000_000));
+        }
         // Below the config's own minimum it is refused, as MLPerf refuses it.
         let e = match planned(Profile {
             max_duration: secs(3),
