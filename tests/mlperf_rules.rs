@@ -214,7 +214,8 @@ fn benchmark_sends_mlperfs_rows_at_mlperfs_times_for_the_same_seeds() {
     let fixture: Value =
         serde_json::from_str(include_str!("fixtures/pyrandom/mlperf.json")).unwrap();
     let cases = fixture["integration"].as_array().unwrap();
-    assert_eq!(cases.len(), 2);
+    // The third draws its warm-up from a seed other than MLPerf's default.
+    assert_eq!(cases.len(), 3);
     let server = Server::start(&["--ttft", "1ms", "--output-tokens", "2"]);
     let dir = temp_dir("mlperf-draws");
     let list = |v: &Value| -> Vec<u64> { v.as_array().unwrap().iter().map(u).collect() };
@@ -231,7 +232,7 @@ fn benchmark_sends_mlperfs_rows_at_mlperfs_times_for_the_same_seeds() {
              datasets:\n- {{name: perf, type: performance, path: '{}'}}\n\
              settings:\n  runtime: {{n_samples_to_issue: {}, scheduler_random_seed: {}, dataloader_random_seed: {}}}\n  \
              load_pattern: {{type: poisson, target_qps: {}}}\n  \
-             warmup: {{enabled: {}, n_requests: {}}}\n\
+             warmup: {{enabled: {}, n_requests: {}, warmup_random_seed: {}}}\n\
              endpoint_config:\n  endpoints: ['{}']\n",
             data.display(),
             u(&c["count"]),
@@ -240,6 +241,7 @@ fn benchmark_sends_mlperfs_rows_at_mlperfs_times_for_the_same_seeds() {
             f(&c["qps"]),
             warmup > 0,
             warmup.max(1),
+            u(&c["warmup_seed"]),
             server.url(),
         );
         let path = dir.join(format!("draws{i}.yaml"));

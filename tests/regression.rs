@@ -2062,3 +2062,41 @@ fn init_offline_writes_mlperf_template_and_trailing_v_is_verbosity() {
         run.stdout
     );
 }
+
+/// An MLPerf accuracy dataset whose prompt column holds numbers and is
+/// also its ground truth runs as in MLPerf (the numbers sent as their
+/// text, each reply scored against its own prompt): it was refused twice,
+/// for the number and for the column mapped twice.
+#[test]
+fn mlperf_accuracy_takes_number_prompts_and_a_prompt_that_is_the_reference() {
+    let server = Server::start(&["--echo", "--ttft", "1ms"]);
+    let dir = temp_dir("mlperf-number-prompts");
+    let data = dir.join("answers.jsonl");
+    std::fs::write(
+        &data,
+        "{\"answer\": 750}\n{\"answer\": \"seven\"}\n{\"answer\": 2.5}\n",
+    )
+    .unwrap();
+    let out = dir.join("report");
+    let config = format!(
+        "name: ident\ntype: eval\nmodel_params: {{name: m, max_new_tokens: 8}}\n\
+         datasets:\n- name: ident\n  type: accuracy\n  path: '{}'\n  parser: {{prompt: answer}}\n  \
+         accuracy_config: {{eval_method: string_match, ground_truth: answer}}\n\
+         endpoint_config: {{endpoints: ['{}']}}\nreport_dir: '{}'\n",
+        data.display(),
+        server.url(),
+        out.display(),
+    );
+    let path = dir.join("ident.yaml");
+    std::fs::write(&path, config).unwrap();
+    let run = llmload(&["benchmark", "from-config", "-c", path.to_str().unwrap()])
+        .out(&out)
+        .limit(Duration::from_secs(30))
+        .run();
+    run.assert_success();
+    let results: serde_json::Value =
+        serde_json::from_str(&read(&out.join("accuracy/accuracy_results.json"))).unwrap();
+    let e = &results["accuracy_scores"][0];
+    assert_eq!(u(&e["total_samples"]), 3, "{results}");
+    assert_eq!(e["score"], 1.0, "{results}");
+}

@@ -149,6 +149,14 @@ impl BenchConfig {
         Ok(())
     }
 
+    /// The seed MLPerf's warm-up draws its order and schedule from.
+    pub(crate) fn mlperf_warmup_seed(&self) -> u64 {
+        self.profile
+            .mlperf
+            .warmup_seed
+            .unwrap_or(mlperf::WARMUP_RANDOM_SEED)
+    }
+
     /// The connections this process opens: its shard's part of the run's.
     pub(crate) fn own_connections(&self) -> usize {
         match &self.shard {

@@ -429,13 +429,22 @@ pub(crate) fn resolve(profile: Profile) -> Result<BenchConfig, Vec<String>> {
     let env_key = std::env::var("OPENAI_API_KEY")
         .ok()
         .filter(|k| !k.is_empty());
-    let (phase, accuracy) = accuracy_phase(p, dataset.as_ref(), &mut errs, &mut warnings);
+    let (phase, mut accuracy) = accuracy_phase(p, dataset.as_ref(), &mut errs, &mut warnings);
     check_events(events, (mlperf, phase), p.record_output, &mut errs);
-    let dataset = dataset.and_then(|d| {
+    let mut dataset = dataset.and_then(|d| {
         with_prompt_template(d, p.prompt_template.as_ref())
             .map_err(|e| errs.at("prompt_template", unflag(e, "--prompt-template")))
             .ok()
     });
+    // MLPerf reads its datasets through pandas, which hands a number cell
+    // on as a number and sends it as its text; our own runs refuse one as
+    // a column mapped by mistake.
+    for d in dataset
+        .iter_mut()
+        .chain(accuracy.iter_mut().map(|a| &mut a.dataset))
+    {
+        d.columns.number_prompts = mlperf;
+    }
     let header = correlation
         .header
         .unwrap_or_else(|| defaults::CORRELATION_HEADER.to_string());

@@ -99,6 +99,10 @@ pub struct ResolvedColumns {
     template: Option<Template>,
     /// `sharegpt=whole`: ShareGPT rows are sent as recorded.
     sharegpt_whole: bool,
+    /// The prompt column is also the reference answer's.
+    expected_from_prompt: bool,
+    /// A number in the prompt column is its text (`ColumnMap::number_prompts`).
+    number_prompts: bool,
 }
 
 impl ResolvedColumns {
@@ -121,13 +125,16 @@ impl ResolvedColumns {
         if prompt_sources.iter().filter(|s| **s).count() > 1 {
             return None;
         }
+        // A column is read into one field; the reference copied from the
+        // prompt needs no column of its own.
+        let expected_from_prompt = map.expected.is_some() && map.expected == map.prompt;
         let names = [
             map.prompt.clone(),
             map.messages.clone(),
             map.input_tokens.clone(),
             map.system.clone(),
             map.max_tokens.clone(),
-            map.expected.clone(),
+            map.expected.clone().filter(|_| !expected_from_prompt),
         ];
         for (i, a) in names.iter().enumerate() {
             if a.is_some() && names[..i].contains(a) {
@@ -138,6 +145,8 @@ impl ResolvedColumns {
             names,
             template: template.cloned(),
             sharegpt_whole: map.sharegpt_whole,
+            expected_from_prompt,
+            number_prompts: map.number_prompts,
         })
     }
 
@@ -243,6 +252,11 @@ impl ResolvedColumns {
     /// The column `field` reads, if any.
     pub fn name(&self, field: Field) -> Option<&str> {
         self.names[field as usize].as_deref()
+    }
+
+    /// A number in the prompt column is read as its text.
+    pub fn number_prompts(&self) -> bool {
+        self.number_prompts
     }
 
     /// The prompt template, if the prompt is built from columns.
@@ -351,6 +365,10 @@ impl Parts {
                 return Err(cols.field_error(field, "nothing (no such field)"));
             }
         }
+        let expected = match (&self.prompt, cols.expected_from_prompt) {
+            (Some(p), true) => Some(p.clone()),
+            _ => self.expected,
+        };
         let mut system = self.system;
         let mut max_tokens = self.max_tokens;
         let from_messages = self.prompt.is_none() && self.messages.is_some();
@@ -387,7 +405,7 @@ impl Parts {
             messages,
             input_tokens: self.input_tokens,
             max_tokens,
-            expected: self.expected,
+            expected,
             from_messages,
         })
     }

@@ -75,12 +75,15 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                     slots[slot] = Some(python_str(map.next_value()?));
                     continue;
                 }
-                (Some(field), None) => (field, map.next_value_seed(FieldSeed(field, &mut parts))?),
+                (Some(field), None) => (
+                    field,
+                    map.next_value_seed(FieldSeed(field, &mut parts, cols.number_prompts()))?,
+                ),
                 (Some(field), Some(slot)) => {
                     // A template column that also feeds a field.
                     let v: Value = map.next_value()?;
                     slots[slot] = Some(python_str(v.clone()));
-                    let wrong = FieldSeed(field, &mut parts)
+                    let wrong = FieldSeed(field, &mut parts, cols.number_prompts())
                         .deserialize(v)
                         .map_err(de::Error::custom)?;
                     (field, wrong)
@@ -233,17 +236,31 @@ impl<'de> Visitor<'de> for FirstRowVisitor {
 
 /// Reads one field's value into `Parts`; its value is what was found
 /// instead of a valid value, if anything.
-struct FieldSeed<'p>(Field, &'p mut Parts);
+///
+/// The third field: a number in the prompt column is read as its text.
+struct FieldSeed<'p>(Field, &'p mut Parts, bool);
 
 impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
     type Value = Option<String>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
-        let FieldSeed(field, parts) = self;
+        let FieldSeed(field, parts, numbers) = self;
         Ok(match field {
             Field::Prompt => match Scalar::deserialize(d)? {
                 Scalar::Str(s) if !is_blank(&s) => {
                     parts.prompt = Some(s);
+                    None
+                }
+                Scalar::U64(n) if numbers => {
+                    parts.prompt = Some(n.to_string());
+                    None
+                }
+                Scalar::I64(n) if numbers => {
+                    parts.prompt = Some(n.to_string());
+                    None
+                }
+                Scalar::F64(x) if numbers => {
+                    parts.prompt = Some(super::template::python_float(x));
                     None
                 }
                 other => Some(other.describe()),
@@ -488,6 +505,34 @@ mod tests {
             (s.system, s.max_tokens, s.expected),
             (None, Some(128), None)
         );
+    }
+
+    #[test]
+    fn mlperf_reads_a_number_prompt_as_its_text() {
+        let map = ColumnMap {
+            prompt: Some("a".into()),
+            expected: Some("a".into()),
+            ..ColumnMap::default()
+        };
+        let mlperf = cols(ColumnMap {
+            number_prompts: true,
+            ..map.clone()
+        });
+        for (cell, text) in [
+            ("750", "750"),
+            ("-3", "-3"),
+            ("2.5", "2.5"),
+            ("1e20", "1e+20"),
+        ] {
+            let s = row(&format!(r#"{{"a": {cell}}}"#), &mlperf).sample.unwrap();
+            assert_eq!(s.messages, vec![Message::user(text)], "{cell}");
+            // The prompt column is the reference column too.
+            assert_eq!(s.expected.as_deref(), Some(text), "{cell}");
+        }
+        let e = row(r#"{"a": 750}"#, &cols(map)).sample.unwrap_err();
+        assert!(e.contains("found a number (750)"), "{e}");
+        let e = row(r#"{"a": true}"#, &mlperf).sample.unwrap_err();
+        assert!(e.contains("found a boolean"), "{e}");
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub struct ColumnMap {
     /// recorded (`sharegpt=whole`), rather than as its first human turn
     /// with the first reply's length as the output length.
     pub sharegpt_whole: bool,
+    /// A number in the prompt column is sent as its text (Python's `str`),
+    /// as MLPerf reads rows; set by MLPerf mode, not by the spec string.
+    pub number_prompts: bool,
 }
 
 impl ColumnMap {
@@ -218,7 +221,10 @@ impl DatasetSpec {
         }
         let mapped: Vec<_> = columns.mapped().collect();
         for (i, (key, col)) in mapped.iter().enumerate() {
-            if let Some((other, _)) = mapped[..i].iter().find(|(_, c)| c == col) {
+            // A prompt that is its own reference (an echo or identity
+            // check) reads one column twice, as MLPerf allows.
+            let shared = |other: &str| other == "prompt" && *key == "expected";
+            if let Some((other, _)) = mapped[..i].iter().find(|(o, c)| c == col && !shared(o)) {
                 return Err(format!(
                     "--dataset: column '{col}' is mapped twice ({other}= and {key}=)"
                 ));
@@ -398,10 +404,26 @@ mod tests {
                 max_tokens: Some("n".into()),
                 expected: Some("answer".into()),
                 sharegpt_whole: false,
+                number_prompts: false,
             }
         );
         let s = DatasetSpec::parse(&format!("{},messages=conv", p.display())).unwrap();
         assert_eq!(s.columns.messages.as_deref(), Some("conv"));
+    }
+
+    #[test]
+    fn a_prompt_may_be_its_own_reference() {
+        let d = TempDir::new("spec-shared");
+        let p = d.file("a.csv", "q\nfour\n");
+        let s = DatasetSpec::parse(&format!("{},prompt=q,expected=q", p.display())).unwrap();
+        assert_eq!(s.columns.prompt, s.columns.expected);
+        let mut samples = Vec::new();
+        crate::dataset::load(&s, &mut |x| {
+            samples.push(x);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(samples[0].expected.as_deref(), Some("four"));
     }
 
     #[test]
@@ -418,7 +440,11 @@ mod tests {
             (format!("{p},prompt=a,prompt=b"), "prompt= given twice"),
             (format!("{p},prompt=a,messages=b"), "alternatives"),
             (
-                format!("{p},prompt=a,expected=a"),
+                format!("{p},prompt=a,system=a"),
+                "column 'a' is mapped twice",
+            ),
+            (
+                format!("{p},expected=a,max_tokens=a"),
                 "column 'a' is mapped twice",
             ),
             (format!("{p},"), "option ''"),

@@ -347,6 +347,7 @@ fn block(at: &dyn Display, b: &Block) -> Result<(), String> {
         ("tpot_weighted", &b.tpot_weighted),
         ("send_lateness", &b.send_lateness),
         ("isl", &b.isl),
+        ("isl_issued", &b.isl_issued),
         ("osl", &b.osl),
     ];
     for (name, s) in series_of {

@@ -39,7 +39,8 @@ pub(crate) fn info(dirs: &[&Path], run: &RunResult) -> Result<Option<MlperfInfo>
             .stages
             .first()
             .map(|s| LoadPattern::of(&s.load))
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .with_legacy_qps(rc["load_pattern"]["use_legacy_loadgen_qps_metrics"].as_bool()),
         warmup: WarmupConfig {
             enabled: w["enabled"].as_bool().unwrap_or(false),
             n_requests: w["n_requests"].as_u64(),
@@ -59,7 +60,9 @@ pub(crate) fn info(dirs: &[&Path], run: &RunResult) -> Result<Option<MlperfInfo>
     }
     Ok(Some(MlperfInfo {
         run_config,
-        legacy_window: !run.stages.is_empty()
+        legacy_window: rc["load_pattern"]["use_legacy_loadgen_qps_metrics"].as_bool()
+            != Some(false)
+            && !run.stages.is_empty()
             && run.stages.iter().all(|s| {
                 matches!(
                     s.load,
@@ -71,10 +74,17 @@ pub(crate) fn info(dirs: &[&Path], run: &RunResult) -> Result<Option<MlperfInfo>
             }),
         early_stopping: doc["latency"].get("early_stopping_percentiles").is_some(),
         test_started_at: run.run_start_ns,
+        // What the shards recorded: a series MLPerf leaves out is `{}`.
+        streaming: !is_empty(&doc["ttft"]),
+        tokenizer: !is_empty(&doc["output_sequence_lengths"]),
         sample_rows,
         performance: true,
         accuracy_rows: Vec::new(),
     }))
+}
+
+fn is_empty(v: &Value) -> bool {
+    v.as_object().is_none_or(|o| o.is_empty())
 }
 
 /// A `{uuid hex: row}` map's entries into `out`.

@@ -43,6 +43,17 @@ pub(crate) enum InputCount {
     ChatTemplate = 4,
 }
 
+impl InputCount {
+    /// The count was made from the prompt before sending, so a failed
+    /// request has it too.
+    pub(crate) fn before_sending(self) -> bool {
+        matches!(
+            self,
+            InputCount::Ids | InputCount::Tokenizer | InputCount::ChatTemplate
+        )
+    }
+}
+
 /// Names of `TokenSource` values, by index.
 pub(crate) const OUTPUT_SOURCES: [&str; 4] = ["usage", "tokenizer", "events", "unknown"];
 /// Names of `InputCount` values, by index.
@@ -160,6 +171,11 @@ pub(crate) struct Block {
     pub input_tokens: u64,
     /// Input length per successful request (ISL), in tokens.
     pub isl: Series,
+    /// Input length of every finished request whose length was known
+    /// before sending (tokenizer or token ids), failures included: MLPerf
+    /// counts ISL over every issued sample.
+    #[serde(default)]
+    pub isl_issued: Series,
     /// Output length per successful request (OSL), in tokens.
     pub osl: Series,
     /// Successful requests per output token source (`TokenSource` index).
@@ -246,6 +262,9 @@ impl Block {
             self.first_send = s.t_send;
         }
         self.output_truncated += s.output_truncated as u64;
+        if let Some(p) = s.input_tokens.filter(|_| s.input_source.before_sending()) {
+            self.isl_issued.record(p as u64);
+        }
         if let Some(class) = s.error {
             self.failed += 1;
             self.errors.record(class, s.status);
@@ -348,6 +367,7 @@ impl Block {
             (&mut self.tpot_weighted, &other.tpot_weighted),
             (&mut self.send_lateness, &other.send_lateness),
             (&mut self.isl, &other.isl),
+            (&mut self.isl_issued, &other.isl_issued),
             (&mut self.osl, &other.osl),
         ] {
             a.merge(b);
@@ -450,6 +470,26 @@ mod tests {
             status: 200,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn isl_issued_counts_failures_whose_length_was_known() {
+        let mut b = Block::default();
+        let mut known = ok(1000, 2010, 5010, 6000, Some(4), 4);
+        known.input_source = InputCount::Tokenizer;
+        known.input_tokens = Some(9);
+        b.record(&known, []);
+        let failed = RequestSample {
+            error: Some(ErrorClass::HttpStatus),
+            status: 503,
+            ..known
+        };
+        b.record(&failed, []);
+        // The usage of a success counts for our ISL, not for MLPerf's.
+        b.record(&ok(1000, 2010, 5010, 6000, Some(4), 4), []);
+        assert_eq!(b.isl.count(), 2);
+        assert_eq!(b.isl_issued.count(), 2);
+        assert_eq!(b.isl_issued.sum_ns(), 18);
     }
 
     #[test]

@@ -184,7 +184,13 @@ fn plan(
         let mut p = base.clone();
         p.requests = Some(requested);
         p.duration = None;
-        p.min_duration = None;
+        // The count is exact either way; under MLPerf's rules the config's
+        // minimum stays, so a cap is checked against it as MLPerf checks it
+        // (not against the 600 s default).
+        p.min_duration = match base.preset.as_deref() {
+            Some("mlperf") => base.min_duration.or(base.duration),
+            _ => None,
+        };
         p.min_requests = None;
         p.order = Some(order);
         p.cache_mode = Some(CacheMode::Natural.name().to_string());
@@ -227,7 +233,9 @@ fn check_shape(cfg: &BenchConfig, requested: u64) -> Result<(), String> {
         Some(RunLength::Mlperf { exact, .. }) => *exact,
         Some(RunLength::AtLeast { .. }) => None,
     };
-    if count != Some(requested) || stage.duration_ns.is_some() {
+    // A max_duration caps the phase, as it caps MLPerf's.
+    let cap = cfg.profile.max_duration.map(|d| d.0.as_nanos() as u64);
+    if count != Some(requested) || stage.duration_ns.is_some_and(|d| Some(d) != cap) {
         return Err(format!(
             "the phase must send exactly {requested} requests, but its run length resolved otherwise (a preset or profile that sets it?)"
         ));
@@ -385,6 +393,36 @@ mod tests {
         let [r, _] = planned(seq).unwrap();
         assert_eq!(r.cfg.order, crate::dataset::Order::Sequential);
         assert!(matches!(r.cfg.stages[0].load, Load::Closed { .. }));
+    }
+
+    #[test]
+    fn an_mlperf_cap_is_checked_against_the_configs_minimum() {
+        let secs = |s| {
+            Some(crate::config::profile::HumanDuration(
+                std::time::Duration::from_secs(s),
+            ))
+        };
+        let base = Profile {
+            preset: Some("mlperf".into()),
+            mode: Some("offline".into()),
+            min_duration: secs(6),
+            max_duration: secs(20),
+            ..Profile::default()
+        };
+        // Sized by the exact count once the dataset is loaded, capped at 20 s.
+        let [r, a] = planned(base.clone()).unwrap();
+        for p in [&r, &a] {
+            assert_eq!(p.cfg.stages[0].duration_ns, Some(20_000_000_000));
+        }
+        // Below the config's own minimum it is refused, as MLPerf refuses it.
+        let e = match planned(Profile {
+            max_duration: secs(3),
+            ..base
+        }) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e,
+        };
+        assert!(e.contains("3s is below the minimum duration 6s"), "{e}");
     }
 
     #[test]

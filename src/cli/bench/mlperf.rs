@@ -19,13 +19,14 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
                 .stages
                 .first()
                 .map(|s| LoadPattern::of(&s.load))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .with_legacy_qps(cfg.profile.mlperf.legacy_qps),
             warmup: WarmupConfig {
                 enabled: cfg.warmup_ns > 0 || warmup_requests.is_some_and(|n| n > 0),
                 n_requests: warmup_requests,
                 salt: false,
                 drain: false,
-                warmup_random_seed: scheduler_seed,
+                warmup_random_seed: cfg.mlperf_warmup_seed(),
             },
             scheduler_random_seed: scheduler_seed,
             dataloader_random_seed: cfg.dataloader_seed,
@@ -45,6 +46,8 @@ pub(super) fn info(cfg: &BenchConfig, started_ns: u64, sample_rows: Vec<SampleRo
             }),
         early_stopping: cfg.early_stopping,
         test_started_at: started_ns,
+        streaming: cfg.stream,
+        tokenizer: cfg.tokenizer.is_some(),
         sample_rows,
         performance: true,
         accuracy_rows: Vec::new(),

@@ -58,7 +58,7 @@ pub(super) fn plan<'a>(
         // MLPerf's rules draw as MLPerf does, so its rows and arrival times
         // repeat for the same seeds.
         python_draws: cfg.mlperf.then_some(PythonDraws {
-            warmup_seed: crate::config::mlperf::WARMUP_RANDOM_SEED,
+            warmup_seed: cfg.mlperf_warmup_seed(),
         }),
         // The tokenizer counts output only when usage may be set aside.
         keep_text: (tokenizer.is_some() && token_source != TokenPolicy::Usage) || cfg.record_output,

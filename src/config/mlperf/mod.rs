@@ -41,8 +41,15 @@ pub(crate) use tree::Tree;
 pub(crate) struct Extras {
     /// For the report's notes, one per field.
     pub notes: Vec<String>,
+    /// The config's `name` and its performance dataset's, written back
+    /// into config.yaml.
+    pub name: Option<String>,
+    pub dataset_name: Option<String>,
     /// `use_legacy_loadgen_qps_metrics` (MLPerf's default: true).
     pub legacy_qps: Option<bool>,
+    /// `settings.warmup.warmup_random_seed` (MLPerf's default:
+    /// `WARMUP_RANDOM_SEED`): the warm-up's order and schedule draw from it.
+    pub warmup_seed: Option<u64>,
     /// `drain.accuracy_timeout_s`: the accuracy phase's drain limit
     /// (MLPerf's default, none, is a limit no response reaches).
     pub accuracy_drain: Option<crate::config::profile::HumanDuration>,

@@ -31,7 +31,8 @@ pub(crate) fn render_config_yaml(
     let kind = if online { "online" } else { "offline" };
 
     let mut doc = Map::default();
-    doc.put("name", s(&format!("{kind}_benchmark")));
+    let default_name = format!("{kind}_benchmark");
+    doc.put("name", s(p.mlperf.name.as_deref().unwrap_or(&default_name)));
     doc.put("version", s("1.0"));
     doc.put("type", s(kind));
 
@@ -65,11 +66,12 @@ pub(crate) fn render_config_yaml(
     let mut datasets = Vec::new();
     if let Some(d) = cfg.dataset.as_ref().filter(|_| cfg.phase.runs_perf()) {
         let mut ds = Map::default();
-        let stem = d
-            .path
-            .file_stem()
-            .map_or("dataset".to_string(), |s| s.to_string_lossy().into_owned());
-        ds.put("name", s(&stem));
+        let name = p.mlperf.dataset_name.clone().unwrap_or_else(|| {
+            d.path
+                .file_stem()
+                .map_or("dataset".to_string(), |s| s.to_string_lossy().into_owned())
+        });
+        ds.put("name", s(&name));
         ds.put("type", s("performance"));
         ds.put("path", s(&d.path.display().to_string()));
         let mut parser = Map::default();
@@ -167,13 +169,27 @@ pub(crate) fn render_config_yaml(
         )) => {
             lp.put("type", s(kind.name()));
             lp.put("target_qps", f(rate_from));
+            // MLPerf writes it for poisson only.
+            if kind == crate::plan::ArrivalKind::Poisson {
+                let legacy = p.mlperf.legacy_qps.unwrap_or(true);
+                lp.put("use_legacy_loadgen_qps_metrics", Yaml::Boolean(legacy));
+            }
         }
     }
     settings.put("load_pattern", lp.done());
 
     let mut client = Map::default();
-    client.put("num_workers", Yaml::Integer(cfg.workers as i64));
-    client.put("max_connections", Yaml::Integer(cfg.connections as i64));
+    // An accuracy-only run issues one request at a time on one connection
+    // of one worker: MLPerf's single stream, which its compliance check
+    // reads from these two fields.
+    let single = !cfg.phase.runs_perf();
+    let (workers, conns) = if single {
+        (1, 1)
+    } else {
+        (cfg.workers as i64, cfg.connections as i64)
+    };
+    client.put("num_workers", Yaml::Integer(workers));
+    client.put("max_connections", Yaml::Integer(conns));
     client.put("insecure", Yaml::Boolean(p.insecure.unwrap_or(false)));
     settings.put("client", client.done());
 
@@ -182,6 +198,12 @@ pub(crate) fn render_config_yaml(
     warmup.opt(
         "n_requests",
         p.warmup_requests.map(|n| Yaml::Integer(n as i64)),
+    );
+    warmup.put("salt", Yaml::Boolean(false));
+    warmup.put("drain", Yaml::Boolean(false));
+    warmup.put(
+        "warmup_random_seed",
+        Yaml::Integer(cfg.mlperf_warmup_seed() as i64),
     );
     settings.put("warmup", warmup.done());
 

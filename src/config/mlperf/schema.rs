@@ -40,8 +40,8 @@ pub(crate) fn read(tree: Value, errs: &Errors) -> Read {
         preset: Some("mlperf".into()),
         ..Profile::default()
     };
-    // Accepted whatever they say: labels only.
-    let _ = top.string("name");
+    // Labels only, the name written back into config.yaml.
+    p.mlperf.name = top.string("name");
     let _ = top.string("version");
     // `eval` is MLPerf's accuracy-only config, `submission` performance
     // and accuracy (`benchmark_mode` says which benchmark).
@@ -454,6 +454,7 @@ fn read_dataset(mut s: Section<'_>, completions: bool, p: &mut Profile) -> Optio
         }
         return Some(Dataset::Accuracy(format!("acc:{spec}")));
     }
+    p.mlperf.dataset_name = name.filter(|n| !n.is_empty());
     Some(Dataset::Performance(spec))
 }
 

@@ -291,7 +291,7 @@ fn read_drain(mut s: Section<'_>, p: &mut Profile) {
     s.finish();
 }
 
-/// MLPerf's `warmup_random_seed` (its default, the one value accepted).
+/// MLPerf's `warmup_random_seed` default.
 pub(crate) const WARMUP_RANDOM_SEED: u64 = 42;
 
 fn read_warmup(mut s: Section<'_>, p: &mut Profile) {
@@ -321,12 +321,8 @@ fn read_warmup(mut s: Section<'_>, p: &mut Profile) {
             "true has no effect in llmload: warm-up requests still in flight are excluded from the numbers, not waited for",
         );
     }
-    if seed.is_some_and(|x| x != WARMUP_RANDOM_SEED as i64) {
-        s.errs.note(
-            &s.path_of("warmup_random_seed"),
-            "has no effect in llmload: the warm-up draws its order and schedule from MLPerf's default seed, 42",
-        );
-    }
+    // Python's `random.Random(n)` seeds from |n|, as the warm-up's draws do.
+    p.mlperf.warmup_seed = seed.map(i64::unsigned_abs);
     s.finish();
 }
 

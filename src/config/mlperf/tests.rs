@@ -50,6 +50,8 @@ fn offline_template_maps_to_an_offline_profile() {
             min_duration: ms(600_000),
             mlperf: Extras {
                 accuracy_drain: r.profile.mlperf.accuracy_drain,
+                name: Some("offline_benchmark".into()),
+                dataset_name: Some("perf".into()),
                 ..Extras::default()
             },
             ..Profile::default()
@@ -580,6 +582,10 @@ fn what_has_a_meaning_is_carried_to_the_run() {
     let p = &r.profile;
     assert!(p.drain_timeout.unwrap().0 > Duration::from_secs(86_400 * 365));
     assert_eq!(p.mlperf.legacy_qps, Some(false));
+    let (r, n2) = notes("settings: {warmup: {warmup_random_seed: -7}}");
+    // Python's Random(-7) is Random(7).
+    assert_eq!(r.profile.mlperf.warmup_seed, Some(7));
+    assert!(n2.is_empty(), "{n2:?}");
     let (r, _) = notes("settings: {drain: {accuracy_timeout_s: 30}}");
     assert_eq!(
         r.profile.mlperf.accuracy_drain,

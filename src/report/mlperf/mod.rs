@@ -35,6 +35,13 @@ pub(crate) struct MlperfInfo {
     pub early_stopping: bool,
     /// CLOCK_MONOTONIC ns when the run started.
     pub test_started_at: u64,
+    /// Responses were streamed: without a stream MLPerf records no TTFT
+    /// or TPOT and writes both as `{}`.
+    pub streaming: bool,
+    /// A tokenizer counted the tokens: without one MLPerf records no
+    /// sequence lengths (`{}`) and no `tps`; the endpoint's usage counts
+    /// stay in our own summary.
+    pub tokenizer: bool,
     /// Every measured request's id and dataset row.
     pub sample_rows: Vec<SampleRow>,
     /// A performance phase ran (an accuracy-only run has none, and no
@@ -61,6 +68,9 @@ pub(crate) struct LoadPattern {
     pub kind: &'static str,
     pub target_qps: Option<f64>,
     pub target_concurrency: Option<u64>,
+    /// Written for a poisson pattern only, as MLPerf serializes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub use_legacy_loadgen_qps_metrics: Option<bool>,
 }
 
 impl LoadPattern {
@@ -75,6 +85,7 @@ impl LoadPattern {
                 kind: "concurrency",
                 target_qps: None,
                 target_concurrency: Some(concurrency as u64),
+                use_legacy_loadgen_qps_metrics: None,
             },
             Load::Open {
                 kind, rate_from, ..
@@ -85,8 +96,21 @@ impl LoadPattern {
                 },
                 target_qps: Some(rate_from),
                 target_concurrency: None,
+                // MLPerf's default; `with_legacy_qps` sets the config's.
+                use_legacy_loadgen_qps_metrics: (kind == ArrivalKind::Poisson).then_some(true),
             },
         }
+    }
+}
+
+impl LoadPattern {
+    /// The pattern with the config's `use_legacy_loadgen_qps_metrics`
+    /// (which only a poisson pattern carries).
+    pub(crate) fn with_legacy_qps(mut self, legacy: Option<bool>) -> LoadPattern {
+        if let (Some(v), Some(l)) = (self.use_legacy_loadgen_qps_metrics.as_mut(), legacy) {
+            *v = l;
+        }
+        self
     }
 }
 

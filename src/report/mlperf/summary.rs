@@ -66,7 +66,15 @@ impl ResultSummary {
         let lost = b.errors.get(ErrorClass::WorkerLost);
         let n_completed = (b.completed + b.failed).saturating_sub(lost);
         let duration_ns = (run.total_window_ns > 0).then_some(run.total_window_ns);
-        let osl = SeriesStats::of(&b.osl, false);
+        let none = || SeriesStats {
+            rollups: None,
+            early_stopping: None,
+        };
+        let osl = if info.tokenizer {
+            SeriesStats::of(&b.osl, false)
+        } else {
+            none()
+        };
         let osl_total = osl.rollups.as_ref().map(|r| r.total as f64);
         // As the reference: LoadGen's window only when asked for, measured,
         // and with the two completions its (n − 1) needs; otherwise both
@@ -89,7 +97,10 @@ impl ResultSummary {
         ResultSummary {
             tpot_contract: contract::tpot_contract(b),
             version: env!("CARGO_PKG_VERSION").into(),
-            git_sha: option_env!("LLMLOAD_GIT_SHA").map(str::to_string),
+            // Set by build.rs from the checkout, or given when building.
+            git_sha: option_env!("LLMLOAD_GIT_SHA")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
             test_started_at: info.test_started_at,
             n_samples_issued: b.issued,
             n_samples_completed: n_completed,
@@ -101,11 +112,21 @@ impl ResultSummary {
                 "complete"
             },
             complete: run.complete,
-            ttft: SeriesStats::of(contract::ttft(b), info.early_stopping),
-            tpot: SeriesStats::of(contract::tpot(b), info.early_stopping),
+            ttft: match info.streaming {
+                true => SeriesStats::of(contract::ttft(b), info.early_stopping),
+                false => none(),
+            },
+            tpot: match info.streaming {
+                true => SeriesStats::of(contract::tpot(b), info.early_stopping),
+                false => none(),
+            },
             latency: SeriesStats::of(contract::latency(b), info.early_stopping),
             output_sequence_lengths: osl,
-            input_sequence_lengths: SeriesStats::of(&b.isl, false),
+            // Counted at issue, as MLPerf tokenizes each prompt it sends.
+            input_sequence_lengths: match info.tokenizer {
+                true => SeriesStats::of(&b.isl_issued, false),
+                false => none(),
+            },
             legacy_loadgen_window_duration_ns: window,
             qps,
             tps,

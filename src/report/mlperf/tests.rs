@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::metrics::block::{Block, RequestSample};
+use crate::metrics::block::{Block, InputCount, RequestSample};
 use crate::metrics::errors::ErrorClass;
 use crate::metrics::run::{RunResult, StageResult};
 
@@ -117,6 +117,7 @@ fn run() -> RunResult {
                 status: 200,
                 completion_tokens: Some(63),
                 input_tokens: Some(44 + (i % 24) as u32),
+                input_source: InputCount::Tokenizer,
                 streamed: true,
                 finish: crate::protocol::Finish::Stop as u8,
                 ..RequestSample::default()
@@ -163,6 +164,8 @@ fn info(load: &crate::plan::Load) -> MlperfInfo {
             }
         ),
         test_started_at: 0,
+        streaming: true,
+        tokenizer: true,
         sample_rows: Vec::new(),
         performance: true,
         accuracy_rows: Vec::new(),
@@ -223,7 +226,8 @@ fn a_poisson_run_reads_qps_over_loadgen_s_window_and_counts_failures() {
     let v: Value = serde_json::from_slice(&s.to_json()).unwrap();
     assert_eq!(
         v["run_config"]["load_pattern"],
-        json!({"type": "poisson", "target_qps": 50.0, "target_concurrency": null})
+        json!({"type": "poisson", "target_qps": 50.0, "target_concurrency": null,
+               "use_legacy_loadgen_qps_metrics": true})
     );
     // Not poisson: the measured window, and no LoadGen window.
     let s = ResultSummary::build(&r, &info(&r.stages[0].load));
@@ -255,4 +259,62 @@ fn early_stopping_off_leaves_the_estimates_out() {
     let v: serde_json::Value =
         serde_json::from_slice(&ResultSummary::build(&run, &i).to_json()).unwrap();
     assert!(v["latency"].get("early_stopping_percentiles").is_some());
+}
+
+#[test]
+fn without_a_stream_ttft_and_tpot_are_empty_objects() {
+    let run = run();
+    let mut i = info(&crate::plan::Load::Closed { concurrency: 4 });
+    i.streaming = false;
+    let v: Value = serde_json::from_slice(&ResultSummary::build(&run, &i).to_json()).unwrap();
+    assert_eq!(v["ttft"], json!({}));
+    assert_eq!(v["tpot"], json!({}));
+    assert!(v["latency"]["early_stopping_percentiles"].is_object());
+    assert_eq!(v["output_sequence_lengths"]["total"], json!(400 * 63));
+}
+
+#[test]
+fn without_a_tokenizer_the_token_blocks_are_left_as_mlperf_leaves_them() {
+    let run = run();
+    let mut i = info(&crate::plan::Load::Closed { concurrency: 4 });
+    i.tokenizer = false;
+    let v: Value = serde_json::from_slice(&ResultSummary::build(&run, &i).to_json()).unwrap();
+    assert_eq!(v["output_sequence_lengths"], json!({}));
+    assert_eq!(v["input_sequence_lengths"], json!({}));
+    assert_eq!(v["tps"], Value::Null);
+    assert!(v["qps"].is_number());
+}
+
+#[test]
+fn isl_counts_every_issued_sample_failures_included() {
+    let mut r = run();
+    let fail = RequestSample {
+        t_sched: 1_000_000_000,
+        t_end: 1_100_000_000,
+        error: Some(ErrorClass::HttpStatus),
+        status: 503,
+        input_tokens: Some(1000),
+        input_source: InputCount::Tokenizer,
+        ..RequestSample::default()
+    };
+    r.total.record(&fail, []);
+    let s = ResultSummary::build(&r, &info(&r.stages[0].load));
+    let isl = s.input_sequence_lengths.rollups.unwrap();
+    assert_eq!(isl.max, 1000);
+    let successes: u128 = (0..400u128).map(|i| 44 + i % 24).sum();
+    assert_eq!(isl.total, successes + 1000);
+}
+
+#[test]
+fn a_poisson_pattern_carries_the_configs_qps_definition() {
+    let poisson = crate::plan::Load::Open {
+        kind: crate::plan::ArrivalKind::Poisson,
+        rate_from: 5.0,
+        rate_to: 5.0,
+    };
+    let p = LoadPattern::of(&poisson).with_legacy_qps(Some(false));
+    assert_eq!(p.use_legacy_loadgen_qps_metrics, Some(false));
+    let closed = LoadPattern::of(&crate::plan::Load::Closed { concurrency: 2 });
+    let v = serde_json::to_value(closed.with_legacy_qps(Some(false))).unwrap();
+    assert!(v.get("use_legacy_loadgen_qps_metrics").is_none());
 }
