@@ -186,6 +186,7 @@ mod tests {
             &["validate", "--help"],
             &["probe", "--help"],
             &["info", "--help"],
+            &["datasets", "--help"],
         ];
         commands.iter().map(|c| (c.join(" "), help_of(c))).collect()
     }

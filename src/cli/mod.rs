@@ -7,6 +7,7 @@ pub(crate) mod bench;
 pub(crate) mod benchmark;
 pub(crate) mod cause;
 pub(crate) mod compare;
+pub(crate) mod datasets;
 pub mod help;
 pub(crate) mod info;
 pub(crate) mod init;
@@ -88,6 +89,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     Probe(probe::ProbeArgs),
     Info(info::InfoArgs),
+    Datasets(datasets::DatasetsArgs),
 }
 
 /// The exit status of a command line argh refused: 1 for `bench`, whose 2
@@ -114,5 +116,6 @@ pub fn run(top: Top) -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Info(args) => info::run(args),
+        Command::Datasets(args) => datasets::run(args),
     }
 }

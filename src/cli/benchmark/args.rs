@@ -206,6 +206,8 @@ pub(crate) struct Parsed {
     pub overrides: Vec<Override>,
     /// `--mode` (`--accuracy-only`: `acc`).
     pub mode: Option<String>,
+    /// `--datasets-dir`: where MLPerf's predefined datasets are cached.
+    pub datasets_dir: Option<String>,
     pub help: bool,
 }
 
@@ -223,6 +225,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 datasets: Vec::new(),
                 overrides: Vec::new(),
                 mode: None,
+                datasets_dir: None,
                 help: true,
             });
         }
@@ -238,6 +241,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         datasets: Vec::new(),
         overrides: Vec::new(),
         mode: None,
+        datasets_dir: None,
         help: false,
     };
     while let Some(arg) = it.next() {
@@ -254,6 +258,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         match flag {
             "-h" | "--help" => out.help = true,
             "--dataset" => out.datasets.push(value(&mut it)?),
+            "--datasets-dir" => out.datasets_dir = Some(value(&mut it)?),
             "-c" | "--config" => {
                 if sub != Sub::FromConfig {
                     return Err(format!(
@@ -419,6 +424,8 @@ Flags (MLPerf's names; the dotted form of each works too):
   --accuracy-only   --dataset acc:PATH[,accuracy_config.eval_method=pass_at_1,...]
   --runtime.*  --settings.*  --model-params.*  --load-pattern.*  --client.*
   (e.g. --runtime.max-duration-ms 5000 --model-params.temperature 0)
+  --datasets-dir DIR   where MLPerf's predefined datasets (name: cnn_dailymail::llama3_8b)
+                       are cached; never downloaded (llmload datasets list)
 
 A flag MLPerf has but llmload cannot honour is an error that names it.
 Accuracy datasets (acc:) run after the performance phase, one request at a

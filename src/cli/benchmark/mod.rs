@@ -47,6 +47,9 @@ pub(crate) fn run(args: BenchmarkArgs) -> i32 {
         out!("{}", args::HELP);
         return 0;
     }
+    if let Some(dir) = &parsed.datasets_dir {
+        crate::dataset::predefined::set_dir(dir.into());
+    }
     match profile_of(&parsed) {
         Ok((profile, origin, None)) => bench::run_profile(profile, &origin),
         Ok((profile, origin, Some(audit))) => bench::run_audited(profile, &origin, &audit),
