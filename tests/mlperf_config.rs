@@ -298,10 +298,22 @@ fn offline_and_concurrency_templates_run_unchanged() {
     }
 }
 
+/// `mlperf_src`, saying why the test is skipped when there is none.
+pub(crate) fn mlperf_src_or_skip() -> Option<std::path::PathBuf> {
+    let found = mlperf_src();
+    if found.is_none() {
+        eprintln!(
+            "skipped: MLPerf's checkout (the pinned copy of mlcommons/endpoints) is not at \
+             ../shared/reference/mlperf-endpoints-src, ../../shared/… or $LLMLOAD_MLPERF_SRC"
+        );
+    }
+    found
+}
+
 /// MLPerf's checkout at the pinned commit, kept beside the project (the
 /// main checkout's `../shared`, a worktree's `../../shared`), or where
 /// `LLMLOAD_MLPERF_SRC` says.
-pub(crate) fn mlperf_src() -> Option<std::path::PathBuf> {
+fn mlperf_src() -> Option<std::path::PathBuf> {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let given = std::env::var_os("LLMLOAD_MLPERF_SRC").map(std::path::PathBuf::from);
     given
@@ -339,11 +351,7 @@ fn localized(text: &str, fixture: &str) -> String {
 /// cached here: validate notes that, as MLPerf's validate-yaml loads no data.
 #[test]
 fn mlperfs_example_configs_validate() {
-    let Some(root) = mlperf_src() else {
-        eprintln!(
-            "skipped: MLPerf's checkout (the pinned copy of mlcommons/endpoints) is not at \
-             ../shared/reference/mlperf-endpoints-src, ../../shared/… or $LLMLOAD_MLPERF_SRC"
-        );
+    let Some(root) = mlperf_src_or_skip() else {
         return;
     };
     let dir = temp_dir("mlperf-examples");

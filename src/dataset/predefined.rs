@@ -60,6 +60,29 @@ const fn template(name: &'static str, t: &'static str) -> Preset {
     }
 }
 
+impl Preset {
+    /// A preset whose samples llmload cannot build (see `unsupported`).
+    const fn unsupported(name: &'static str) -> Preset {
+        Preset {
+            name,
+            template: None,
+            prompt: None,
+            system: None,
+        }
+    }
+}
+
+const SHOPIFY_COLUMNS: &[&str] = &[
+    "product_title",
+    "product_description",
+    "product_image_base64",
+    "product_image_format",
+    "potential_product_categories",
+    "ground_truth_category",
+    "ground_truth_brand",
+    "ground_truth_is_secondhand",
+];
+
 const MULTIMODAL: &str = "its q3vl preset sends a product image as multimodal content parts, which llmload's datasets do not build";
 
 /// MLPerf's registry (`Dataset.PREDEFINED`), by `DATASET_ID`.
@@ -79,12 +102,7 @@ pub(crate) const ALL: &[Predefined] = &[
         format: Format::Parquet,
         columns: &["messages", "tools", "tool_choice"],
         source: "Hugging Face gorilla-llm/Berkeley-Function-Calling-Leaderboard (or MLCommons R2)",
-        presets: &[Preset {
-            name: "function_calling",
-            template: None,
-            prompt: None,
-            system: None,
-        }],
+        presets: &[Preset::unsupported("function_calling")],
         unsupported: Some(
             "its samples carry tool definitions (tools, tool_choice), which llmload does not send",
         ),
@@ -152,46 +170,18 @@ pub(crate) const ALL: &[Predefined] = &[
         id: "shopify_product_catalogue",
         file: "shopify_product_catalogue/train/shopify_product_catalogue_train.parquet",
         format: Format::Parquet,
-        columns: &[
-            "product_title",
-            "product_description",
-            "product_image_base64",
-            "product_image_format",
-            "potential_product_categories",
-            "ground_truth_category",
-            "ground_truth_brand",
-            "ground_truth_is_secondhand",
-        ],
+        columns: SHOPIFY_COLUMNS,
         source: "Hugging Face Shopify/product-catalogue (train)",
-        presets: &[Preset {
-            name: "q3vl",
-            template: None,
-            prompt: None,
-            system: None,
-        }],
+        presets: &[Preset::unsupported("q3vl")],
         unsupported: Some(MULTIMODAL),
     },
     Predefined {
         id: "shopify_product_catalogue_8k",
         file: "shopify_product_catalogue_8k/train/shopify_product_catalogue_8k_train.parquet",
         format: Format::Parquet,
-        columns: &[
-            "product_title",
-            "product_description",
-            "product_image_base64",
-            "product_image_format",
-            "potential_product_categories",
-            "ground_truth_category",
-            "ground_truth_brand",
-            "ground_truth_is_secondhand",
-        ],
+        columns: SHOPIFY_COLUMNS,
         source: "Hugging Face nvidia/Shopify-product-catalogue-8k (train)",
-        presets: &[Preset {
-            name: "q3vl",
-            template: None,
-            prompt: None,
-            system: None,
-        }],
+        presets: &[Preset::unsupported("q3vl")],
         unsupported: Some(MULTIMODAL),
     },
     Predefined {
