@@ -29,6 +29,7 @@ mod mlperf_config;
 mod mlperf_files;
 mod mlperf_rules;
 mod mlperf_tokens;
+mod predefined;
 mod probe;
 mod profile;
 mod prom_check;

@@ -188,6 +188,7 @@ mod tests {
             &["probe", "--help"],
             &["info", "--help"],
             &["eval", "--help"],
+            &["datasets", "--help"],
         ];
         commands.iter().map(|c| (c.join(" "), help_of(c))).collect()
     }

@@ -7,6 +7,7 @@ pub(crate) mod bench;
 pub(crate) mod benchmark;
 pub(crate) mod cause;
 pub(crate) mod compare;
+pub(crate) mod datasets;
 pub(crate) mod eval;
 pub mod help;
 pub(crate) mod info;
@@ -93,6 +94,7 @@ enum Command {
     Probe(probe::ProbeArgs),
     Info(info::InfoArgs),
     Eval(eval::EvalArgs),
+    Datasets(datasets::DatasetsArgs),
 }
 
 /// The exit status of a command line argh refused: 1 for `bench`, whose 2
@@ -135,5 +137,6 @@ pub fn run(top: Top) -> i32 {
         Command::Probe(args) => probe::run(args),
         Command::Info(args) => info::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Datasets(args) => datasets::run(args),
     }
 }

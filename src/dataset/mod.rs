@@ -16,6 +16,7 @@ pub mod jsonl;
 mod messages;
 mod object;
 pub(crate) mod order;
+pub(crate) mod predefined;
 mod sink;
 pub(crate) mod spec;
 pub(crate) mod synthetic;
@@ -126,6 +127,11 @@ pub fn load(
     spec: &DatasetSpec,
     on_sample: &mut dyn FnMut(Sample) -> Result<(), String>,
 ) -> Result<LoadStats, String> {
+    if let Some(name) = &spec.predefined
+        && !spec.path.is_file()
+    {
+        return Err(predefined::missing(name));
+    }
     let Some(limit) = spec.limit else {
         return load_capped(spec, on_sample, MAX_RECORD);
     };

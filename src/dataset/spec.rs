@@ -86,6 +86,51 @@ impl ColumnMap {
     }
 }
 
+/// The path prefix naming one of MLPerf's predefined datasets
+/// (`predefined:cnn_dailymail::llama3_8b`).
+pub(crate) const PREDEFINED: &str = "predefined:";
+
+/// The spec of MLPerf's predefined dataset `name`: its cached file (or
+/// the first place looked, when none has it) and its preset's prompt.
+fn predefined_spec(
+    name: &str,
+    mut columns: ColumnMap,
+    skip_invalid: Option<bool>,
+    template: Option<String>,
+) -> Result<DatasetSpec, String> {
+    let r = super::predefined::resolve(name).map_err(|e| format!("--dataset: {e}"))?;
+    if let Some(what) = r.format.unavailable() {
+        return Err(format!(
+            "--dataset: predefined dataset '{name}': this build of llmload cannot read {what}: \
+             it was built without the `columnar` feature (rebuild with default features)"
+        ));
+    }
+    let path = r.path.unwrap_or_else(|| {
+        super::predefined::cache_dirs(&|k| std::env::var(k).ok())[0]
+            .join(super::predefined::lookup(name).map_or("", |(d, _)| d.file))
+    });
+    if columns.prompt.is_none() && columns.messages.is_none() && template.is_none() {
+        columns.prompt = r.prompt.map(str::to_string);
+    }
+    if columns.system.is_none() {
+        columns.system = r.system.map(str::to_string);
+    }
+    let preset_template = (columns.prompt.is_none() && columns.messages.is_none())
+        .then(|| r.template.map(str::to_string))
+        .flatten();
+    DatasetSpec {
+        path,
+        format: r.format,
+        columns,
+        skip_invalid: skip_invalid.unwrap_or(false),
+        split: None,
+        template: None,
+        limit: None,
+        predefined: Some(name.to_string()),
+    }
+    .with_template(template.or(preset_template))
+}
+
 /// A parsed `--dataset` argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DatasetSpec {
@@ -102,6 +147,10 @@ pub struct DatasetSpec {
     pub template: Option<String>,
     /// Use only the first this many rows (MLPerf's `samples`).
     pub limit: Option<u64>,
+    /// The MLPerf predefined dataset this file is (`predefined:NAME`):
+    /// a missing file is then an error naming the dataset and every
+    /// cache directory looked in, raised when the run loads it.
+    pub predefined: Option<String>,
 }
 
 impl DatasetSpec {
@@ -230,6 +279,9 @@ impl DatasetSpec {
                 ));
             }
         }
+        if let Some(name) = path.strip_prefix(PREDEFINED) {
+            return predefined_spec(name, columns, skip_invalid, template);
+        }
         let path = PathBuf::from(path);
         let meta = match std::fs::metadata(&path) {
             Ok(m) => m,
@@ -290,6 +342,7 @@ impl DatasetSpec {
             split,
             template: None,
             limit: None,
+            predefined: None,
         };
         spec.with_template(template)
     }

@@ -204,6 +204,8 @@ pub(crate) struct Parsed {
     pub overrides: Vec<Override>,
     /// `--mode` (`--accuracy-only`: `acc`).
     pub mode: Option<String>,
+    /// `--datasets-dir`: where MLPerf's predefined datasets are cached.
+    pub datasets_dir: Option<String>,
     pub help: bool,
 }
 
@@ -221,6 +223,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
                 datasets: Vec::new(),
                 overrides: Vec::new(),
                 mode: None,
+                datasets_dir: None,
                 help: true,
             });
         }
@@ -236,6 +239,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
         datasets: Vec::new(),
         overrides: Vec::new(),
         mode: None,
+        datasets_dir: None,
         help: false,
     };
     while let Some(arg) = it.next() {
@@ -255,6 +259,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
             // llmload prints the same at every level.
             f if crate::cli::spelling::is_verbosity(f) => {}
             "--dataset" => out.datasets.push(value(&mut it)?),
+            "--datasets-dir" => out.datasets_dir = Some(value(&mut it)?),
             "-c" | "--config" => {
                 if sub != Sub::FromConfig {
                     return Err(format!(
@@ -420,6 +425,8 @@ Flags (MLPerf's names; the dotted form of each works too):
   --accuracy-only   --dataset acc:PATH[,accuracy_config.eval_method=pass_at_1,...]
   --runtime.*  --settings.*  --model-params.*  --load-pattern.*  --client.*
   (e.g. --runtime.max-duration-ms 5000 --model-params.temperature 0)
+  --datasets-dir DIR   where MLPerf's predefined datasets (name: cnn_dailymail::llama3_8b)
+                       are cached; never downloaded (llmload datasets list)
 
 A flag MLPerf has but llmload cannot honour is an error that names it.
 Accuracy datasets (acc:) run after the performance phase, one request at a

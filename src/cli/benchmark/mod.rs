@@ -60,6 +60,9 @@ pub(crate) fn run(args: BenchmarkArgs) -> i32 {
         out!("{}\n{}", args::HELP, mlperf_status::HELP);
         return mlperf_status::OK;
     }
+    if let Some(dir) = &parsed.datasets_dir {
+        crate::dataset::predefined::set_dir(dir.into());
+    }
     match profile_of(&parsed) {
         Ok((profile, origin, None)) => status(bench::run_profile_ended(profile, &origin)),
         Ok((profile, origin, Some(audit))) => {

@@ -3,6 +3,7 @@
 //! `Profile` (what we honour), accepted only at MLPerf's default (what has
 //! no meaning for us), or refused with the reason.
 
+use crate::dataset::predefined;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
@@ -403,15 +404,41 @@ fn read_dataset(mut s: Section<'_>, completions: bool, p: &mut Profile) -> Optio
     cfg.finish();
     read_generation_override(&mut s, accuracy, completions, p, &mut acc_keys);
     let mut parser = s.section("parser");
-    let columns = read_parser(&mut parser);
+    let mut columns = read_parser(&mut parser);
     parser.finish();
-    let Some(path) = path else {
-        s.errs.at(
-            &s.path_of("path"),
-            "required: the dataset file (MLPerf's predefined datasets by name are not supported)",
-        );
-        s.finish();
-        return None;
+    let predefined = match (&path, &name) {
+        (None, Some(n)) if predefined::is_predefined(n) => Some(n.clone()),
+        _ => None,
+    };
+    let path = match (path, predefined) {
+        (Some(path), _) => path,
+        (None, Some(n)) => {
+            // A scorer MLPerf runs elsewhere refuses the phase whatever
+            // the data: its dataset need not be one llmload can send.
+            if external.is_none() && !predefined_ok(&s, &n, !columns.is_empty() || format.is_some())
+            {
+                s.finish();
+                return None;
+            }
+            columns.clear();
+            format!("{}{n}", crate::dataset::spec::PREDEFINED)
+        }
+        (None, None) => {
+            s.errs.at(
+                &s.path_of("path"),
+                format!(
+                    "required: the dataset file, or the name of one of MLPerf's predefined datasets ({})",
+                    predefined::ALL.iter().map(|d| d.id).collect::<Vec<_>>().join(", ")
+                ),
+            );
+            s.finish();
+            return None;
+        }
+    };
+    let format = if path.starts_with(crate::dataset::spec::PREDEFINED) {
+        None
+    } else {
+        format
     };
     if path.contains(',') {
         s.errs.at(
@@ -456,6 +483,37 @@ fn read_dataset(mut s: Section<'_>, completions: bool, p: &mut Profile) -> Optio
     }
     p.mlperf.dataset_name = name.filter(|n| !n.is_empty());
     Some(Dataset::Performance(spec))
+}
+
+/// Whether the predefined dataset `name` can be read: an unknown preset
+/// or a dataset llmload cannot send is an error at `name`; one not in the
+/// local cache is a note (MLPerf's validate-yaml loads no data), and the
+/// run fails when it loads it. MLPerf applies a predefined dataset's preset
+/// and ignores `parser` and `format`, so do we (`ignored` says whether the
+/// entry gives them).
+fn predefined_ok(s: &Section<'_>, name: &str, ignored: bool) -> bool {
+    if name.split_once("::").map_or(name, |(id, _)| id) == predefined::RANDOM {
+        s.errs.at(
+            &s.path_of("name"),
+            "MLPerf's predefined 'random' dataset is not supported: it decodes random token ids with the model's tokenizer; use llmload's synthetic prompts (--synthetic) instead",
+        );
+        return false;
+    }
+    match predefined::resolve(name) {
+        Err(e) => {
+            s.errs.at(&s.path_of("name"), e);
+            return false;
+        }
+        Ok(r) if r.path.is_none() => s.errs.note(&s.path_of("name"), predefined::missing(name)),
+        Ok(_) => {}
+    }
+    if ignored {
+        s.errs.note(
+            &s.path_of("parser"),
+            format!("has no effect on the predefined dataset '{name}': its preset builds the prompt, as in MLPerf"),
+        );
+    }
+    true
 }
 
 /// `parser`, MLPerf's free map from the column a sample field takes to

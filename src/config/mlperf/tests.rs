@@ -645,13 +645,47 @@ fn agentic_and_external_scorers_validate_and_are_refused_when_run() {
 }
 
 #[test]
-fn a_predefined_dataset_alone_gives_only_its_message() {
-    let e = problems(
+fn a_predefined_dataset_is_read_by_name_and_its_parser_noted() {
+    let (r, n) = notes(
         "datasets:\n- {name: 'cnn_dailymail::llama3_8b', type: accuracy, samples: 13368,\n\
-         \x20  parser: {input: prompt}, accuracy_config: {eval_method: rouge, ground_truth: highlights}}\n",
+         \x20  parser: {input: prompt}, accuracy_config: {eval_method: rouge, ground_truth: highlights}}\n\
+         - {name: 'open_orca::llama2_70b', type: performance}\n",
     );
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert!(e[0].contains("predefined datasets by name"), "{e:?}");
+    assert_eq!(
+        r.profile.accuracy_datasets.unwrap(),
+        [
+            "acc:predefined:cnn_dailymail::llama3_8b,name=cnn_dailymail::llama3_8b,scorer=rouge,expected=highlights"
+        ]
+    );
+    assert_eq!(
+        r.profile.dataset.as_deref(),
+        Some("predefined:open_orca::llama2_70b")
+    );
+    noted(&n, "datasets[0].parser", "its preset builds the prompt");
+}
+
+#[test]
+fn a_predefined_name_llmload_cannot_read_is_named() {
+    one_problem(
+        "datasets:\n- {name: 'gpqa::llama'}\n",
+        "datasets[0].name",
+        "has no preset 'llama' (its presets: gptoss)",
+    );
+    one_problem(
+        "datasets:\n- {name: 'shopify_product_catalogue::q3vl'}\n",
+        "datasets[0].name",
+        "multimodal content parts",
+    );
+    one_problem(
+        "datasets:\n- {name: random, generate_params: {input_seq_length: 8}}\n",
+        "datasets[0].name",
+        "'random' dataset is not supported",
+    );
+    one_problem(
+        "datasets:\n- {name: perf-test}\n",
+        "datasets[0].path",
+        "required: the dataset file, or the name of one of MLPerf's predefined datasets",
+    );
 }
 
 #[test]
