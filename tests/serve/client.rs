@@ -119,10 +119,14 @@ impl<S: Read + Write> Client<S> {
         }
     }
 
-    /// Writes `bytes`; returns when the last byte was handed to the kernel.
+    /// Writes `bytes`; returns the time just before the write. The server
+    /// cannot hold the request earlier, so a delay it counts from the
+    /// request's arrival is never longer than one counted from here (a
+    /// stamp taken after the write can land after the server's own start).
     pub(super) fn send(&mut self, bytes: &[u8]) -> u64 {
+        let at = now_ns();
         self.s.write_all(bytes).expect("send");
-        now_ns()
+        at
     }
 
     fn fill(&mut self) -> io::Result<usize> {
