@@ -2100,3 +2100,33 @@ fn mlperf_accuracy_takes_number_prompts_and_a_prompt_that_is_the_reference() {
     assert_eq!(u(&e["total_samples"]), 3, "{results}");
     assert_eq!(e["score"], 1.0, "{results}");
 }
+
+/// `validate-yaml` printed the config's name and the run's would-be
+/// refusals with what `${VAR}` substitution put into them (a dataset path
+/// from the environment appeared in "no such file"), where `validate`
+/// redacts both.
+#[test]
+fn mlperf_validate_yaml_never_prints_what_came_from_the_environment() {
+    let dir = temp_dir("mlperf-redact-yaml");
+    let yaml = dir.join("c.yaml");
+    std::fs::write(
+        &yaml,
+        "name: '${SECRET_NAME}'\ntype: online\nmodel_params: {name: m}\n\
+         endpoint_config: {endpoints: ['http://127.0.0.1:9']}\n\
+         settings:\n  load_pattern: {type: poisson, target_qps: 5}\n\
+         datasets:\n- {path: '${SECRET_PATH}', type: performance}\n",
+    )
+    .unwrap();
+    let run = llmload(&["validate-yaml", "-c", yaml.to_str().unwrap()])
+        .envs(&[
+            ("SECRET_NAME", "name-sekrit-4242"),
+            ("SECRET_PATH", "/nowhere/path-sekrit-4242.jsonl"),
+        ])
+        .out(&dir)
+        .run();
+    run.assert_success();
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(all.contains("Config valid: <redacted>"), "{all}");
+    assert!(all.contains("warning: the run would refuse"), "{all}");
+    assert!(!all.contains("sekrit-4242"), "{all}");
+}

@@ -84,6 +84,9 @@ pub(crate) fn run_yaml(args: ValidateYamlArgs) -> i32 {
             .unwrap_or("")
             .to_string()
     };
+    // As `validate`: nothing taken from the environment is printed.
+    let hidden = spellings(tree.hidden.clone());
+    let shown = |t: &str| printable(&redact(t, &hidden));
     let (name, kind) = (field("name"), field("type"));
     let datasets = tree
         .value
@@ -100,14 +103,14 @@ pub(crate) fn run_yaml(args: ValidateYamlArgs) -> i32 {
             return mlperf_status::INPUT;
         }
     };
-    outln!("Config valid: {}", printable(&name));
-    outln!("  Type: {}", printable(&kind));
+    outln!("Config valid: {}", shown(&name));
+    outln!("  Type: {}", shown(&kind));
     outln!("  Datasets: {datasets}");
     // MLPerf's check stops at the schema; what the run itself would refuse
     // (a dataset file not there yet) is told, not failed.
     if let Err(errors) = resolve(read.profile) {
         for e in &errors {
-            errln!("{label}: warning: the run would refuse: {e}");
+            errln!("{label}: warning: the run would refuse: {}", shown(e));
         }
     }
     mlperf_status::OK
