@@ -10,15 +10,14 @@
 //! own exit codes give them.
 //!
 //! The lines are read from MLPerf's sources at the pinned commit in
-//! `shared/reference/mlperf-endpoints-src/` (found above this checkout, or
-//! at `$MLPERF_ENDPOINTS_SRC`); the test says why it skips where that
-//! folder is absent.
+//! `shared/reference/mlperf-endpoints-src/` (`util::mlperf_src_or_skip`);
+//! the test says why it skips where that folder is absent.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{Server, bin, read, signal, temp_dir};
+use crate::util::{Server, bin, mlperf_src_or_skip, read, signal, temp_dir};
 
 /// How long a line runs before it is sent SIGINT.
 const BOUND: Duration = Duration::from_secs(3);
@@ -85,17 +84,6 @@ const EXPECTED: &[Expected] = &[
 /// A line elided by its doc (`...` in place of its flags): not a command.
 fn elided(words: &[String]) -> bool {
     words.iter().any(|w| w == "..." || w == "…")
-}
-
-/// Where MLPerf's sources are, if they are here.
-fn reference() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MLPERF_ENDPOINTS_SRC") {
-        return Some(PathBuf::from(p));
-    }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/reference/mlperf-endpoints-src"))
-        .find(|p| p.join("docs").is_dir())
 }
 
 /// The `inference-endpoint` lines of one Markdown file's code blocks, with
@@ -291,11 +279,7 @@ fn run_bounded(dir: &Path, args: &[String], at: &str) -> Ended {
 
 #[test]
 fn mlperf_documented_command_lines_run() {
-    let Some(src) = reference() else {
-        eprintln!(
-            "skipped: MLPerf's sources are not here (shared/reference/mlperf-endpoints-src above \
-             this checkout, or $MLPERF_ENDPOINTS_SRC); CI provides them"
-        );
+    let Some(src) = mlperf_src_or_skip() else {
         return;
     };
     let mut lines = command_lines(&src.join("README.md"), "README.md");

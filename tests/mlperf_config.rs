@@ -3,7 +3,7 @@
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::util::{Server, llmload, temp_dir, u};
+use crate::util::{Server, llmload, mlperf_src_or_skip, temp_dir, u};
 
 const ONLINE_TEMPLATE: &str = include_str!("fixtures/mlperf/online_template.yaml");
 
@@ -299,32 +299,6 @@ fn offline_and_concurrency_templates_run_unchanged() {
             Some(1000)
         );
     }
-}
-
-/// `mlperf_src`, saying why the test is skipped when there is none.
-pub(crate) fn mlperf_src_or_skip() -> Option<std::path::PathBuf> {
-    let found = mlperf_src();
-    if found.is_none() {
-        eprintln!(
-            "skipped: MLPerf's checkout (the pinned copy of mlcommons/endpoints) is not at \
-             ../shared/reference/mlperf-endpoints-src, ../../shared/… or $LLMLOAD_MLPERF_SRC"
-        );
-    }
-    found
-}
-
-/// MLPerf's checkout at the pinned commit, kept beside the project (the
-/// main checkout's `../shared`, a worktree's `../../shared`), or where
-/// `LLMLOAD_MLPERF_SRC` says.
-fn mlperf_src() -> Option<std::path::PathBuf> {
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let given = std::env::var_os("LLMLOAD_MLPERF_SRC").map(std::path::PathBuf::from);
-    given
-        .into_iter()
-        .chain(
-            ["..", "../.."].map(|up| here.join(up).join("shared/reference/mlperf-endpoints-src")),
-        )
-        .find(|p| p.join("examples").is_dir())
 }
 
 /// `text` with every dataset `path:` pointed at `fixture` and every URL at

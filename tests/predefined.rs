@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::mlperf_config::mlperf_src_or_skip;
-use crate::util::{Server, llmload, read, temp_dir, u};
+use crate::util::{Server, llmload, mlperf_src_or_skip, read, temp_dir, u};
 
 fn cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/datasets-cache")

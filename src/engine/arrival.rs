@@ -27,8 +27,9 @@ use crate::rng::Rng;
 
 const NS_PER_S: f64 = 1e9;
 
-/// The cumulative arrival function `Λ` and its inverse.
-#[derive(Clone, Copy, Debug)]
+/// The cumulative arrival function `Λ` and its inverse, or MLPerf's own
+/// gaps with the generator they are drawn from.
+#[derive(Clone, Debug)]
 enum Shape {
     /// No arrivals at all.
     Empty,
@@ -45,8 +46,9 @@ enum Shape {
         total: f64,
     },
     /// MLPerf's gaps: `max(1, int(expovariate(lambd)))` ns with `lambd` the
-    /// rate per nanosecond, from `Arrivals::python`.
-    Python { lambd: f64 },
+    /// rate per nanosecond, from `Arrivals::python_poisson` (the generator
+    /// boxed: 2.5 KiB).
+    Python { lambd: f64, py: Box<PyRandom> },
 }
 
 impl Shape {
@@ -89,8 +91,6 @@ pub(crate) struct Arrivals {
     /// rounding ever disagreed.
     last_ns: u64,
     done: bool,
-    /// `Shape::Python`'s generator (boxed: 2.5 KiB).
-    python: Option<Box<PyRandom>>,
 }
 
 /// Usable as a rate: finite and strictly positive.
@@ -164,28 +164,26 @@ impl Arrivals {
         if !positive(rate) {
             return Self::with_shape(ArrivalKind::Poisson, Shape::Empty, seed);
         }
-        let mut a = Self::with_shape(
+        Self::with_shape(
             ArrivalKind::Poisson,
             Shape::Python {
                 lambd: rate / NS_PER_S,
+                py: Box::new(PyRandom::new(seed.into())),
             },
             seed,
-        );
-        a.python = Some(Box::new(PyRandom::new(seed.into())));
-        a
+        )
     }
 
     fn with_shape(kind: ArrivalKind, shape: Shape, seed: u64) -> Self {
         Self {
             kind,
-            shape,
             rng: Rng::seeded(seed),
             k: 0,
             phase: 0.0,
             x: 0.0,
             last_ns: 0,
             done: matches!(shape, Shape::Empty),
-            python: None,
+            shape,
         }
     }
 
@@ -194,7 +192,7 @@ impl Arrivals {
     /// nothing.
     pub(crate) fn restart(&mut self, seed: u64) {
         self.rng = Rng::seeded(seed);
-        if let Some(py) = &mut self.python {
+        if let Shape::Python { py, .. } = &mut self.shape {
             **py = PyRandom::new(seed.into());
         }
         self.k = 0;
@@ -235,17 +233,17 @@ impl Arrivals {
         if self.done {
             return None;
         }
-        if let (Shape::Python { lambd }, Some(py)) = (self.shape, &mut self.python) {
+        if let Shape::Python { lambd, py } = &mut self.shape {
             // Python's `int` truncates; `max(1, ·)` as MLPerf's guard.
-            let gap = (py.expovariate(lambd) as u64).max(1);
+            let gap = (py.expovariate(*lambd) as u64).max(1);
             self.last_ns = self.last_ns.saturating_add(gap);
             return Some(self.last_ns);
         }
         let x = self.next_x();
-        let ns = match self.shape {
+        let ns = match &self.shape {
             Shape::Empty | Shape::Python { .. } => None,
-            Shape::Constant { ns_per_arrival } => to_ns(x * ns_per_arrival),
-            Shape::Ramp {
+            &Shape::Constant { ns_per_arrival } => to_ns(x * ns_per_arrival),
+            &Shape::Ramp {
                 a,
                 b,
                 d_s,

@@ -6,6 +6,7 @@
 #[cfg(feature = "columnar")]
 pub(crate) mod columnar;
 mod limits;
+mod mlperf_src;
 mod net;
 mod proc;
 mod run;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub(crate) use limits::*;
+pub(crate) use mlperf_src::*;
 pub(crate) use net::*;
 pub(crate) use proc::*;
 pub(crate) use run::*;

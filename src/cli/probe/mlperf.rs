@@ -19,10 +19,10 @@ use crate::tls::TlsClient;
 
 /// The `--api` name of an MLPerf `--api-type`.
 fn api_of(api_type: &str) -> Result<&'static str, (i32, String)> {
+    if let Some(api) = crate::config::mlperf::api_of(api_type) {
+        return Ok(api);
+    }
     match api_type {
-        "openai" => Ok("openai-chat"),
-        "openai_completions" => Ok("openai-completions"),
-        "sglang" => Ok("sglang"),
         "videogen" => Err((
             mlperf_status::INPUT,
             "Probe does not support api_type=videogen (per-request latencies exceed the probe \

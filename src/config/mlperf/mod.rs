@@ -61,6 +61,30 @@ pub(crate) struct Extras {
     pub refuse_accuracy: Vec<String>,
 }
 
+/// MLPerf's `endpoint_config.api_type` names beside ours (`--api`), for
+/// the ones both have.
+const API_TYPES: [(&str, &str); 3] = [
+    ("openai", "openai-chat"),
+    ("openai_completions", "openai-completions"),
+    ("sglang", "sglang"),
+];
+
+/// Our `--api` for MLPerf's `api_type`, if we speak it.
+pub(crate) fn api_of(api_type: &str) -> Option<&'static str> {
+    API_TYPES
+        .iter()
+        .find(|(theirs, _)| *theirs == api_type)
+        .map(|&(_, ours)| ours)
+}
+
+/// MLPerf's `api_type` for our `--api` (ours where MLPerf has no name).
+pub(crate) fn api_type_of(api: &str) -> &str {
+    API_TYPES
+        .iter()
+        .find(|(_, ours)| *ours == api)
+        .map_or(api, |&(theirs, _)| theirs)
+}
+
 /// Whether `path` names a YAML file (by extension).
 pub(crate) fn is_yaml(path: &Path) -> bool {
     path.extension()

@@ -226,12 +226,7 @@ pub(crate) fn render_config_yaml(
         }
         _ => {}
     }
-    let api = match cfg.protocol.name() {
-        "openai-chat" => "openai",
-        "openai-completions" => "openai_completions",
-        other => other,
-    };
-    ep.put("api_type", s(api));
+    ep.put("api_type", s(super::api_type_of(cfg.protocol.name())));
     doc.put("endpoint_config", ep.done());
     doc.put("report_dir", s(&out.display().to_string()));
 

@@ -158,14 +158,12 @@ fn completion_control(s: &Section<'_>, key: &str, completions: bool) -> bool {
     completions
 }
 
-fn read_model_params(mut s: Section<'_>, completions: bool, p: &mut Profile) {
-    p.model = s.string("name").filter(|n| !n.is_empty());
-    p.temperature = s.f64("temperature");
-    p.top_p = s.f64("top_p");
+/// The sampling knobs of `model_params` (or of a dataset's
+/// `generation_config_override`) that have no field of ours: they travel in
+/// the request body under their API names. MLPerf's sampling `seed` is one
+/// of them (our own seeds order and schedule, they are never sent).
+fn read_sampling(s: &mut Section<'_>, completions: bool) -> Map<String, Value> {
     let mut extra = Map::new();
-    // Sampling knobs without a field of ours travel in the request body
-    // under their API names; MLPerf's sampling `seed` is one of them (our
-    // own seeds order and schedule, they are never sent).
     if let Some(seed) = s.int("seed", i64::MIN) {
         extra.insert("seed".into(), seed.into());
     }
@@ -192,10 +190,18 @@ fn read_model_params(mut s: Section<'_>, completions: bool, p: &mut Profile) {
         ),
     }
     if s.bool("skip_special_tokens") == Some(false)
-        && completion_control(&s, "skip_special_tokens", completions)
+        && completion_control(s, "skip_special_tokens", completions)
     {
         extra.insert("skip_special_tokens".into(), false.into());
     }
+    extra
+}
+
+fn read_model_params(mut s: Section<'_>, completions: bool, p: &mut Profile) {
+    p.model = s.string("name").filter(|n| !n.is_empty());
+    p.temperature = s.f64("temperature");
+    p.top_p = s.f64("top_p");
+    let extra = read_sampling(&mut s, completions);
     if !extra.is_empty() {
         p.extra_body = Some(extra);
     }
@@ -610,26 +616,9 @@ fn read_generation_override(
         if min.is_some() && completion_control(&g, "min_new_tokens", completions) {
             p.min_tokens = min.and_then(|n| u32::try_from(n).ok());
         }
-        if g.bool("skip_special_tokens") == Some(false)
-            && completion_control(&g, "skip_special_tokens", completions)
-        {
-            p.extra_body
-                .get_or_insert_with(Map::new)
-                .insert("skip_special_tokens".into(), false.into());
-        }
-        for key in [
-            "seed",
-            "top_k",
-            "repetition_penalty",
-            "presence_penalty",
-            "frequency_penalty",
-            "chat_template_kwargs",
-        ] {
-            if let Some(v) = g.take(key) {
-                p.extra_body
-                    .get_or_insert_with(Map::new)
-                    .insert(key.into(), v);
-            }
+        let extra = read_sampling(&mut g, completions);
+        if !extra.is_empty() {
+            p.extra_body.get_or_insert_with(Map::new).extend(extra);
         }
     }
     // What is left has no per-dataset meaning here.
@@ -694,16 +683,15 @@ fn read_endpoint(mut s: Section<'_>, p: &mut Profile) {
         _ => p.endpoints = Some(urls),
     }
     p.api_key = s.string("api_key").filter(|k| !k.is_empty());
-    match s.string("api_type").as_deref() {
+    let api_type = s.string("api_type");
+    match api_type.as_deref().map(|t| (t, super::api_of(t))) {
         None => {}
-        Some("openai") => p.api = Some("openai-chat".into()),
-        Some("openai_completions") => p.api = Some("openai-completions".into()),
-        Some("sglang") => p.api = Some("sglang".into()),
-        Some("videogen") => s.errs.at(
+        Some((_, Some(api))) => p.api = Some(api.into()),
+        Some(("videogen", None)) => s.errs.at(
             &s.path_of("api_type"),
             "'videogen' is not supported: expected openai, openai_completions or sglang",
         ),
-        Some(other) => s.errs.at(
+        Some((other, None)) => s.errs.at(
             &s.path_of("api_type"),
             format!("'{other}': expected openai, openai_completions or sglang"),
         ),
